@@ -1,0 +1,326 @@
+#include "accounting.h"
+
+#include <algorithm>
+
+namespace gmp {
+
+DeviceStats& Accounting::dev(int d) {
+  auto [it, inserted] = devices_.try_emplace(d);
+  if (inserted) it->second.device = d;
+  return it->second;
+}
+
+std::unordered_map<uint64_t, LiveAllocation>& Accounting::table_for(Kind k) {
+  switch (k) {
+    case Kind::Array: return arrays_;
+    case Kind::HostPinned: return pinned_;
+    default: return device_ptrs_;  // linear, pool and managed share the device address space
+  }
+}
+
+void Accounting::apply(const Event& e) {
+  ++events_;
+  if (events_ == 1) first_ns_ = e.timestamp_ns;
+  last_ns_ = std::max(last_ns_, e.timestamp_ns);
+  switch (e.op) {
+    case Op::Alloc: on_alloc(e); break;
+    case Op::Free: on_free(e); break;
+    case Op::ReleaseFailed: on_release_failed(e); break;
+    case Op::PoolCreate: on_pool_create(e); break;
+    case Op::PoolDestroy: on_pool_destroy(e); break;
+    case Op::PoolReserved: set_pool_reserved(e.object, e.device, e.value); break;
+    case Op::VmmCreate: on_vmm_create(e); break;
+    case Op::VmmRelease: on_vmm_release(e); break;
+    case Op::VmmMap: on_vmm_map(e); break;
+    case Op::VmmUnmap: on_vmm_unmap(e); break;
+    case Op::DeviceInfo: dev(e.device).total_bytes = e.size; break;
+    case Op::None: break;
+  }
+}
+
+void Accounting::add_bytes(const LiveAllocation& a) {
+  if (a.kind == Kind::HostPinned) {
+    host_pinned_.add(a.size);
+    return;
+  }
+  dev(a.device).kind(a.kind).bytes.add(a.size);
+  refresh_totals(a.device, a.timestamp_ns);
+}
+
+void Accounting::remove_bytes(const LiveAllocation& a) {
+  if (a.kind == Kind::HostPinned) {
+    host_pinned_.sub(a.size);
+    return;
+  }
+  dev(a.device).kind(a.kind).bytes.sub(a.size);
+  refresh_totals(a.device, last_ns_);
+}
+
+void Accounting::refresh_totals(int device, uint64_t ts) {
+  DeviceStats& d = dev(device);
+  const uint64_t plain = d.kind(Kind::Linear).bytes.current + d.kind(Kind::Array).bytes.current;
+  const uint64_t allocated = plain + d.kind(Kind::Pool).bytes.current + d.kind(Kind::Vmm).bytes.current;
+  const uint64_t reserved = plain + d.pool_reserved.current + d.vmm_physical.current;
+  if (allocated > d.allocated.peak) d.allocated_peak_ns = ts;
+  if (reserved > d.reserved.peak) d.reserved_peak_ns = ts;
+  d.allocated.set(allocated);
+  d.reserved.set(reserved);
+}
+
+void Accounting::on_alloc(const Event& e) {
+  if (e.result != 0) {
+    if (e.kind != Kind::HostPinned) ++dev(e.device).failed_alloc_count;
+    if (failed_.size() < kMaxFailedKept) {
+      failed_.push_back({e.timestamp_ns, e.size, e.stream, e.thread_id, e.device, e.kind, e.api, e.result});
+    }
+    return;
+  }
+  LiveAllocation a{e.address, e.size, e.timestamp_ns, e.object, e.thread_id, e.stack_id, e.device, e.kind, e.api};
+  auto& table = table_for(e.kind);
+  if (auto old = table.find(e.address); old != table.end()) {
+    // The driver handed out an address we still hold: its release happened outside our view.
+    remove_bytes(old->second);
+    table.erase(old);
+  }
+  table.emplace(e.address, a);
+  if (e.kind == Kind::HostPinned) {
+    ++pinned_allocs_;
+  } else {
+    DeviceStats& d = dev(e.device);
+    ++d.kind(e.kind).allocs;
+    ++d.alloc_count;
+  }
+  if (e.kind == Kind::Pool && e.object != 0) {
+    // Account the pool's growth first so that reserved never trails allocated at this event.
+    set_pool_reserved(e.object, e.device, e.value);
+  }
+  add_bytes(a);
+}
+
+void Accounting::on_free(const Event& e) {
+  if (e.address == 0) return;  // freeing NULL is a no-op for the driver
+  Undo& u = undo_[e.thread_id];
+  u = Undo{Op::Free, e.address};
+  auto& table = table_for(e.kind);
+  auto it = table.find(e.address);
+  if (it == table.end()) {
+    ++unknown_frees_;
+    return;
+  }
+  const LiveAllocation a = it->second;
+  table.erase(it);
+  u.found = true;
+  u.alloc = a;
+  if (a.kind == Kind::HostPinned) {
+    ++pinned_frees_;
+  } else {
+    DeviceStats& d = dev(a.device);
+    ++d.kind(a.kind).frees;
+    ++d.free_count;
+  }
+  remove_bytes(a);
+}
+
+void Accounting::on_release_failed(const Event& e) {
+  ++failed_releases_;
+  auto it = undo_.find(e.thread_id);
+  if (it == undo_.end() || it->second.address != e.address) return;
+  Undo u = std::move(it->second);
+  undo_.erase(it);
+  switch (u.op) {
+    case Op::Free:
+      if (!u.found) {
+        --unknown_frees_;
+        return;
+      }
+      table_for(u.alloc.kind).emplace(u.alloc.address, u.alloc);
+      if (u.alloc.kind == Kind::HostPinned) {
+        --pinned_frees_;
+      } else {
+        --dev(u.alloc.device).kind(u.alloc.kind).frees;
+        --dev(u.alloc.device).free_count;
+      }
+      add_bytes(u.alloc);
+      return;
+    case Op::VmmRelease:
+      if (!u.found) {
+        --unknown_frees_;
+        return;
+      }
+      if (u.handle_freed) {
+        handles_[u.address] = Handle{u.alloc, false, 0};
+        dev(u.alloc.device).vmm_physical.add(u.alloc.size);
+      } else {
+        handles_[u.address].released = false;
+      }
+      --dev(u.alloc.device).kind(Kind::Vmm).frees;
+      --dev(u.alloc.device).free_count;
+      refresh_totals(u.alloc.device, last_ns_);
+      return;
+    case Op::VmmUnmap:
+      for (auto& [va, m] : u.mappings) {
+        mappings_[va] = m;
+        auto h = handles_.find(m.handle);
+        if (h == handles_.end()) {
+          // The unmap had freed a released handle's memory; it is mapped (and so alive) again.
+          for (auto& a : u.freed_handles) {
+            if (a.address == m.handle) {
+              handles_[a.address] = Handle{a, true, 0};
+              dev(a.device).vmm_physical.add(a.size);
+            }
+          }
+          h = handles_.find(m.handle);
+        }
+        if (h != handles_.end()) ++h->second.mappings;
+        dev(m.device).kind(Kind::Vmm).bytes.add(m.size);
+        refresh_totals(m.device, last_ns_);
+      }
+      return;
+    case Op::PoolDestroy:
+      pools_[u.address] = u.pool;
+      dev(u.pool.device).pool_reserved.add(u.pool.reserved);
+      for (auto& a : u.pool_allocs) {
+        device_ptrs_.emplace(a.address, a);
+        --dev(a.device).released_by_pool_destroy;
+        add_bytes(a);
+      }
+      refresh_totals(u.pool.device, last_ns_);
+      return;
+    default:
+      return;
+  }
+}
+
+void Accounting::on_pool_create(const Event& e) {
+  if (e.result != 0 || e.object == 0) return;
+  pools_[e.object] = Pool{e.device, 0};
+  dev(e.device);
+}
+
+void Accounting::set_pool_reserved(uint64_t pool, int16_t device, uint64_t bytes) {
+  auto [it, inserted] = pools_.try_emplace(pool, Pool{device, 0});
+  Pool& p = it->second;
+  DeviceStats& d = dev(p.device);
+  d.pool_reserved.sub(p.reserved);
+  p.reserved = bytes;
+  d.pool_reserved.add(bytes);
+  refresh_totals(p.device, last_ns_);
+}
+
+void Accounting::on_pool_destroy(const Event& e) {
+  Undo& u = undo_[e.thread_id];
+  u = Undo{Op::PoolDestroy, e.object};
+  auto it = pools_.find(e.object);
+  if (it == pools_.end()) return;
+  u.pool = it->second;
+  for (auto a = device_ptrs_.begin(); a != device_ptrs_.end();) {
+    if (a->second.kind == Kind::Pool && a->second.pool == e.object) {
+      u.pool_allocs.push_back(a->second);
+      ++dev(a->second.device).released_by_pool_destroy;
+      remove_bytes(a->second);
+      a = device_ptrs_.erase(a);
+    } else {
+      ++a;
+    }
+  }
+  dev(u.pool.device).pool_reserved.sub(u.pool.reserved);
+  pools_.erase(it);
+  refresh_totals(u.pool.device, last_ns_);
+}
+
+void Accounting::on_vmm_create(const Event& e) {
+  DeviceStats& d = dev(e.device);
+  if (e.result != 0) {
+    ++d.failed_alloc_count;
+    if (failed_.size() < kMaxFailedKept) {
+      failed_.push_back({e.timestamp_ns, e.size, e.stream, e.thread_id, e.device, Kind::Vmm, e.api, e.result});
+    }
+    return;
+  }
+  LiveAllocation a{e.address, e.size, e.timestamp_ns, 0, e.thread_id, e.stack_id, e.device, Kind::Vmm, e.api};
+  handles_[e.address] = Handle{a, false, 0};
+  ++d.kind(Kind::Vmm).allocs;
+  ++d.alloc_count;
+  d.vmm_physical.add(e.size);
+  refresh_totals(e.device, e.timestamp_ns);
+}
+
+void Accounting::free_physical_if_unused(uint64_t handle) {
+  auto it = handles_.find(handle);
+  if (it == handles_.end() || !it->second.released || it->second.mappings != 0) return;
+  const LiveAllocation a = it->second.alloc;
+  handles_.erase(it);
+  dev(a.device).vmm_physical.sub(a.size);
+  refresh_totals(a.device, last_ns_);
+}
+
+void Accounting::on_vmm_release(const Event& e) {
+  Undo& u = undo_[e.thread_id];
+  u = Undo{Op::VmmRelease, e.address};
+  auto it = handles_.find(e.address);
+  if (it == handles_.end() || it->second.released) {
+    ++unknown_frees_;
+    return;
+  }
+  u.found = true;
+  u.alloc = it->second.alloc;
+  it->second.released = true;
+  DeviceStats& d = dev(u.alloc.device);
+  ++d.kind(Kind::Vmm).frees;
+  ++d.free_count;
+  u.handle_freed = it->second.mappings == 0;
+  free_physical_if_unused(e.address);
+}
+
+void Accounting::on_vmm_map(const Event& e) {
+  if (e.result != 0) return;
+  auto h = handles_.find(e.object);
+  const int16_t device = h != handles_.end() ? h->second.alloc.device : e.device;
+  if (h != handles_.end()) ++h->second.mappings;
+  mappings_[e.address] = Mapping{e.size, e.object, device};
+  dev(device).kind(Kind::Vmm).bytes.add(e.size);
+  refresh_totals(device, e.timestamp_ns);
+}
+
+void Accounting::on_vmm_unmap(const Event& e) {
+  Undo& u = undo_[e.thread_id];
+  u = Undo{Op::VmmUnmap, e.address};
+  const uint64_t end = e.address + e.size;
+  for (auto it = mappings_.lower_bound(e.address); it != mappings_.end() && it->first < end;) {
+    const Mapping m = it->second;
+    u.mappings.emplace_back(it->first, m);
+    it = mappings_.erase(it);
+    dev(m.device).kind(Kind::Vmm).bytes.sub(m.size);
+    auto h = handles_.find(m.handle);
+    if (h != handles_.end()) {
+      if (h->second.mappings > 0) --h->second.mappings;
+      if (h->second.released && h->second.mappings == 0) u.freed_handles.push_back(h->second.alloc);
+      free_physical_if_unused(m.handle);
+    }
+    refresh_totals(m.device, last_ns_);
+  }
+}
+
+std::vector<LiveAllocation> Accounting::live_allocations() const {
+  std::vector<LiveAllocation> out;
+  out.reserve(device_ptrs_.size() + arrays_.size() + handles_.size() + pinned_.size());
+  for (auto& [_, a] : device_ptrs_) out.push_back(a);
+  for (auto& [_, a] : arrays_) out.push_back(a);
+  for (auto& [_, h] : handles_) out.push_back(h.alloc);
+  for (auto& [_, a] : pinned_) out.push_back(a);
+  return out;
+}
+
+Accounting::LiveTotals Accounting::live_at_exit() const {
+  LiveTotals t;
+  auto add = [&t](const LiveAllocation& a) {
+    ++t.count;
+    t.bytes += a.size;
+  };
+  for (auto& [_, a] : device_ptrs_) add(a);
+  for (auto& [_, a] : arrays_) add(a);
+  for (auto& [_, h] : handles_) add(h.alloc);
+  return t;
+}
+
+}  // namespace gmp

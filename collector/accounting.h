@@ -1,0 +1,160 @@
+// Exact memory accounting over the event stream (design.md section 4). Pure logic: the collector
+// feeds it live events, the tools feed it a trace to rebuild a summary. Peaks are maxima over the
+// event order, never samples.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "event.h"
+
+namespace gmp {
+
+struct Counter {
+  uint64_t current = 0;
+  uint64_t peak = 0;
+  void add(uint64_t n) {
+    current += n;
+    if (current > peak) peak = current;
+  }
+  void sub(uint64_t n) { current = n > current ? 0 : current - n; }
+  void set(uint64_t n) {
+    current = n;
+    if (current > peak) peak = current;
+  }
+};
+
+struct KindStats {
+  Counter bytes;
+  uint64_t allocs = 0;
+  uint64_t frees = 0;
+};
+
+struct DeviceStats {
+  int device = 0;
+  uint64_t total_bytes = 0;
+  Counter allocated;  // linear + pool + vmm mapped + array
+  Counter reserved;   // linear + pools' reserved + vmm physical + array
+  uint64_t allocated_peak_ns = 0;
+  uint64_t reserved_peak_ns = 0;
+  std::array<KindStats, kKindCount> by_kind{};
+  Counter pool_reserved;
+  Counter vmm_physical;
+  uint64_t alloc_count = 0;
+  uint64_t free_count = 0;
+  uint64_t failed_alloc_count = 0;
+  uint64_t released_by_pool_destroy = 0;
+
+  KindStats& kind(Kind k) { return by_kind[static_cast<size_t>(k)]; }
+  const KindStats& kind(Kind k) const { return by_kind[static_cast<size_t>(k)]; }
+};
+
+struct LiveAllocation {
+  uint64_t address = 0;
+  uint64_t size = 0;
+  uint64_t timestamp_ns = 0;
+  uint64_t pool = 0;
+  uint32_t thread_id = 0;
+  uint32_t stack_id = 0;
+  int16_t device = -1;
+  Kind kind = Kind::None;
+  Api api = Api::None;
+};
+
+struct FailedAllocation {
+  uint64_t timestamp_ns, size, stream;
+  uint32_t thread_id;
+  int16_t device;
+  Kind kind;
+  Api api;
+  int16_t result;
+};
+
+class Accounting {
+ public:
+  void apply(const Event& e);
+
+  const std::map<int, DeviceStats>& devices() const { return devices_; }
+  const Counter& host_pinned() const { return host_pinned_; }
+  uint64_t host_pinned_allocs() const { return pinned_allocs_; }
+  uint64_t host_pinned_frees() const { return pinned_frees_; }
+  uint64_t unknown_frees() const { return unknown_frees_; }
+  uint64_t failed_releases() const { return failed_releases_; }
+  uint64_t events() const { return events_; }
+  uint64_t first_timestamp_ns() const { return first_ns_; }
+  uint64_t last_timestamp_ns() const { return last_ns_; }
+  const std::vector<FailedAllocation>& failed_allocations() const { return failed_; }
+
+  // Every allocation still holding memory: device pointers, arrays, VMM physical handles, pinned.
+  std::vector<LiveAllocation> live_allocations() const;
+  struct LiveTotals {
+    uint64_t count = 0, bytes = 0;
+  };
+  LiveTotals live_at_exit() const;  // design.md: linear, pool, array, managed, VMM handles
+
+  static constexpr size_t kMaxFailedKept = 1000;
+
+ private:
+  struct Handle {
+    LiveAllocation alloc;
+    bool released = false;
+    uint32_t mappings = 0;
+  };
+  struct Mapping {
+    uint64_t size, handle;
+    int16_t device;
+  };
+  struct Pool {
+    int16_t device;
+    uint64_t reserved;
+  };
+  // What a thread's last release removed, so a ReleaseFailed from that thread can put it back.
+  struct Undo {
+    Op op = Op::None;
+    uint64_t address = 0;
+    bool found = false;
+    LiveAllocation alloc;
+    std::vector<std::pair<uint64_t, Mapping>> mappings;
+    std::vector<LiveAllocation> pool_allocs;     // PoolDestroy: the allocations it released
+    std::vector<LiveAllocation> freed_handles;   // VmmUnmap: released handles it freed
+    Pool pool{};
+    bool handle_freed = false;
+  };
+
+  DeviceStats& dev(int d);
+  std::unordered_map<uint64_t, LiveAllocation>& table_for(Kind k);
+  void on_alloc(const Event& e);
+  void on_free(const Event& e);
+  void on_release_failed(const Event& e);
+  void on_pool_create(const Event& e);
+  void on_pool_destroy(const Event& e);
+  void set_pool_reserved(uint64_t pool, int16_t device, uint64_t bytes);
+  void on_vmm_create(const Event& e);
+  void on_vmm_release(const Event& e);
+  void on_vmm_map(const Event& e);
+  void on_vmm_unmap(const Event& e);
+  void free_physical_if_unused(uint64_t handle);
+  void add_bytes(const LiveAllocation& a);
+  void remove_bytes(const LiveAllocation& a);
+  void refresh_totals(int device, uint64_t ts);
+
+  std::map<int, DeviceStats> devices_;
+  std::unordered_map<uint64_t, LiveAllocation> device_ptrs_;  // linear, pool, managed
+  std::unordered_map<uint64_t, LiveAllocation> arrays_;
+  std::unordered_map<uint64_t, LiveAllocation> pinned_;
+  std::unordered_map<uint64_t, Handle> handles_;
+  std::map<uint64_t, Mapping> mappings_;
+  std::unordered_map<uint64_t, Pool> pools_;
+  std::unordered_map<uint32_t, Undo> undo_;
+  std::vector<FailedAllocation> failed_;
+  Counter host_pinned_;
+  uint64_t pinned_allocs_ = 0, pinned_frees_ = 0;
+  uint64_t unknown_frees_ = 0, failed_releases_ = 0;
+  uint64_t events_ = 0, first_ns_ = 0, last_ns_ = 0;
+};
+
+}  // namespace gmp

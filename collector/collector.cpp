@@ -1,0 +1,175 @@
+#include "collector.h"
+
+#include <signal.h>
+#include <time.h>
+
+#include <algorithm>
+
+#include "clock.h"
+#include "file_io.h"
+#include "log.h"
+#include "run_directory.h"
+#include "summary.h"
+#include "trace_format.h"
+
+namespace gmp {
+namespace {
+
+constexpr size_t kBatch = 4096;
+constexpr size_t kFlushEvents = 4096;  // 256 KiB of trace per write at most
+constexpr uint64_t kIdleShortNs = 1'000'000;
+constexpr uint64_t kIdleLongNs = 10'000'000;
+constexpr unsigned kIdleRoundsBeforeLong = 200;
+
+void sleep_ns(uint64_t ns) {
+  timespec ts{static_cast<time_t>(ns / 1'000'000'000ull), static_cast<long>(ns % 1'000'000'000ull)};
+  nanosleep(&ts, nullptr);
+}
+
+}  // namespace
+
+Collector::Collector(const Config& config, const ProcessInfo& info, Ring& ring, const DeviceTable& devices)
+    : config_(config), info_(info), ring_(ring), devices_(devices), batch_(kBatch) {}
+
+bool Collector::start() {
+  auto dir = create_run_directory(expand_output_template(config_.output, info_), error_);
+  if (!dir) return false;
+  run_dir_ = *dir;
+  log::attach_file(run_dir_ + "/gpumemprof.log");
+  write_manifest();
+  const std::string trace_path = run_dir_ + "/" + kTraceFileName;
+  if (!trace_.open(trace_path, make_trace_header(static_cast<uint32_t>(info_.pid), info_.start_realtime_ns,
+                                                 info_.start_monotonic_ns))) {
+    log::error("cannot create {}; events are counted but not traced", trace_path);
+  }
+  // The collector must never take the application's signals (SIGTERM, SIGINT, SIGCHLD...).
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old);
+  thread_ = std::thread([this] { run(); });
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  return true;
+}
+
+size_t Collector::drain_once() {
+  const size_t n = ring_.pop(batch_.data(), batch_.size());
+  for (size_t i = 0; i < n; ++i) process(batch_[i]);
+  if (trace_.buffered() >= kFlushEvents) trace_.flush();
+  return n;
+}
+
+void Collector::drain_until(uint64_t target, uint64_t deadline_ns) {
+  // A producer that claimed a slot publishes it within nanoseconds unless it was stopped (a signal
+  // handler on that very thread, a thread killed mid-push): then the deadline bounds the wait.
+  while (ring_.consumed() < target) {
+    if (drain_once() == 0) {
+      if (now_ns() > deadline_ns) {
+        lost_.store(ring_.claimed() - ring_.consumed(), std::memory_order_relaxed);
+        break;
+      }
+      sleep_ns(20'000);
+    }
+  }
+  trace_.flush();
+}
+
+void Collector::run() {
+  unsigned idle_rounds = 0;
+  while (!stop_requested_.load(std::memory_order_acquire)) {
+    const uint64_t want = checkpoint_requested_.load(std::memory_order_acquire);
+    if (want != checkpoint_done_.load(std::memory_order_relaxed)) {
+      drain_until(ring_.claimed(), now_ns() + 1'000'000'000ull);
+      write_summary(false, checkpoint_signal_.load(std::memory_order_relaxed));
+      checkpoint_done_.store(want, std::memory_order_release);
+      continue;
+    }
+    if (drain_once() > 0) {
+      idle_rounds = 0;
+      continue;
+    }
+    trace_.flush();
+    sleep_ns(++idle_rounds < kIdleRoundsBeforeLong ? kIdleShortNs : kIdleLongNs);
+  }
+}
+
+void Collector::process(const Event& e) {
+  if (e.op == Op::DeviceInfo) {
+    if (std::find(device_order_.begin(), device_order_.end(), e.device) == device_order_.end()) {
+      device_order_.push_back(e.device);
+    }
+    accounting_.apply(e);
+    trace_.append(e);
+    write_manifest();
+    return;
+  }
+  accounting_.apply(e);
+  trace_.append(e);
+}
+
+void Collector::write_manifest() {
+  nlohmann::json devices = nlohmann::json::array();
+  for (int d : device_order_) {
+    const auto& entry = devices_.entries[static_cast<size_t>(d)];
+    devices.push_back({{"ordinal", d}, {"name", entry.name}, {"total_bytes", entry.total_bytes}});
+  }
+  nlohmann::json m = {
+      {"schema_version", 1},
+      {"tool", "gpumemprof"},
+      {"tool_version", GPUMEMPROF_VERSION},
+      {"pid", info_.pid},
+      {"ppid", info_.ppid},
+      {"exe", info_.exe},
+      {"argv", info_.argv},
+      {"cwd", info_.cwd},
+      {"host", info_.host},
+      {"rank", info_.rank},
+      {"start_time_utc", iso8601_utc(info_.start_realtime_ns)},
+      {"start_realtime_ns", info_.start_realtime_ns},
+      {"start_monotonic_ns", info_.start_monotonic_ns},
+      {"config", config_to_json(config_)},
+      {"devices", devices},
+      {"trace", {{"file", kTraceFileName}, {"version", kTraceVersion}, {"event_size", sizeof(Event)}}},
+  };
+  if (!write_file_atomic(run_dir_ + "/manifest.json", m.dump(2) + "\n")) {
+    log::error("cannot write {}/manifest.json", run_dir_);
+  }
+}
+
+void Collector::write_summary(bool clean_exit, int signal) {
+  SummaryContext ctx;
+  ctx.clean_exit = clean_exit;
+  ctx.terminated_by_signal = signal;
+  ctx.events_lost = lost_.load(std::memory_order_relaxed);
+  ctx.producer_waits = ring_.producer_waits();
+  ctx.start_monotonic_ns = info_.start_monotonic_ns;
+  for (int d : device_order_) ctx.device_names[d] = devices_.entries[static_cast<size_t>(d)].name;
+  nlohmann::json s = build_summary(accounting_, ctx);
+  s["trace_events_written"] = trace_.written_events();
+  if (!write_file_atomic(run_dir_ + "/summary.json", s.dump(2) + "\n")) {
+    log::error("cannot write {}/summary.json", run_dir_);
+  }
+}
+
+bool Collector::checkpoint(int signal, uint64_t timeout_ms) {
+  if (finished_.load(std::memory_order_acquire)) return true;
+  checkpoint_signal_.store(signal, std::memory_order_relaxed);
+  const uint64_t ticket = checkpoint_requested_.fetch_add(1, std::memory_order_acq_rel) + 1;
+  const uint64_t deadline = now_ns() + timeout_ms * 1'000'000ull;
+  while (checkpoint_done_.load(std::memory_order_acquire) < ticket) {
+    if (now_ns() > deadline) return false;
+    sleep_ns(200'000);
+  }
+  return true;
+}
+
+bool Collector::stop(uint64_t timeout_ms) {
+  if (finished_.exchange(true)) return true;
+  const uint64_t deadline = now_ns() + timeout_ms * 1'000'000ull;
+  stop_requested_.store(true, std::memory_order_release);
+  if (thread_.joinable()) thread_.join();  // the loop exits within one idle sleep
+  drain_until(ring_.claimed(), deadline);
+  write_summary(true, 0);
+  return lost_.load() == 0;
+}
+
+}  // namespace gmp

@@ -1,0 +1,64 @@
+// The collector thread: drains the ring in order, keeps the accounting, streams the trace, and
+// writes manifest.json and summary.json in the run directory.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "accounting.h"
+#include "config.h"
+#include "device_table.h"
+#include "process_info.h"
+#include "ring.h"
+#include "trace_writer.h"
+
+namespace gmp {
+
+class Collector {
+ public:
+  Collector(const Config& config, const ProcessInfo& info, Ring& ring, const DeviceTable& devices);
+
+  // Creates the run directory, manifest and trace, then starts the thread. False: error() says why.
+  bool start();
+  const std::string& run_dir() const { return run_dir_; }
+  const std::string& error() const { return error_; }
+
+  // Drains everything claimed so far, flushes the trace and writes summary.json, waiting at most
+  // `timeout_ms`. Async-signal-safe: it only touches atomics and sleeps.
+  bool checkpoint(int signal, uint64_t timeout_ms);
+
+  // Final drain and summary; the thread ends. Waits at most `timeout_ms`.
+  bool stop(uint64_t timeout_ms);
+
+ private:
+  void run();
+  void drain_until(uint64_t target, uint64_t deadline_ns);
+  size_t drain_once();
+  void process(const Event& e);
+  void write_manifest();
+  void write_summary(bool clean_exit, int signal);
+
+  Config config_;
+  ProcessInfo info_;
+  Ring& ring_;
+  const DeviceTable& devices_;
+  Accounting accounting_;
+  TraceWriter trace_;
+  std::string run_dir_;
+  std::string error_;
+  std::vector<Event> batch_;
+  std::vector<int> device_order_;
+
+  std::atomic<bool> stop_requested_{false};
+  std::atomic<bool> finished_{false};
+  std::atomic<uint64_t> checkpoint_requested_{0};
+  std::atomic<uint64_t> checkpoint_done_{0};
+  std::atomic<int> checkpoint_signal_{0};
+  std::atomic<uint64_t> lost_{0};
+  std::thread thread_;
+};
+
+}  // namespace gmp

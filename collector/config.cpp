@@ -1,0 +1,200 @@
+#include "config.h"
+
+#include <charconv>
+#include <cmath>
+#include <cstdlib>
+#include <string>
+
+namespace gmp {
+namespace {
+
+std::string lower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
+  return s;
+}
+
+std::optional<double> parse_double(std::string_view s) {
+  s = trim(s);
+  double v = 0;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || p != s.data() + s.size() || !std::isfinite(v)) return std::nullopt;
+  return v;
+}
+
+std::optional<uint64_t> parse_uint(std::string_view s) {
+  s = trim(s);
+  uint64_t v = 0;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || p != s.data() + s.size() || s.empty()) return std::nullopt;
+  return v;
+}
+
+// Applies one variable: `parse` returns false when the text is not acceptable.
+class Reader {
+ public:
+  Reader(const EnvLookup& env, Config& c) : env_(env), c_(c) {}
+
+  template <typename Parse>
+  void read(const char* name, const std::string& default_text, const char* accepted, Parse parse) {
+    const char* raw = env_(name);
+    if (raw == nullptr) return;
+    if (!parse(std::string_view(raw))) {
+      c_.errors.push_back(std::string("invalid ") + name + "='" + raw + "': expected " + accepted +
+                          "; using the default " + default_text);
+    }
+  }
+
+ private:
+  const EnvLookup& env_;
+  Config& c_;
+};
+
+template <typename T>
+auto uint_in(T& field, uint64_t lo, uint64_t hi) {
+  return [&field, lo, hi](std::string_view s) {
+    auto v = parse_uint(s);
+    if (!v || *v < lo || *v > hi) return false;
+    field = static_cast<T>(*v);
+    return true;
+  };
+}
+
+auto double_in(double& field, double lo, double hi) {
+  return [&field, lo, hi](std::string_view s) {
+    auto v = parse_double(s);
+    if (!v || *v <= lo || *v > hi) return false;
+    field = *v;
+    return true;
+  };
+}
+
+}  // namespace
+
+std::optional<uint64_t> parse_size(std::string_view text) {
+  std::string_view s = trim(text);
+  size_t i = 0;
+  while (i < s.size() && (std::isdigit(static_cast<unsigned char>(s[i])) || s[i] == '.')) ++i;
+  auto number = parse_double(s.substr(0, i));
+  if (!number || *number < 0) return std::nullopt;
+  const std::string unit = lower(trim(s.substr(i)));
+  double scale = 1;
+  if (unit.empty() || unit == "b") scale = 1;
+  else if (unit == "k" || unit == "kib" || unit == "kb") scale = 1024.0;
+  else if (unit == "m" || unit == "mib" || unit == "mb") scale = 1024.0 * 1024;
+  else if (unit == "g" || unit == "gib" || unit == "gb") scale = 1024.0 * 1024 * 1024;
+  else if (unit == "t" || unit == "tib" || unit == "tb") scale = 1024.0 * 1024 * 1024 * 1024;
+  else return std::nullopt;
+  const double bytes = *number * scale;
+  if (bytes >= 1.8e19 || bytes != std::floor(bytes)) return std::nullopt;
+  return static_cast<uint64_t>(bytes);
+}
+
+std::optional<bool> parse_bool(std::string_view text) {
+  const std::string s = lower(trim(text));
+  if (s == "1" || s == "true" || s == "yes" || s == "on") return true;
+  if (s == "0" || s == "false" || s == "no" || s == "off") return false;
+  return std::nullopt;
+}
+
+std::string_view log_level_name(LogLevel l) {
+  switch (l) {
+    case LogLevel::Trace: return "trace";
+    case LogLevel::Debug: return "debug";
+    case LogLevel::Info: return "info";
+    case LogLevel::Warn: return "warn";
+    case LogLevel::Error: return "error";
+    case LogLevel::Critical: return "critical";
+    case LogLevel::Off: return "off";
+  }
+  return "warn";
+}
+
+Config parse_config(const EnvLookup& env) {
+  Config c;
+  Reader r(env, c);
+  r.read("GPUMEMPROF_ENABLE", "1", "0 or 1 (also true/false, yes/no, on/off)", [&](std::string_view s) {
+    auto v = parse_bool(s);
+    if (v) c.enable = *v;
+    return v.has_value();
+  });
+  r.read("GPUMEMPROF_OUTPUT", c.output, "a non-empty directory template", [&](std::string_view s) {
+    if (trim(s).empty()) return false;
+    c.output = std::string(s);
+    return true;
+  });
+  r.read("GPUMEMPROF_LOG_LEVEL", "warn", "one of trace, debug, info, warn, error, critical, off",
+         [&](std::string_view s) {
+           const std::string v = lower(trim(s));
+           for (auto l : {LogLevel::Trace, LogLevel::Debug, LogLevel::Info, LogLevel::Warn,
+                          LogLevel::Error, LogLevel::Critical, LogLevel::Off}) {
+             if (v == log_level_name(l) || (l == LogLevel::Warn && v == "warning")) {
+               c.log_level = l;
+               return true;
+             }
+           }
+           return false;
+         });
+  r.read("GPUMEMPROF_RING_EVENTS", "1048576", "a power of two from 1024 to 67108864", [&](std::string_view s) {
+    auto v = parse_uint(s);
+    if (!v || *v < 1024 || *v > (1ull << 26) || (*v & (*v - 1)) != 0) return false;
+    c.ring_events = *v;
+    return true;
+  });
+  r.read("GPUMEMPROF_STACKS", "0", "an integer from 0 to 128", uint_in(c.stacks, 0, 128));
+  r.read("GPUMEMPROF_SAMPLE_MS", "100", "an integer from 0 (off) to 3600000", uint_in(c.sample_ms, 0, 3'600'000));
+  r.read("GPUMEMPROF_WARN_PERCENT", "80", "a number in (0, 100]", double_in(c.warn_percent, 0, 100));
+  r.read("GPUMEMPROF_CRITICAL_PERCENT", "95", "a number in (0, 100]", double_in(c.critical_percent, 0, 100));
+  r.read("GPUMEMPROF_FRAGMENTATION", "0.3", "a number in (0, 1]", double_in(c.fragmentation, 0, 1));
+  r.read("GPUMEMPROF_LEAK_BYTES", "100MiB", "a positive size such as 512M, 100MiB or 2G", [&](std::string_view s) {
+    auto v = parse_size(s);
+    if (!v || *v == 0) return false;
+    c.leak_bytes = *v;
+    return true;
+  });
+  r.read("GPUMEMPROF_OOM_DIR", "<run dir>/oom", "a non-empty directory path", [&](std::string_view s) {
+    if (trim(s).empty()) return false;
+    c.oom_dir = std::string(s);
+    return true;
+  });
+  r.read("GPUMEMPROF_OOM_EVENTS", "10000", "an integer from 0 to 10000000", uint_in(c.oom_events, 0, 10'000'000));
+  r.read("GPUMEMPROF_OOM_MAX_DUMPS", "5", "an integer from 1 to 100000", uint_in(c.oom_max_dumps, 1, 100'000));
+  r.read("GPUMEMPROF_OOM_MAX_TOTAL_MB", "256", "an integer from 1 to 1048576", uint_in(c.oom_max_total_mb, 1, 1u << 20));
+  if (c.critical_percent < c.warn_percent) {
+    c.errors.push_back("GPUMEMPROF_CRITICAL_PERCENT is below GPUMEMPROF_WARN_PERCENT; using 80 and 95");
+    c.warn_percent = 80;
+    c.critical_percent = 95;
+  }
+  return c;
+}
+
+Config config_from_environment() {
+  return parse_config([](const char* name) { return std::getenv(name); });
+}
+
+nlohmann::json config_to_json(const Config& c) {
+  return {
+      {"enable", c.enable},
+      {"output", c.output},
+      {"log_level", std::string(log_level_name(c.log_level))},
+      {"ring_events", c.ring_events},
+      {"stacks", c.stacks},
+      {"sample_ms", c.sample_ms},
+      {"warn_percent", c.warn_percent},
+      {"critical_percent", c.critical_percent},
+      {"fragmentation", c.fragmentation},
+      {"leak_bytes", c.leak_bytes},
+      {"oom_dir", c.oom_dir.empty() ? nlohmann::json(nullptr) : nlohmann::json(c.oom_dir)},
+      {"oom_events", c.oom_events},
+      {"oom_max_dumps", c.oom_max_dumps},
+      {"oom_max_total_mb", c.oom_max_total_mb},
+  };
+}
+
+}  // namespace gmp

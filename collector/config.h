@@ -1,0 +1,48 @@
+// GPUMEMPROF_* environment configuration (design.md section 6). Parsing never fails: an invalid
+// value keeps the default and leaves one explanatory line in `errors`, printed once by the session.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace gmp {
+
+enum class LogLevel { Trace, Debug, Info, Warn, Error, Critical, Off };
+
+struct Config {
+  bool enable = true;
+  std::string output = "gpumemprof.%e.%p";
+  LogLevel log_level = LogLevel::Warn;
+  uint64_t ring_events = 1u << 20;
+  uint32_t stacks = 0;
+  uint32_t sample_ms = 100;
+  double warn_percent = 80;
+  double critical_percent = 95;
+  double fragmentation = 0.3;
+  uint64_t leak_bytes = 100ull << 20;
+  std::string oom_dir;  // empty: <run dir>/oom
+  uint64_t oom_events = 10000;
+  uint64_t oom_max_dumps = 5;
+  uint64_t oom_max_total_mb = 256;
+
+  std::vector<std::string> errors;  // one line per rejected variable
+};
+
+using EnvLookup = std::function<const char*(const char*)>;
+
+Config parse_config(const EnvLookup& getenv_fn);
+Config config_from_environment();
+nlohmann::json config_to_json(const Config& c);
+
+// "123", "4K", "4KiB", "1.5G", "100MiB" (K/M/G/T and KiB/MiB/GiB/TiB are all powers of 1024).
+std::optional<uint64_t> parse_size(std::string_view text);
+std::optional<bool> parse_bool(std::string_view text);
+std::string_view log_level_name(LogLevel l);
+
+}  // namespace gmp

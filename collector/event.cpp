@@ -1,0 +1,54 @@
+#include "event.h"
+
+#include <array>
+
+namespace gmp {
+
+std::string_view kind_name(Kind k) {
+  switch (k) {
+    case Kind::Linear: return "linear";
+    case Kind::Pool: return "pool";
+    case Kind::Vmm: return "vmm";
+    case Kind::Array: return "array";
+    case Kind::Managed: return "managed";
+    case Kind::HostPinned: return "host_pinned";
+    case Kind::None: break;
+  }
+  return "none";
+}
+
+std::string_view op_name(Op o) {
+  switch (o) {
+    case Op::Alloc: return "alloc";
+    case Op::Free: return "free";
+    case Op::ReleaseFailed: return "release_failed";
+    case Op::PoolCreate: return "pool_create";
+    case Op::PoolDestroy: return "pool_destroy";
+    case Op::PoolReserved: return "pool_reserved";
+    case Op::VmmCreate: return "vmm_create";
+    case Op::VmmRelease: return "vmm_release";
+    case Op::VmmMap: return "vmm_map";
+    case Op::VmmUnmap: return "vmm_unmap";
+    case Op::DeviceInfo: return "device_info";
+    case Op::None: break;
+  }
+  return "none";
+}
+
+std::string_view api_name(Api a) {
+  static constexpr std::array<std::string_view, static_cast<size_t>(Api::Count_)> names = {
+      "none",
+      "cuMemAlloc_v2", "cuMemFree_v2", "cuMemAllocPitch_v2", "cuMemAllocManaged",
+      "cuMemAllocAsync", "cuMemAllocAsync_ptsz", "cuMemAllocFromPoolAsync", "cuMemAllocFromPoolAsync_ptsz",
+      "cuMemFreeAsync", "cuMemFreeAsync_ptsz", "cuMemPoolCreate", "cuMemPoolDestroy", "cuMemPoolTrimTo",
+      "cuMemCreate", "cuMemRelease", "cuMemMap", "cuMemUnmap",
+      "cuArrayCreate_v2", "cuArray3DCreate_v2", "cuArrayDestroy", "cuMipmappedArrayCreate",
+      "cuMipmappedArrayDestroy", "cuMemHostAlloc", "cuMemAllocHost_v2", "cuMemFreeHost",
+      "cuStreamSynchronize", "cuStreamSynchronize_ptsz", "cuCtxSynchronize", "cuEventSynchronize",
+      "cuDeviceSetMemPool", "collector",
+  };
+  auto i = static_cast<size_t>(a);
+  return i < names.size() ? names[i] : "unknown";
+}
+
+}  // namespace gmp

@@ -1,0 +1,70 @@
+// The fixed-size event record: what the shim pushes into the ring and what the trace file stores.
+// Layout is part of the trace format (docs/trace-format.md); change it only with a version bump.
+#pragma once
+#include <cstdint>
+#include <string_view>
+
+namespace gmp {
+
+enum class Kind : uint8_t {
+  None = 0,
+  Linear = 1,      // cuMemAlloc_v2, cuMemAllocPitch_v2
+  Pool = 2,        // stream-ordered allocations from a memory pool
+  Vmm = 3,         // cuMemCreate handles and cuMemMap mappings
+  Array = 4,       // CUDA arrays and mipmapped arrays
+  Managed = 5,     // cuMemAllocManaged
+  HostPinned = 6,  // cuMemHostAlloc, cuMemAllocHost_v2
+};
+inline constexpr int kKindCount = 7;
+
+enum class Op : uint8_t {
+  None = 0,
+  Alloc = 1,          // address, size, result; pool kind: object = pool, value = pool reserved after
+  Free = 2,           // address; recorded before the driver call so a reused address is never live twice
+  ReleaseFailed = 3,  // result: the release this thread recorded just before was refused by the driver
+  PoolCreate = 4,     // object = pool, device
+  PoolDestroy = 5,    // object = pool; releases the pool's live allocations
+  PoolReserved = 6,   // object = pool, value = the pool's reserved bytes as the driver reports them now
+  VmmCreate = 7,      // address = physical handle, size, device, result
+  VmmRelease = 8,     // address = physical handle (before the call)
+  VmmMap = 9,         // address = va, size, object = physical handle, value = offset, result
+  VmmUnmap = 10,      // address = va, size (before the call); may cover several mappings
+  DeviceInfo = 11,    // device, size = total bytes (written by the collector, never by the shim)
+};
+
+// Which driver entry point produced the event. Stored as a number in the trace: append only.
+enum class Api : uint16_t {
+  None = 0,
+  cuMemAlloc_v2, cuMemFree_v2, cuMemAllocPitch_v2, cuMemAllocManaged,
+  cuMemAllocAsync, cuMemAllocAsync_ptsz, cuMemAllocFromPoolAsync, cuMemAllocFromPoolAsync_ptsz,
+  cuMemFreeAsync, cuMemFreeAsync_ptsz, cuMemPoolCreate, cuMemPoolDestroy, cuMemPoolTrimTo,
+  cuMemCreate, cuMemRelease, cuMemMap, cuMemUnmap,
+  cuArrayCreate_v2, cuArray3DCreate_v2, cuArrayDestroy, cuMipmappedArrayCreate, cuMipmappedArrayDestroy,
+  cuMemHostAlloc, cuMemAllocHost_v2, cuMemFreeHost,
+  cuStreamSynchronize, cuStreamSynchronize_ptsz, cuCtxSynchronize, cuEventSynchronize,
+  cuDeviceSetMemPool, Collector,
+  Count_
+};
+
+struct Event {
+  uint64_t timestamp_ns;  // CLOCK_MONOTONIC
+  uint64_t address;       // device pointer, host pointer, array or physical handle, or mapped va
+  uint64_t size;
+  uint64_t stream;
+  uint64_t object;        // pool handle (pool ops), physical handle (VmmMap)
+  uint64_t value;         // op-specific, see Op
+  uint32_t thread_id;     // kernel tid
+  uint32_t stack_id;      // 0 = no stack captured
+  int16_t device;         // CUDA ordinal, -1 when not a device (pinned host memory) or unknown
+  Kind kind;
+  Op op;
+  Api api;
+  int16_t result;         // CUresult (all values fit in 16 bits)
+};
+static_assert(sizeof(Event) == 64, "Event is a 64-byte record in the trace format");
+
+std::string_view kind_name(Kind k);
+std::string_view op_name(Op o);
+std::string_view api_name(Api a);
+
+}  // namespace gmp

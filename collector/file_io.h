@@ -1,0 +1,15 @@
+// Small POSIX file helpers: the profiler writes with raw descriptors so that nothing is buffered
+// in stdio (a forked child must never flush a copy of the parent's buffers) and writes survive a
+// SIGKILL once write() has returned.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+namespace gmp {
+
+bool write_all(int fd, const void* data, size_t size);
+// Writes `path` atomically (temporary file + rename), mode 0600.
+bool write_file_atomic(const std::string& path, std::string_view content);
+
+}  // namespace gmp

@@ -1,0 +1,27 @@
+// Facts about the profiled process that name its run directory and fill its manifest.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace gmp {
+
+struct ProcessInfo {
+  int pid = 0;
+  int ppid = 0;
+  std::string exe;       // resolved /proc/self/exe
+  std::string exe_name;  // its basename
+  std::vector<std::string> argv;
+  std::string host;
+  std::string rank;      // RANK, OMPI_COMM_WORLD_RANK, PMI_RANK or SLURM_PROCID; "0" when none
+  std::string cwd;
+  uint64_t start_realtime_ns = 0;
+  uint64_t start_monotonic_ns = 0;
+};
+
+ProcessInfo current_process_info();
+std::string utc_timestamp(uint64_t realtime_ns);  // YYYYmmddTHHMMSSZ
+std::string iso8601_utc(uint64_t realtime_ns);    // YYYY-mm-ddTHH:MM:SS.mmmZ
+
+}  // namespace gmp

@@ -1,0 +1,50 @@
+// Bounded multi-producer / single-consumer event ring.
+//
+// A producer claims a position with one fetch_add on `head_` and publishes the slot by storing
+// position + 1 into the slot's sequence word. The consumer takes slots strictly in position order,
+// so the trace order is the order in which producers claimed positions. Slots start zeroed (the
+// memory comes from mmap and is touched only as it is used), which no position+1 ever equals.
+// A full ring never drops: the producer waits for the consumer and the wait is counted.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+
+#include "event.h"
+
+namespace gmp {
+
+class Ring {
+ public:
+  explicit Ring(size_t capacity_pow2);
+  ~Ring();
+  Ring(const Ring&) = delete;
+  Ring& operator=(const Ring&) = delete;
+
+  void push(const Event& e);
+
+  // Consumer only: copies up to `max` published events, oldest first. Returns how many.
+  size_t pop(Event* out, size_t max);
+
+  size_t capacity() const { return mask_ + 1; }
+  uint64_t claimed() const { return head_.load(std::memory_order_acquire); }
+  uint64_t consumed() const { return tail_.load(std::memory_order_acquire); }
+  uint64_t producer_waits() const { return waits_.load(std::memory_order_relaxed); }
+
+ private:
+  struct Slot {
+    std::atomic<uint64_t> seq;
+    Event event;
+  };
+  void wait_for_room(uint64_t pos);
+
+  Slot* slots_;
+  size_t mask_;
+  size_t bytes_;
+  alignas(64) std::atomic<uint64_t> head_{0};
+  alignas(64) std::atomic<uint64_t> tail_{0};
+  alignas(64) std::atomic<uint64_t> waits_{0};
+};
+
+}  // namespace gmp

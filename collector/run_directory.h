@@ -1,0 +1,18 @@
+// Naming and creating the run directory (design.md section 5).
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "process_info.h"
+
+namespace gmp {
+
+// Expands %e (executable name), %p (pid), %h (host), %r (rank), %t (UTC start time) and %%.
+std::string expand_output_template(const std::string& tpl, const ProcessInfo& info);
+
+// Creates `path` with mode 0700 (parents as needed). An existing path is never reused: `.1`, `.2`,
+// ... are tried in turn. Returns the directory created, or nullopt with `error` set.
+std::optional<std::string> create_run_directory(const std::string& path, std::string& error);
+
+}  // namespace gmp

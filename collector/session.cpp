@@ -1,0 +1,182 @@
+#include "session.h"
+
+#include <pthread.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+
+#include "collector.h"
+#include "config.h"
+#include "device_table.h"
+#include "log.h"
+#include "process_info.h"
+#include "ring.h"
+
+namespace gmp {
+
+std::atomic<uint32_t> g_fork_generation{0};
+std::atomic<Session*> g_active_session{nullptr};
+
+class Session {
+ public:
+  Session(const Config& c, const ProcessInfo& info) : ring(c.ring_events), collector(c, info, ring, devices) {}
+  DeviceTable devices;
+  Ring ring;
+  Collector collector;
+  int owner_pid = getpid();
+};
+
+namespace {
+
+constexpr uint64_t kExitFlushTimeoutMs = 5000;
+constexpr uint64_t kSignalFlushTimeoutMs = 2000;
+
+enum State : int { kIdle, kRunning, kDone };
+std::atomic<int> g_state{kIdle};
+std::atomic<int> g_enabled{-1};
+std::mutex* g_start_mutex = new std::mutex;  // leaked: usable during static destruction
+DriverHooks g_hooks;
+bool g_process_hooks_installed = false;
+
+struct sigaction g_previous[2];
+constexpr int kHandledSignals[2] = {SIGTERM, SIGINT};
+
+void on_terminating_signal(int sig) {
+  const int saved_errno = errno;
+  if (Session* s = g_active_session.load(std::memory_order_acquire); s != nullptr && s->owner_pid == getpid()) {
+    s->collector.checkpoint(sig, kSignalFlushTimeoutMs);
+  }
+  // Restore the default action; the signal, blocked while we run, is delivered on return.
+  signal(sig, SIG_DFL);
+  raise(sig);
+  errno = saved_errno;
+}
+
+void install_signal_flush() {
+  for (size_t i = 0; i < 2; ++i) {
+    struct sigaction current {};
+    if (sigaction(kHandledSignals[i], nullptr, &current) != 0) continue;
+    // Only a default disposition is ours to take over; an application handler stays untouched.
+    if (current.sa_handler != SIG_DFL || (current.sa_flags & SA_SIGINFO)) continue;
+    struct sigaction sa {};
+    sa.sa_handler = on_terminating_signal;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESTART;
+    sigaction(kHandledSignals[i], &sa, &g_previous[i]);
+  }
+}
+
+void at_exit_refresh() {
+  Session* s = g_active_session.load(std::memory_order_acquire);
+  if (s != nullptr && s->owner_pid == getpid() && g_hooks.refresh_pools != nullptr) g_hooks.refresh_pools();
+}
+
+void after_fork_in_child() {
+  // The child is alone: the parent's collector thread, ring waiters and lock holders are gone.
+  // Abandon the parent's session (never touched again) and start afresh at the child's first event.
+  g_fork_generation.fetch_add(1, std::memory_order_relaxed);
+  g_active_session.store(nullptr, std::memory_order_release);
+  g_state.store(kIdle, std::memory_order_release);
+  new (g_start_mutex) std::mutex;
+  log::reset_after_fork();
+  if (g_hooks.after_fork_child != nullptr) g_hooks.after_fork_child();
+}
+
+void install_process_hooks() {
+  if (g_process_hooks_installed) return;  // survives fork: the child inherits them
+  g_process_hooks_installed = true;
+  pthread_atfork(nullptr, nullptr, after_fork_in_child);
+  atexit(at_exit_refresh);
+}
+
+}  // namespace
+
+void session_set_driver_hooks(const DriverHooks& hooks) { g_hooks = hooks; }
+
+bool session_enabled() {
+  int e = g_enabled.load(std::memory_order_relaxed);
+  if (e < 0) {
+    const char* v = std::getenv("GPUMEMPROF_ENABLE");
+    auto parsed = v ? parse_bool(v) : std::optional<bool>(true);
+    e = parsed.value_or(true) ? 1 : 0;  // an invalid value keeps the default (on) and is reported at start
+    g_enabled.store(e, std::memory_order_relaxed);
+  }
+  return e == 1;
+}
+
+Session* session_start() {
+  if (g_state.load(std::memory_order_acquire) == kDone || !session_enabled()) return nullptr;
+  std::lock_guard<std::mutex> lock(*g_start_mutex);
+  if (Session* s = g_active_session.load(std::memory_order_acquire)) return s;
+  if (g_state.load(std::memory_order_acquire) != kIdle) return nullptr;
+  const int saved_errno = errno;
+  Config config = config_from_environment();
+  log::configure(config.log_level);
+  for (const auto& line : config.errors) log::warn("{}", line);
+  Session* s = nullptr;
+  try {
+    s = new Session(config, current_process_info());
+    if (!s->collector.start()) {
+      log::error("{}; profiling is off for this process", s->collector.error());
+      s = nullptr;  // leaked on purpose: a half-started collector owns no thread, nothing to free
+    }
+  } catch (const std::exception& ex) {
+    log::error("cannot start: {}; profiling is off for this process", ex.what());
+    s = nullptr;
+  }
+  if (s == nullptr) {
+    g_state.store(kDone, std::memory_order_release);
+    errno = saved_errno;
+    return nullptr;
+  }
+  install_process_hooks();
+  install_signal_flush();
+  log::info("recording to {}", s->collector.run_dir());
+  g_state.store(kRunning, std::memory_order_release);
+  g_active_session.store(s, std::memory_order_release);
+  errno = saved_errno;
+  return s;
+}
+
+void session_push(Session* s, const Event& e) { s->ring.push(e); }
+
+void session_note_device(Session* s, int device) {
+  if (!s->devices.claim(device)) return;
+  auto& entry = s->devices.entries[static_cast<size_t>(device)];
+  uint64_t total = 0;
+  if (g_hooks.device_info == nullptr ||
+      !g_hooks.device_info(device, entry.name, static_cast<int>(sizeof entry.name), &total)) {
+    std::snprintf(entry.name, sizeof entry.name, "device %d", device);
+  }
+  entry.name[sizeof entry.name - 1] = '\0';
+  entry.total_bytes = total;
+  Event info{};
+  info.timestamp_ns = now_ns();
+  info.thread_id = current_tid();
+  info.device = static_cast<int16_t>(device);
+  info.size = total;
+  info.op = Op::DeviceInfo;
+  info.api = Api::Collector;
+  s->ring.push(info);
+}
+
+void session_checkpoint() {
+  Session* s = g_active_session.load(std::memory_order_acquire);
+  if (s != nullptr && s->owner_pid == getpid()) s->collector.checkpoint(0, kExitFlushTimeoutMs);
+}
+
+void session_finalize() {
+  Session* s = g_active_session.load(std::memory_order_acquire);
+  if (s == nullptr || s->owner_pid != getpid()) return;
+  const int saved_errno = errno;
+  g_state.store(kDone, std::memory_order_release);
+  g_active_session.store(nullptr, std::memory_order_release);
+  if (!s->collector.stop(kExitFlushTimeoutMs)) log::warn("some events could not be drained before exit");
+  errno = saved_errno;
+}
+
+}  // namespace gmp

@@ -1,0 +1,53 @@
+// The profiling session of this process: started lazily at the first memory event (no thread, no
+// file before that), finished at exit, re-armed in a forked child, flushed before exec and on a
+// default-disposition SIGTERM/SIGINT. The shim's only entry into the collector.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+
+#include "clock.h"
+#include "event.h"
+
+namespace gmp {
+
+// Driver access the session needs, supplied by the shim (the collector never resolves CUDA).
+struct DriverHooks {
+  // Name and total memory of a device; false if unknown.
+  bool (*device_info)(int device, char* name, int name_len, uint64_t* total_bytes) = nullptr;
+  // Re-reads every known pool's reserved bytes (emitting PoolReserved events) while the driver is
+  // still loaded, just before exit.
+  void (*refresh_pools)() = nullptr;
+  // Forgets driver state inherited from the parent (pool handles, cached pointers).
+  void (*after_fork_child)() = nullptr;
+};
+void session_set_driver_hooks(const DriverHooks& hooks);
+
+// GPUMEMPROF_ENABLE; false makes the shim a pure pass-through.
+bool session_enabled();
+
+class Session;
+extern std::atomic<Session*> g_active_session;
+Session* session_start();  // slow path of session_record; nullptr when disabled or failed
+void session_push(Session* s, const Event& e);
+void session_note_device(Session* s, int device);
+
+// Records one event (time and thread are filled in here). Starts the session on first use.
+inline void session_record(Event e) {
+  Session* s = g_active_session.load(std::memory_order_acquire);
+  if (s == nullptr && (s = session_start()) == nullptr) return;
+  e.timestamp_ns = now_ns();
+  e.thread_id = current_tid();
+  if (e.device >= 0) session_note_device(s, e.device);
+  session_push(s, e);
+}
+
+// True once a session is running in this process (pool refreshes at sync points need no start).
+inline bool session_running() { return g_active_session.load(std::memory_order_acquire) != nullptr; }
+
+// Drains and writes summary.json now, keeping the session alive (before exec).
+void session_checkpoint();
+// Final drain and summary.json; later events are passed through unrecorded.
+void session_finalize();
+
+}  // namespace gmp

@@ -1,0 +1,44 @@
+// Every driver entry point the shim wraps, by its exact exported name, and the ones it only calls.
+// The routing table maps the driver's own pointer for an exact name to our wrapper of that same
+// name, so an ABI (_v2, _ptsz) is never routed to another (design.md section 3).
+#pragma once
+
+// cuda.h maps the name cuGetProcAddress to cuGetProcAddress_v2; here it must mean the exported
+// 4-argument function of that exact name.
+#ifdef cuGetProcAddress
+#undef cuGetProcAddress
+#endif
+
+#define GMP_WRAPPED_ENTRY_POINTS(X)                                                              \
+  X(cuMemAlloc_v2) X(cuMemFree_v2) X(cuMemAllocPitch_v2) X(cuMemAllocManaged)                    \
+  X(cuMemAllocAsync) X(cuMemAllocAsync_ptsz) X(cuMemAllocFromPoolAsync)                          \
+  X(cuMemAllocFromPoolAsync_ptsz) X(cuMemFreeAsync) X(cuMemFreeAsync_ptsz)                       \
+  X(cuMemPoolCreate) X(cuMemPoolDestroy) X(cuMemPoolTrimTo) X(cuDeviceSetMemPool)                \
+  X(cuMemCreate) X(cuMemRelease) X(cuMemMap) X(cuMemUnmap)                                       \
+  X(cuArrayCreate_v2) X(cuArray3DCreate_v2) X(cuArrayDestroy) X(cuMipmappedArrayCreate)          \
+  X(cuMipmappedArrayDestroy) X(cuMemHostAlloc) X(cuMemAllocHost_v2) X(cuMemFreeHost)            \
+  X(cuStreamSynchronize) X(cuStreamSynchronize_ptsz) X(cuCtxSynchronize) X(cuEventSynchronize)   \
+  X(cuGetProcAddress) X(cuGetProcAddress_v2)
+
+// Called through their real pointers only; optional ones may be missing on older drivers.
+#define GMP_HELPER_ENTRY_POINTS(X)                                                               \
+  X(cuCtxGetDevice) X(cuStreamGetDevice) X(cuDeviceGetMemPool) X(cuMemPoolGetAttribute)          \
+  X(cuArrayGetMemoryRequirements) X(cuMipmappedArrayGetMemoryRequirements) X(cuDeviceGetName)    \
+  X(cuDeviceTotalMem_v2)
+
+namespace gmp::shim {
+
+enum class Entry : int {
+#define GMP_ENUM(name) name,
+  GMP_WRAPPED_ENTRY_POINTS(GMP_ENUM)
+  WrappedCount_,
+  BeforeHelpers_ = WrappedCount_ - 1,
+  GMP_HELPER_ENTRY_POINTS(GMP_ENUM)
+#undef GMP_ENUM
+  Count_
+};
+
+inline constexpr int kWrappedCount = static_cast<int>(Entry::WrappedCount_);
+inline constexpr int kEntryCount = static_cast<int>(Entry::Count_);
+
+}  // namespace gmp::shim

@@ -1,0 +1,26 @@
+// Stream-ordered pools as the shim sees them: each device's current pool (cached, kept current by
+// the cuDeviceSetMemPool wrapper) and every pool met so far with the reserved bytes last reported,
+// so synchronisation points re-read only what can have shrunk and emit only changes.
+#pragma once
+
+#include <cuda.h>
+
+#include <cstdint>
+
+namespace gmp::shim::pools {
+
+CUmemoryPool current_pool(int device);
+void set_current_pool(int device, CUmemoryPool pool);
+
+// Reads the pool's RESERVED_MEM_CURRENT from the driver and remembers it as the last reading.
+uint64_t read_reserved(CUmemoryPool pool, int device);
+
+void forget(CUmemoryPool pool);
+
+// Re-reads every known pool and records a PoolReserved event for each that changed.
+void refresh_all();
+
+// A forked child inherits handles that mean nothing to it.
+void reset();
+
+}  // namespace gmp::shim::pools

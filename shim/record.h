@@ -1,0 +1,97 @@
+// Building events in the wrappers. A wrapper forwards first and records after (allocations), or
+// records before and reports a refusal after (releases), so the event order never shows an
+// address live twice (design.md section 4).
+#pragma once
+
+#include <cuda.h>
+
+#include <cerrno>
+#include <cstdint>
+
+#include "../collector/event.h"
+#include "../collector/session.h"
+#include "real_driver.h"
+
+namespace gmp::shim {
+
+// Keeps errno exactly as the driver left it, whatever recording does.
+class ErrnoKeeper {
+ public:
+  ErrnoKeeper() : saved_(errno) {}
+  ~ErrnoKeeper() { errno = saved_; }
+  void restore() const { errno = saved_; }
+  void capture() { saved_ = errno; }
+
+ private:
+  int saved_;
+};
+
+inline bool recording() { return session_enabled(); }
+
+// The current context's device, or -1 without a context.
+inline int current_device() {
+  auto get = GMP_REAL(cuCtxGetDevice);
+  CUdevice d = -1;
+  if (get == nullptr || get(&d) != CUDA_SUCCESS) return -1;
+  return d;
+}
+
+inline void record_alloc(Api api, Kind kind, CUresult r, uint64_t address, uint64_t size, int device,
+                         uint64_t stream = 0, uint64_t pool = 0, uint64_t pool_reserved = 0) {
+  Event e{};
+  e.op = Op::Alloc;
+  e.api = api;
+  e.kind = kind;
+  e.result = static_cast<int16_t>(r);
+  e.address = r == CUDA_SUCCESS ? address : 0;
+  e.size = size;
+  e.device = static_cast<int16_t>(device);
+  e.stream = stream;
+  e.object = pool;
+  e.value = pool_reserved;
+  session_record(e);
+}
+
+// A release (Free, VmmRelease, VmmUnmap, PoolDestroy), recorded before the driver call.
+inline void record_release(Op op, Api api, Kind kind, uint64_t address, uint64_t size = 0, uint64_t stream = 0,
+                           uint64_t object = 0) {
+  Event e{};
+  e.op = op;
+  e.api = api;
+  e.kind = kind;
+  e.address = address;
+  e.size = size;
+  e.stream = stream;
+  e.object = object;
+  e.device = -1;
+  session_record(e);
+}
+
+// The driver refused the release this thread recorded just before.
+inline void record_release_failed(Api api, Kind kind, uint64_t address, CUresult r) {
+  Event e{};
+  e.op = Op::ReleaseFailed;
+  e.api = api;
+  e.kind = kind;
+  e.address = address;
+  e.result = static_cast<int16_t>(r);
+  e.device = -1;
+  session_record(e);
+}
+
+// Brackets the driver's release call `call` with a release record before it and, if the driver
+// refuses, a ReleaseFailed after it. `address` 0 (a NULL free) is passed through unrecorded.
+template <typename Call>
+CUresult record_around_release(Op op, Api api, Kind kind, uint64_t address, Call&& call, uint64_t size = 0,
+                               uint64_t stream = 0, uint64_t object = 0) {
+  const bool rec = address != 0 && recording();
+  ErrnoKeeper keep;
+  if (rec) record_release(op, api, kind, address, size, stream, object);
+  keep.restore();
+  const CUresult r = call();
+  keep.capture();
+  if (rec && r != CUDA_SUCCESS) record_release_failed(api, kind, address, r);
+  return r;
+}
+
+}  // namespace gmp::shim

@@ -1,0 +1,34 @@
+// Library load and unload. Loading does nothing but hand the session its driver callbacks (no
+// allocation, no thread, no file). Unloading (exit, after every atexit handler, so after cudart's
+// own teardown) drains the ring and writes summary.json.
+#include <cstring>
+
+#include "../collector/session.h"
+#include "pool_tracker.h"
+#include "record.h"
+
+namespace {
+
+bool device_info(int device, char* name, int name_len, uint64_t* total) {
+  auto get_name = GMP_REAL(cuDeviceGetName);
+  auto get_total = GMP_REAL(cuDeviceTotalMem_v2);
+  size_t bytes = 0;
+  if (get_name == nullptr || get_total == nullptr || get_name(name, name_len, device) != CUDA_SUCCESS ||
+      get_total(&bytes, device) != CUDA_SUCCESS) {
+    return false;
+  }
+  *total = bytes;
+  return true;
+}
+
+__attribute__((constructor)) void gmp_shim_load() {
+  gmp::DriverHooks hooks;
+  hooks.device_info = device_info;
+  hooks.refresh_pools = gmp::shim::pools::refresh_all;
+  hooks.after_fork_child = gmp::shim::pools::reset;
+  gmp::session_set_driver_hooks(hooks);
+}
+
+__attribute__((destructor)) void gmp_shim_unload() { gmp::session_finalize(); }
+
+}  // namespace

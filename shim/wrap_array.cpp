@@ -1,0 +1,127 @@
+// CUDA arrays. Their footprint comes from the driver (cuArrayGetMemoryRequirements) where it has
+// it, else from the descriptor, which ignores the driver's padding and alignment.
+#include "export.h"
+#include "record.h"
+
+using namespace gmp;
+using namespace gmp::shim;
+
+namespace {
+
+uint64_t element_bytes(CUarray_format f) {
+  switch (f) {
+    case CU_AD_FORMAT_UNSIGNED_INT16:
+    case CU_AD_FORMAT_SIGNED_INT16:
+    case CU_AD_FORMAT_HALF:
+      return 2;
+    case CU_AD_FORMAT_UNSIGNED_INT32:
+    case CU_AD_FORMAT_SIGNED_INT32:
+    case CU_AD_FORMAT_FLOAT:
+      return 4;
+    default:
+      return 1;  // 8-bit and block/planar formats: the descriptor gives no better per-element size
+  }
+}
+
+uint64_t descriptor_bytes(const CUDA_ARRAY3D_DESCRIPTOR* d, unsigned levels) {
+  if (d == nullptr) return 0;
+  uint64_t total = 0;
+  for (unsigned l = 0; l < (levels == 0 ? 1 : levels); ++l) {
+    const uint64_t w = std::max<uint64_t>(d->Width >> l, 1);
+    const uint64_t h = std::max<uint64_t>(d->Height >> l, 1);
+    const uint64_t z = std::max<uint64_t>(d->Depth >> l, 1);
+    total += w * h * z * element_bytes(d->Format) * d->NumChannels;
+  }
+  return total;
+}
+
+CUDA_ARRAY3D_DESCRIPTOR as_3d(const CUDA_ARRAY_DESCRIPTOR* d) {
+  CUDA_ARRAY3D_DESCRIPTOR out{};
+  if (d != nullptr) {
+    out.Width = d->Width;
+    out.Height = d->Height;
+    out.Format = d->Format;
+    out.NumChannels = d->NumChannels;
+  }
+  return out;
+}
+
+uint64_t array_bytes(CUarray a, int device, uint64_t fallback) {
+  auto get = GMP_REAL(cuArrayGetMemoryRequirements);
+  CUDA_ARRAY_MEMORY_REQUIREMENTS req{};
+  if (get != nullptr && device >= 0 && get(&req, a, device) == CUDA_SUCCESS && req.size > 0) return req.size;
+  return fallback;
+}
+
+uint64_t mipmapped_bytes(CUmipmappedArray a, int device, uint64_t fallback) {
+  auto get = GMP_REAL(cuMipmappedArrayGetMemoryRequirements);
+  CUDA_ARRAY_MEMORY_REQUIREMENTS req{};
+  if (get != nullptr && device >= 0 && get(&req, a, device) == CUDA_SUCCESS && req.size > 0) return req.size;
+  return fallback;
+}
+
+void record_array(Api api, CUresult r, uint64_t handle, uint64_t size, int device) {
+  record_alloc(api, Kind::Array, r, handle, size, device);
+}
+
+}  // namespace
+
+GMP_EXPORT CUresult cuArrayCreate_v2(CUarray* handle, const CUDA_ARRAY_DESCRIPTOR* desc) {
+  auto real = GMP_REAL(cuArrayCreate_v2);
+  if (real == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
+  const CUresult r = real(handle, desc);
+  if (recording()) {
+    ErrnoKeeper keep;
+    const int device = current_device();
+    const CUDA_ARRAY3D_DESCRIPTOR d3 = as_3d(desc);
+    uint64_t size = descriptor_bytes(desc ? &d3 : nullptr, 1);
+    if (r == CUDA_SUCCESS) size = array_bytes(*handle, device, size);
+    record_array(Api::cuArrayCreate_v2, r, r == CUDA_SUCCESS ? reinterpret_cast<uint64_t>(*handle) : 0, size, device);
+  }
+  return r;
+}
+
+GMP_EXPORT CUresult cuArray3DCreate_v2(CUarray* handle, const CUDA_ARRAY3D_DESCRIPTOR* desc) {
+  auto real = GMP_REAL(cuArray3DCreate_v2);
+  if (real == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
+  const CUresult r = real(handle, desc);
+  if (recording()) {
+    ErrnoKeeper keep;
+    const int device = current_device();
+    uint64_t size = descriptor_bytes(desc, 1);
+    if (r == CUDA_SUCCESS) size = array_bytes(*handle, device, size);
+    record_array(Api::cuArray3DCreate_v2, r, r == CUDA_SUCCESS ? reinterpret_cast<uint64_t>(*handle) : 0, size,
+                 device);
+  }
+  return r;
+}
+
+GMP_EXPORT CUresult cuMipmappedArrayCreate(CUmipmappedArray* handle, const CUDA_ARRAY3D_DESCRIPTOR* desc,
+                                           unsigned int levels) {
+  auto real = GMP_REAL(cuMipmappedArrayCreate);
+  if (real == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
+  const CUresult r = real(handle, desc, levels);
+  if (recording()) {
+    ErrnoKeeper keep;
+    const int device = current_device();
+    uint64_t size = descriptor_bytes(desc, levels);
+    if (r == CUDA_SUCCESS) size = mipmapped_bytes(*handle, device, size);
+    record_array(Api::cuMipmappedArrayCreate, r, r == CUDA_SUCCESS ? reinterpret_cast<uint64_t>(*handle) : 0, size,
+                 device);
+  }
+  return r;
+}
+
+GMP_EXPORT CUresult cuArrayDestroy(CUarray a) {
+  auto real = GMP_REAL(cuArrayDestroy);
+  if (real == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
+  return record_around_release(Op::Free, Api::cuArrayDestroy, Kind::Array, reinterpret_cast<uint64_t>(a),
+                               [&] { return real(a); });
+}
+
+GMP_EXPORT CUresult cuMipmappedArrayDestroy(CUmipmappedArray a) {
+  auto real = GMP_REAL(cuMipmappedArrayDestroy);
+  if (real == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
+  return record_around_release(Op::Free, Api::cuMipmappedArrayDestroy, Kind::Array, reinterpret_cast<uint64_t>(a),
+                               [&] { return real(a); });
+}

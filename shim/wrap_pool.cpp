@@ -1,0 +1,161 @@
+// Stream-ordered allocation and memory pools. The pool's reserved bytes are read from the driver
+// right after each allocation (the only pool operation that grows it), after trims and at
+// synchronisation points (where the driver shrinks pools above their release threshold).
+#include "export.h"
+#include "pool_tracker.h"
+#include "record.h"
+
+using namespace gmp;
+using namespace gmp::shim;
+
+namespace {
+
+bool is_default_stream(CUstream s) {
+  const auto v = reinterpret_cast<uintptr_t>(s);
+  return v == 0 || v == reinterpret_cast<uintptr_t>(CU_STREAM_LEGACY) ||
+         v == reinterpret_cast<uintptr_t>(CU_STREAM_PER_THREAD);
+}
+
+int stream_device(CUstream s) {
+  if (!is_default_stream(s)) {
+    auto get = GMP_REAL(cuStreamGetDevice);
+    CUdevice d = -1;
+    if (get != nullptr && get(s, &d) == CUDA_SUCCESS) return d;
+  }
+  return current_device();
+}
+
+void record_pool_alloc(Api api, CUresult r, CUdeviceptr* dptr, size_t size, CUstream stream, CUmemoryPool pool,
+                       int device) {
+  ErrnoKeeper keep;
+  uint64_t reserved = 0;
+  if (r == CUDA_SUCCESS && pool != nullptr) reserved = pools::read_reserved(pool, device);
+  record_alloc(api, Kind::Pool, r, dptr ? *dptr : 0, size, device, reinterpret_cast<uint64_t>(stream),
+               reinterpret_cast<uint64_t>(pool), reserved);
+}
+
+template <typename Real>
+CUresult alloc_async(Api api, Real real, CUdeviceptr* dptr, size_t size, CUstream stream) {
+  if (real == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
+  const CUresult r = real(dptr, size, stream);
+  if (recording()) {
+    ErrnoKeeper keep;
+    const int device = stream_device(stream);
+    record_pool_alloc(api, r, dptr, size, stream, pools::current_pool(device), device);
+  }
+  return r;
+}
+
+template <typename Real>
+CUresult alloc_from_pool(Api api, Real real, CUdeviceptr* dptr, size_t size, CUmemoryPool pool, CUstream stream) {
+  if (real == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
+  const CUresult r = real(dptr, size, pool, stream);
+  if (recording()) {
+    ErrnoKeeper keep;
+    record_pool_alloc(api, r, dptr, size, stream, pool, stream_device(stream));
+  }
+  return r;
+}
+
+template <typename Real>
+CUresult free_async(Api api, Real real, CUdeviceptr dptr, CUstream stream) {
+  if (real == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
+  return record_around_release(Op::Free, api, Kind::Pool, dptr, [&] { return real(dptr, stream); }, 0,
+                               reinterpret_cast<uint64_t>(stream));
+}
+
+template <typename Real, typename... Args>
+CUresult synchronize(Real real, Args... args) {
+  if (real == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
+  const CUresult r = real(args...);
+  if (session_running()) {
+    ErrnoKeeper keep;
+    pools::refresh_all();
+  }
+  return r;
+}
+
+}  // namespace
+
+GMP_EXPORT CUresult cuMemAllocAsync(CUdeviceptr* dptr, size_t size, CUstream s) {
+  return alloc_async(Api::cuMemAllocAsync, GMP_REAL(cuMemAllocAsync), dptr, size, s);
+}
+GMP_EXPORT CUresult cuMemAllocAsync_ptsz(CUdeviceptr* dptr, size_t size, CUstream s) {
+  return alloc_async(Api::cuMemAllocAsync_ptsz, GMP_REAL(cuMemAllocAsync_ptsz), dptr, size, s);
+}
+GMP_EXPORT CUresult cuMemAllocFromPoolAsync(CUdeviceptr* dptr, size_t size, CUmemoryPool pool, CUstream s) {
+  return alloc_from_pool(Api::cuMemAllocFromPoolAsync, GMP_REAL(cuMemAllocFromPoolAsync), dptr, size, pool, s);
+}
+GMP_EXPORT CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr* dptr, size_t size, CUmemoryPool pool, CUstream s) {
+  return alloc_from_pool(Api::cuMemAllocFromPoolAsync_ptsz, GMP_REAL(cuMemAllocFromPoolAsync_ptsz), dptr, size,
+                         pool, s);
+}
+GMP_EXPORT CUresult cuMemFreeAsync(CUdeviceptr dptr, CUstream s) {
+  return free_async(Api::cuMemFreeAsync, GMP_REAL(cuMemFreeAsync), dptr, s);
+}
+GMP_EXPORT CUresult cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream s) {
+  return free_async(Api::cuMemFreeAsync_ptsz, GMP_REAL(cuMemFreeAsync_ptsz), dptr, s);
+}
+
+GMP_EXPORT CUresult cuMemPoolCreate(CUmemoryPool* pool, const CUmemPoolProps* props) {
+  auto real = GMP_REAL(cuMemPoolCreate);
+  if (real == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
+  const CUresult r = real(pool, props);
+  if (recording() && r == CUDA_SUCCESS && pool != nullptr) {
+    ErrnoKeeper keep;
+    const int device =
+        props != nullptr && props->location.type == CU_MEM_LOCATION_TYPE_DEVICE ? props->location.id : -1;
+    pools::read_reserved(*pool, device);  // registers it for synchronisation re-reads
+    Event e{};
+    e.op = Op::PoolCreate;
+    e.api = Api::cuMemPoolCreate;
+    e.kind = Kind::Pool;
+    e.object = reinterpret_cast<uint64_t>(*pool);
+    e.device = static_cast<int16_t>(device);
+    session_record(e);
+  }
+  return r;
+}
+
+GMP_EXPORT CUresult cuMemPoolDestroy(CUmemoryPool pool) {
+  auto real = GMP_REAL(cuMemPoolDestroy);
+  if (real == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
+  const auto handle = reinterpret_cast<uint64_t>(pool);
+  const CUresult r = record_around_release(Op::PoolDestroy, Api::cuMemPoolDestroy, Kind::Pool, handle,
+                                           [&] { return real(pool); }, 0, 0, handle);
+  if (r == CUDA_SUCCESS) pools::forget(pool);
+  return r;
+}
+
+GMP_EXPORT CUresult cuMemPoolTrimTo(CUmemoryPool pool, size_t keep_bytes) {
+  auto real = GMP_REAL(cuMemPoolTrimTo);
+  if (real == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
+  const CUresult r = real(pool, keep_bytes);
+  if (recording() && r == CUDA_SUCCESS) {
+    ErrnoKeeper keep;
+    Event e{};
+    e.op = Op::PoolReserved;
+    e.api = Api::cuMemPoolTrimTo;
+    e.kind = Kind::Pool;
+    e.object = reinterpret_cast<uint64_t>(pool);
+    e.value = pools::read_reserved(pool, -1);
+    e.device = -1;
+    session_record(e);
+  }
+  return r;
+}
+
+GMP_EXPORT CUresult cuDeviceSetMemPool(CUdevice dev, CUmemoryPool pool) {
+  auto real = GMP_REAL(cuDeviceSetMemPool);
+  if (real == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
+  const CUresult r = real(dev, pool);
+  if (r == CUDA_SUCCESS) pools::set_current_pool(dev, pool);
+  return r;
+}
+
+GMP_EXPORT CUresult cuStreamSynchronize(CUstream s) { return synchronize(GMP_REAL(cuStreamSynchronize), s); }
+GMP_EXPORT CUresult cuStreamSynchronize_ptsz(CUstream s) {
+  return synchronize(GMP_REAL(cuStreamSynchronize_ptsz), s);
+}
+GMP_EXPORT CUresult cuCtxSynchronize() { return synchronize(GMP_REAL(cuCtxSynchronize)); }
+GMP_EXPORT CUresult cuEventSynchronize(CUevent ev) { return synchronize(GMP_REAL(cuEventSynchronize), ev); }

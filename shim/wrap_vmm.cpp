@@ -1,0 +1,63 @@
+// Virtual memory management: physical handles (cuMemCreate/cuMemRelease) are reserved memory,
+// mappings (cuMemMap/cuMemUnmap) are allocated memory; the collector joins them by handle.
+#include "export.h"
+#include "record.h"
+
+using namespace gmp;
+using namespace gmp::shim;
+
+GMP_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle* handle, size_t size, const CUmemAllocationProp* prop,
+                                unsigned long long flags) {
+  auto real = GMP_REAL(cuMemCreate);
+  if (real == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
+  const CUresult r = real(handle, size, prop, flags);
+  if (recording()) {
+    ErrnoKeeper keep;
+    Event e{};
+    e.op = Op::VmmCreate;
+    e.api = Api::cuMemCreate;
+    e.kind = Kind::Vmm;
+    e.result = static_cast<int16_t>(r);
+    e.address = r == CUDA_SUCCESS && handle != nullptr ? *handle : 0;
+    e.size = size;
+    e.device = static_cast<int16_t>(
+        prop != nullptr && prop->location.type == CU_MEM_LOCATION_TYPE_DEVICE ? prop->location.id : -1);
+    session_record(e);
+  }
+  return r;
+}
+
+GMP_EXPORT CUresult cuMemRelease(CUmemGenericAllocationHandle handle) {
+  auto real = GMP_REAL(cuMemRelease);
+  if (real == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
+  return record_around_release(Op::VmmRelease, Api::cuMemRelease, Kind::Vmm, handle, [&] { return real(handle); });
+}
+
+GMP_EXPORT CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAllocationHandle handle,
+                             unsigned long long flags) {
+  auto real = GMP_REAL(cuMemMap);
+  if (real == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
+  const CUresult r = real(ptr, size, offset, handle, flags);
+  if (recording()) {
+    ErrnoKeeper keep;
+    Event e{};
+    e.op = Op::VmmMap;
+    e.api = Api::cuMemMap;
+    e.kind = Kind::Vmm;
+    e.result = static_cast<int16_t>(r);
+    e.address = ptr;
+    e.size = size;
+    e.object = handle;
+    e.value = offset;
+    e.device = -1;  // the handle's device, known to the collector
+    session_record(e);
+  }
+  return r;
+}
+
+GMP_EXPORT CUresult cuMemUnmap(CUdeviceptr ptr, size_t size) {
+  auto real = GMP_REAL(cuMemUnmap);
+  if (real == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
+  return record_around_release(Op::VmmUnmap, Api::cuMemUnmap, Kind::Vmm, ptr, [&] { return real(ptr, size); },
+                               size);
+}
