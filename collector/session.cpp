@@ -42,8 +42,9 @@ std::mutex* g_start_mutex = new std::mutex;  // leaked: usable during static des
 DriverHooks g_hooks;
 bool g_process_hooks_installed = false;
 
-struct sigaction g_previous[2];
-constexpr int kHandledSignals[2] = {SIGTERM, SIGINT};
+// Terminating signals whose default action would skip our exit-time flush.
+constexpr int kHandledSignals[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGABRT};
+constexpr size_t kSignalCount = sizeof kHandledSignals / sizeof kHandledSignals[0];
 
 void on_terminating_signal(int sig) {
   const int saved_errno = errno;
@@ -57,7 +58,7 @@ void on_terminating_signal(int sig) {
 }
 
 void install_signal_flush() {
-  for (size_t i = 0; i < 2; ++i) {
+  for (size_t i = 0; i < kSignalCount; ++i) {
     struct sigaction current {};
     if (sigaction(kHandledSignals[i], nullptr, &current) != 0) continue;
     // Only a default disposition is ours to take over; an application handler stays untouched.
@@ -66,7 +67,7 @@ void install_signal_flush() {
     sa.sa_handler = on_terminating_signal;
     sigemptyset(&sa.sa_mask);
     sa.sa_flags = SA_RESTART;
-    sigaction(kHandledSignals[i], &sa, &g_previous[i]);
+    sigaction(kHandledSignals[i], &sa, nullptr);
   }
 }
 

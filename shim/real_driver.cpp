@@ -59,9 +59,11 @@ bool ensure_driver(void* hint) {
     if (i < kWrappedCount && p == kWrappers[i]) p = nullptr;  // never route to ourselves
     g_real[i].store(p, std::memory_order_relaxed);
   }
+  // A driver always exports its resolver; a library that merely has a cu* name does not count.
   if (g_real[static_cast<int>(Entry::cuGetProcAddress_v2)].load() == nullptr &&
-      g_real[static_cast<int>(Entry::cuMemAlloc_v2)].load() == nullptr) {
-    return false;  // that handle was not a CUDA driver
+      g_real[static_cast<int>(Entry::cuGetProcAddress)].load() == nullptr) {
+    for (auto& p : g_real) p.store(nullptr, std::memory_order_relaxed);
+    return false;
   }
   g_resolved.store(true, std::memory_order_release);
   return true;

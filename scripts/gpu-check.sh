@@ -1,0 +1,198 @@
+#!/usr/bin/env bash
+# Real-GPU check of gpumemprof in one call: builds the CUDA workloads in tests/gpu/, runs each
+# (and PyTorch with three allocator settings) under LD_PRELOAD=build/lib/libgpumemprof.so,
+# compares every summary.json with the workload's ground truth (tests/gpu/compare.py), times
+# allocation pairs with and without the shim, and prints one table.
+#
+#   scripts/gpu-check.sh            results in $OUT when set, else build/gpu-check/
+#
+# Files written there (at most 4): table.txt, table.json, log.txt, gpu-check.tar.gz (every
+# ground truth, summary.json, manifest, OOM bundle JSON, stdout/stderr and build log; never the
+# binary traces, which can be hundreds of MB for the benchmark).
+# Exit status: 0 all good, 1 a MISMATCH or FAIL, 2 only the benchmark over target, 3 prerequisites
+# missing. Designed for < 3 minutes; a global deadline (GPU_CHECK_DEADLINE, 420 s) caps every
+# timeout so that the whole script ends well under 8 minutes even if everything hangs.
+set -u
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$ROOT" || exit 3
+DEST=${OUT:-$ROOT/build/gpu-check}
+SHIM=$ROOT/build/lib/libgpumemprof.so
+PY=${PYTHON:-python3}
+DEADLINE=$((SECONDS + ${GPU_CHECK_DEADLINE:-420}))
+ROUNDS=${GPU_CHECK_BENCH_ROUNDS:-4}      # A/B rounds per benchmark
+ASYNC_PAIRS=${GPU_CHECK_ASYNC_PAIRS:-200000}
+MALLOC_PAIRS=${GPU_CHECK_MALLOC_PAIRS:-2000}
+REPS=5                                   # timed repetitions per benchmark process (median)
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/gpu-check.XXXXXX") || exit 3
+BIN=$WORK/bin
+mkdir -p "$DEST" "$BIN" "$WORK/build" "$WORK/bench"
+: > "$WORK/plan.txt"
+
+say() { printf '%s\n' "$*"; }
+phase() { printf '\n== %s (t=%ds)\n' "$*" "$SECONDS"; }
+
+# Seconds a command may run now: its own limit, cut to what is left before the deadline.
+budget() {
+  local left=$((DEADLINE - SECONDS - 20))
+  if ((left < 1)); then echo 1; elif ((left < $1)); then echo "$left"; else echo "$1"; fi
+}
+
+prereqs() {
+  phase "prerequisites"
+  local bad=0
+  if command -v nvidia-smi >/dev/null; then
+    timeout 30 nvidia-smi --query-gpu=index,name,driver_version,memory.total,compute_cap --format=csv,noheader
+  else
+    say "MISSING nvidia-smi"; bad=1
+  fi
+  # Resolved to its real path: nvcc finds its headers relative to where it really lives.
+  if [ -z "${NVCC:-}" ]; then
+    NVCC=/usr/local/cuda/bin/nvcc
+    [ -x "$NVCC" ] || NVCC=$(command -v nvcc)
+  fi
+  NVCC=$(readlink -f "$NVCC")
+  if [ -x "$NVCC" ]; then "$NVCC" --version | tail -n 2; else say "MISSING nvcc"; bad=1; fi
+  CUDA_HOME=$(dirname "$(dirname "$(readlink -f "$NVCC")")")
+  timeout 60 "$PY" -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda, "available", torch.cuda.is_available())' \
+    || say "WARNING: $PY cannot import torch; the torch workloads will show FAIL"
+  if [ -f "$SHIM" ]; then
+    ls -l "$SHIM"
+    ldd "$SHIM" | grep 'not found' && say "WARNING: the shim has unresolved dependencies"
+  else
+    say "MISSING $SHIM (build it first: cmake --build build)"; bad=1
+  fi
+  return $bad
+}
+
+# nvcc for every workload at once; a failure shows as a FAIL row later ("not built").
+compile() {
+  phase "compile"
+  local cap arch
+  cap=$(timeout 30 nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -n 1 | tr -d ' .')
+  arch=sm_${cap:-90}
+  [[ $arch =~ ^sm_[0-9]+$ ]] || arch=sm_90
+  local nv=(timeout "$(budget 180)" "$NVCC" -O2 "-arch=$arch" -I"$ROOT/tests/gpu")
+  local rpath=(-Xlinker "-rpath=$CUDA_HOME/lib64:$CUDA_HOME/targets/x86_64-linux/lib")
+  local src=$ROOT/tests/gpu
+  "${nv[@]}" -o "$BIN/rt_static" "$src/rt_static.cu" >"$WORK/build/rt_static.log" 2>&1 &
+  "${nv[@]}" -cudart shared "${rpath[@]}" -o "$BIN/rt_shared" "$src/rt_static.cu" >"$WORK/build/rt_shared.log" 2>&1 &
+  "${nv[@]}" -o "$BIN/driver_api" "$src/driver_api.cpp" -lcuda >"$WORK/build/driver_api.log" 2>&1 &
+  "${nv[@]}" -o "$BIN/async_pools" "$src/async_pools.cu" >"$WORK/build/async_pools.log" 2>&1 &
+  "${nv[@]}" -o "$BIN/vmm" "$src/vmm.cu" >"$WORK/build/vmm.log" 2>&1 &
+  "${nv[@]}" -o "$BIN/bench_async_pair" "$src/bench_async_pair.cu" >"$WORK/build/bench.log" 2>&1 &
+  wait
+  local f
+  for f in rt_static rt_shared driver_api async_pools vmm bench_async_pair; do
+    if [ -x "$BIN/$f" ]; then say "built $f ($arch)"; else say "BUILD FAILED $f:"; tail -n 15 "$WORK/build/${f%_async_pair}.log"; fi
+  done
+}
+
+# run_workload NAME c|torch LIMIT [VAR=VALUE ...] -- COMMAND ARGS...
+# Runs once under the shim, in its own directory, with its run directory at NAME/runs/run.<pid>.
+# rc: the workload's exit status; -1 skipped (deadline), -2 not built, 124/137 timed out.
+run_workload() {
+  local name=$1 type=$2 limit=$3; shift 3
+  local envs=()
+  while [ "$1" != "--" ]; do envs+=("$1"); shift; done
+  shift
+  local d=$WORK/$name t0=$SECONDS rc
+  mkdir -p "$d/runs"
+  echo "$name $type" >>"$WORK/plan.txt"
+  limit=$(budget "$limit")
+  if ((limit < 10)); then
+    rc=-1
+  elif [ "$type" = c ] && [ ! -x "$1" ]; then
+    rc=-2  # not built
+  else
+    (cd "$d" && timeout -k 5 "$limit" env -u PYTORCH_CUDA_ALLOC_CONF -u GPUMEMPROF_ENABLE \
+      GROUND_TRUTH="$d/gt.json" GPUMEMPROF_OUTPUT="$d/runs/run.%p" GPU_CHECK_NAME="$name" \
+      ${envs[@]+"${envs[@]}"} LD_PRELOAD="$SHIM" "$@" >"$d/stdout.txt" 2>"$d/stderr.txt")
+    rc=$?
+  fi
+  echo "$rc" >"$d/rc"
+  printf '%-18s rc=%-4s %3ds  run dirs: %s\n' "$name" "$rc" $((SECONDS - t0)) "$(find "$d/runs" -mindepth 1 -maxdepth 1 -printf '%f ' | head -c 120)"
+  if [ "$rc" != 0 ] && [ -s "$d/stderr.txt" ]; then tail -n 5 "$d/stderr.txt" | sed 's/^/    /'; fi
+}
+
+workloads() {
+  phase "workloads under the shim"
+  run_workload rt_static c 60 -- "$BIN/rt_static"
+  run_workload rt_shared c 60 -- "$BIN/rt_shared"
+  run_workload driver_api c 60 -- "$BIN/driver_api"
+  run_workload async_pools c 60 -- "$BIN/async_pools"
+  run_workload vmm c 60 -- "$BIN/vmm"
+  local py=$ROOT/tests/gpu/torch_alloc.py
+  run_workload torch_default torch 120 -- "$PY" "$py"
+  run_workload torch_expandable torch 120 PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True -- "$PY" "$py"
+  run_workload torch_async torch 120 PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync -- "$PY" "$py"
+}
+
+# One benchmark process. The shim's run directory (its trace is big) is reduced to summary.json.
+bench_one() {
+  local mode=$1 variant=$2 round=$3 pairs=$4
+  local stem=$WORK/bench/$mode.$variant.$round rd=$WORK/bench/rd.$mode.$round rc limit
+  limit=$(budget 60)
+  if ((limit < 10)); then echo -1 >"$stem.rc"; return; fi
+  if [ "$variant" = shim ]; then
+    mkdir -p "$rd"
+    (cd "$rd" && timeout -k 5 "$limit" env GPUMEMPROF_OUTPUT="$rd/run.%p" LD_PRELOAD="$SHIM" \
+      "$BIN/bench_async_pair" "$mode" "$pairs" "$REPS" >"$stem.json" 2>"$stem.stderr")
+    rc=$?
+    cp "$rd"/*/summary.json "$stem.summary.json" 2>/dev/null
+    du -sh "$rd" 2>/dev/null | sed 's/^/    shim run dir: /'
+    rm -rf "$rd"
+  else
+    timeout -k 5 "$limit" "$BIN/bench_async_pair" "$mode" "$pairs" "$REPS" >"$stem.json" 2>"$stem.stderr"
+    rc=$?
+  fi
+  echo "$rc" >"$stem.rc"
+  printf '  %-6s %-4s round %s rc=%s %s\n' "$mode" "$variant" "$round" "$rc" \
+    "$(grep -o '"median_ns": [0-9.]*' "$stem.json" 2>/dev/null)"
+}
+
+bench() {
+  phase "benchmark: $ROUNDS A/B rounds, $REPS timed repetitions per process"
+  [ -x "$BIN/bench_async_pair" ] || { say "bench_async_pair not built"; return; }
+  local r
+  for ((r = 1; r <= ROUNDS; r++)); do
+    # Alternate which variant goes first, so that drift over the run does not favour one.
+    local order=(base shim)
+    ((r % 2 == 0)) && order=(shim base)
+    for v in "${order[@]}"; do bench_one async "$v" "$r" "$ASYNC_PAIRS"; done
+    for v in "${order[@]}"; do bench_one malloc "$v" "$r" "$MALLOC_PAIRS"; done
+  done
+}
+
+# Everything small and useful, never the traces: JSON files up to 4 MiB, logs, listings.
+pack() {
+  phase "pack"
+  (cd "$WORK" && find . -path ./bin -prune -o -type f -printf '%P %s\n' | sort) >"$WORK/files.txt"
+  (cd "$WORK" && find . -path ./bin -prune -o -type f -size -4M \( -name '*.json' -o -name '*.txt' -o \
+    -name '*.log' -o -name rc -o -name '*.rc' -o -name '*.stderr' \) -print) >"$WORK/pack.lst"
+  tar -czf "$DEST/gpu-check.tar.gz" -C "$WORK" -T "$WORK/pack.lst" 2>/dev/null
+  if [ "$(stat -c %s "$DEST/gpu-check.tar.gz")" -gt $((15 << 20)) ]; then
+    say "tarball too big; keeping only ground truths and summaries"
+    grep -E 'gt\.json$|summary\.json$|plan\.txt$|files\.txt$|/rc$' "$WORK/pack.lst" >"$WORK/pack2.lst"
+    tar -czf "$DEST/gpu-check.tar.gz" -C "$WORK" -T "$WORK/pack2.lst"
+  fi
+  ls -l "$DEST/gpu-check.tar.gz"
+}
+
+main() {
+  say "gpumemprof gpu-check: repo $ROOT, work $WORK, results $DEST"
+  prereqs || { say "prerequisites missing, nothing run"; return 3; }
+  compile
+  workloads
+  bench
+  pack
+  phase "compare"
+  "$PY" "$ROOT/tests/gpu/compare.py" --work "$WORK" --out "$DEST"
+  local rc=$?
+  say "gpu-check finished in ${SECONDS}s, exit $rc (0 ok, 1 mismatch/fail, 2 benchmark over target); files in $DEST"
+  return $rc
+}
+
+main 2>&1 | tee "$DEST/log.txt"
+rc=${PIPESTATUS[0]}
+[ -n "${GPU_CHECK_KEEP:-}" ] || rm -rf "$WORK"
+exit "$rc"

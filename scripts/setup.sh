@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Installs what building and testing gpumemprof needs, from Debian packages. Idempotent: installs
+# only what is missing, and does nothing when everything is present.
+set -euo pipefail
+
+packages=(
+  g++ cmake ninja-build make python3
+  nlohmann-json3-dev libspdlog-dev libfmt-dev libunwind-dev
+  libgtest-dev libgmock-dev libbenchmark-dev
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+
+if ((${#missing[@]})); then
+  echo "setup: installing ${missing[*]}"
+  sudo=""
+  if [ "$(id -u)" != 0 ]; then sudo="sudo"; fi
+  export DEBIAN_FRONTEND=noninteractive
+  $sudo apt-get update -qq
+  $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# The CUDA toolkit provides the driver API headers only; nothing links against it.
+cuda_root="${CUDA_HOME:-/usr/local/cuda}"
+if [ ! -f "$cuda_root/include/cuda.h" ]; then
+  echo "setup: CUDA toolkit headers not found at $cuda_root/include/cuda.h; install the CUDA toolkit or set CUDA_HOME" >&2
+  exit 1
+fi

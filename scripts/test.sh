@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Sets up, builds and runs the whole test suite: the collector and ring unit tests under
+# AddressSanitizer+UBSan and ThreadSanitizer, then every test (unit, fake driver, integration
+# through the preloaded shim) with CTest.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+jobs="$(nproc)"
+
+scripts/setup.sh
+
+sanitize() {  # name, flags
+  local dir="build-$1"
+  echo "== unit tests under $1 sanitizer"
+  cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Debug \
+    -DCMAKE_CXX_FLAGS="-fsanitize=$2 -fno-omit-frame-pointer -fno-sanitize-recover=all" >/dev/null
+  cmake --build "$dir" --target unit_tests -j "$jobs" >/dev/null
+  "$dir/tests/bin/unit_tests" --gtest_brief=1
+}
+ASAN_OPTIONS=detect_leaks=1 sanitize asan address,undefined
+TSAN_OPTIONS=halt_on_error=1 sanitize tsan thread
+
+echo "== full suite"
+scripts/build.sh
+cd build
+ctest --output-on-failure -j "$jobs" --timeout 600

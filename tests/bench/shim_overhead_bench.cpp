@@ -1,0 +1,109 @@
+// Added cost per intercepted call, on the fake driver. The shim is dlopen'ed RTLD_LOCAL next to
+// the fake driver, so one process holds both the driver's own functions (the baseline) and the
+// shim's wrappers of them (which resolve the same driver), and every ratio comes from one run.
+#include <benchmark/benchmark.h>
+#include <cuda.h>
+#include <dlfcn.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <thread>
+#include <unistd.h>
+
+#include "ring.h"
+
+namespace {
+
+struct Api {
+  CUresult (*alloc)(CUdeviceptr*, size_t);
+  CUresult (*free)(CUdeviceptr);
+  CUresult (*alloc_async)(CUdeviceptr*, size_t, CUstream);
+  CUresult (*free_async)(CUdeviceptr, CUstream);
+};
+
+void* g_driver = nullptr;
+void* g_shim = nullptr;
+Api g_direct{}, g_shimmed{};
+CUstream g_stream = nullptr;
+
+template <typename T>
+T sym(void* h, const char* name) {
+  void* p = dlsym(h, name);
+  if (p == nullptr) {
+    std::fprintf(stderr, "bench: %s missing: %s\n", name, dlerror());
+    std::exit(1);
+  }
+  return reinterpret_cast<T>(p);
+}
+
+Api resolve(void* h) {
+  return {sym<decltype(Api::alloc)>(h, "cuMemAlloc_v2"), sym<decltype(Api::free)>(h, "cuMemFree_v2"),
+          sym<decltype(Api::alloc_async)>(h, "cuMemAllocAsync"), sym<decltype(Api::free_async)>(h, "cuMemFreeAsync")};
+}
+
+void setup() {
+  char dir[] = "/tmp/gmp-bench-XXXXXX";
+  setenv("GPUMEMPROF_OUTPUT", (std::string(mkdtemp(dir)) + "/run.%p").c_str(), 1);
+  g_driver = dlopen(GMP_FAKE_LIB, RTLD_NOW | RTLD_GLOBAL);
+  g_shim = dlopen(GMP_SHIM_PATH, RTLD_NOW | RTLD_LOCAL);
+  if (g_driver == nullptr || g_shim == nullptr) {
+    std::fprintf(stderr, "bench: cannot load driver or shim: %s\n", dlerror());
+    std::exit(1);
+  }
+  sym<CUresult (*)(unsigned)>(g_driver, "cuInit")(0);
+  CUcontext ctx;
+  sym<CUresult (*)(CUcontext*, CUdevice)>(g_driver, "cuDevicePrimaryCtxRetain")(&ctx, 0);
+  sym<CUresult (*)(CUcontext)>(g_driver, "cuCtxSetCurrent")(ctx);
+  sym<CUresult (*)(CUstream*, unsigned)>(g_driver, "cuStreamCreate")(&g_stream, 0);
+  g_direct = resolve(g_driver);
+  g_shimmed = resolve(g_shim);
+}
+
+void AllocFreePair(benchmark::State& state, const Api* api) {
+  for (auto _ : state) {
+    CUdeviceptr p;
+    api->alloc(&p, 256);
+    api->free(p);
+  }
+  state.SetItemsProcessed(state.iterations() * 2);
+}
+
+void AsyncPair(benchmark::State& state, const Api* api) {
+  for (auto _ : state) {
+    CUdeviceptr p;
+    api->alloc_async(&p, 256, g_stream);
+    api->free_async(p, g_stream);
+  }
+  state.SetItemsProcessed(state.iterations() * 2);
+}
+
+// The producer side alone: one push into a ring that a consumer thread keeps draining.
+void RingPush(benchmark::State& state) {
+  gmp::Ring ring(1 << 16);
+  std::atomic<bool> stop{false};
+  std::thread consumer([&] {
+    gmp::Event buf[1024];
+    while (!stop.load(std::memory_order_relaxed)) ring.pop(buf, 1024);
+  });
+  gmp::Event e{};
+  for (auto _ : state) ring.push(e);
+  stop = true;
+  consumer.join();
+}
+
+}  // namespace
+
+BENCHMARK_CAPTURE(AllocFreePair, direct, &g_direct);
+BENCHMARK_CAPTURE(AllocFreePair, shim, &g_shimmed);
+BENCHMARK_CAPTURE(AsyncPair, direct, &g_direct);
+BENCHMARK_CAPTURE(AsyncPair, shim, &g_shimmed);
+BENCHMARK(RingPush);
+
+int main(int argc, char** argv) {
+  setup();
+  benchmark::Initialize(&argc, argv);
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

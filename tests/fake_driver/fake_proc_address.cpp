@@ -1,0 +1,167 @@
+// cuGetProcAddress (old 4-argument ABI, CUDA 11.3+) and cuGetProcAddress_v2 (CUDA 12.0+).
+//
+// Like the real driver, a request names a *base* symbol ("cuMemAlloc"); the driver picks the
+// exported ABI from the requested CUDA version and the flags and returns the address of that
+// exported symbol. The library is linked with -Bsymbolic, so the addresses below are always
+// this library's own definitions, equal to dlsym(handle, exported_name), even when a profiler
+// preloads functions of the same names.
+//
+// For each base name the entry with the highest min_version <= cudaVersion wins; among the
+// per-thread entries ("_ptsz") only when flags has CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM.
+// Unknown base name: CUDA_ERROR_NOT_FOUND / CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND.
+// Known base name but every entry newer than cudaVersion: CUDA_ERROR_NOT_FOUND /
+// CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT.
+#include "fake_state.h"
+
+#include <cstring>
+
+namespace {
+
+struct Entry {
+  const char* base;      // name a caller asks for
+  const char* exported;  // exact exported symbol handed out (documentation / tests)
+  int min_version;       // first CUDA version that gets this ABI
+  bool per_thread;       // the _ptsz variant, chosen with the per-thread flag
+  void* fn;
+};
+
+template <typename F>
+void* fp(F* f) {
+  return reinterpret_cast<void*>(f);
+}
+
+#define FAKE_ENTRY(base, fn, ver) {base, #fn, ver, false, fp(&fn)}
+#define FAKE_PTSZ(base, fn, ver) {base, #fn, ver, true, fp(&fn)}
+
+const Entry kEntries[] = {
+    // initialisation, version, errors, devices
+    FAKE_ENTRY("cuInit", cuInit, 2000),
+    FAKE_ENTRY("cuDriverGetVersion", cuDriverGetVersion, 2020),
+    FAKE_ENTRY("cuGetErrorName", cuGetErrorName, 6000),
+    FAKE_ENTRY("cuGetErrorString", cuGetErrorString, 6000),
+    FAKE_ENTRY("cuDeviceGet", cuDeviceGet, 2000),
+    FAKE_ENTRY("cuDeviceGetCount", cuDeviceGetCount, 2000),
+    FAKE_ENTRY("cuDeviceGetName", cuDeviceGetName, 2000),
+    FAKE_ENTRY("cuDeviceTotalMem", cuDeviceTotalMem_v2, 3020),
+    FAKE_ENTRY("cuDeviceGetAttribute", cuDeviceGetAttribute, 2000),
+    // contexts
+    FAKE_ENTRY("cuDevicePrimaryCtxRetain", cuDevicePrimaryCtxRetain, 7000),
+    {"cuDevicePrimaryCtxRelease", "cuDevicePrimaryCtxRelease", 7000, false,
+     fp(&fake_cuDevicePrimaryCtxRelease_v1)},
+    FAKE_ENTRY("cuDevicePrimaryCtxRelease", cuDevicePrimaryCtxRelease_v2, 11000),
+    FAKE_ENTRY("cuDevicePrimaryCtxGetState", cuDevicePrimaryCtxGetState, 7000),
+    FAKE_ENTRY("cuCtxSetCurrent", cuCtxSetCurrent, 4000),
+    FAKE_ENTRY("cuCtxGetCurrent", cuCtxGetCurrent, 4000),
+    FAKE_ENTRY("cuCtxGetDevice", cuCtxGetDevice, 2000),
+    FAKE_ENTRY("cuCtxPushCurrent", cuCtxPushCurrent_v2, 4000),
+    FAKE_ENTRY("cuCtxPopCurrent", cuCtxPopCurrent_v2, 4000),
+    FAKE_ENTRY("cuCtxSynchronize", cuCtxSynchronize, 2000),
+    // streams and events
+    FAKE_ENTRY("cuStreamCreate", cuStreamCreate, 2000),
+    FAKE_ENTRY("cuStreamDestroy", cuStreamDestroy_v2, 4000),
+    FAKE_ENTRY("cuStreamSynchronize", cuStreamSynchronize, 2000),
+    FAKE_PTSZ("cuStreamSynchronize", cuStreamSynchronize_ptsz, 7000),
+    FAKE_ENTRY("cuStreamGetDevice", cuStreamGetDevice, 12080),
+    FAKE_PTSZ("cuStreamGetDevice", cuStreamGetDevice_ptsz, 12080),
+    FAKE_ENTRY("cuStreamGetCtx", cuStreamGetCtx, 9020),
+    FAKE_ENTRY("cuEventCreate", cuEventCreate, 2000),
+    FAKE_ENTRY("cuEventRecord", cuEventRecord, 2000),
+    FAKE_ENTRY("cuEventSynchronize", cuEventSynchronize, 2000),
+    FAKE_ENTRY("cuEventDestroy", cuEventDestroy_v2, 4000),
+    // linear, managed, pinned host memory
+    FAKE_ENTRY("cuMemAlloc", cuMemAlloc_v2, 3020),
+    FAKE_ENTRY("cuMemAllocPitch", cuMemAllocPitch_v2, 3020),
+    FAKE_ENTRY("cuMemFree", cuMemFree_v2, 3020),
+    FAKE_ENTRY("cuMemAllocManaged", cuMemAllocManaged, 6000),
+    FAKE_ENTRY("cuMemHostAlloc", cuMemHostAlloc, 2020),
+    FAKE_ENTRY("cuMemAllocHost", cuMemAllocHost_v2, 3020),
+    FAKE_ENTRY("cuMemFreeHost", cuMemFreeHost, 2000),
+    FAKE_ENTRY("cuMemGetInfo", cuMemGetInfo_v2, 3020),
+    FAKE_ENTRY("cuPointerGetAttribute", cuPointerGetAttribute, 4000),
+    // stream-ordered allocator
+    FAKE_ENTRY("cuMemAllocAsync", cuMemAllocAsync, 11020),
+    FAKE_PTSZ("cuMemAllocAsync", cuMemAllocAsync_ptsz, 11020),
+    FAKE_ENTRY("cuMemFreeAsync", cuMemFreeAsync, 11020),
+    FAKE_PTSZ("cuMemFreeAsync", cuMemFreeAsync_ptsz, 11020),
+    FAKE_ENTRY("cuMemAllocFromPoolAsync", cuMemAllocFromPoolAsync, 11020),
+    FAKE_PTSZ("cuMemAllocFromPoolAsync", cuMemAllocFromPoolAsync_ptsz, 11020),
+    FAKE_ENTRY("cuMemPoolCreate", cuMemPoolCreate, 11020),
+    FAKE_ENTRY("cuMemPoolDestroy", cuMemPoolDestroy, 11020),
+    FAKE_ENTRY("cuMemPoolTrimTo", cuMemPoolTrimTo, 11020),
+    FAKE_ENTRY("cuMemPoolGetAttribute", cuMemPoolGetAttribute, 11020),
+    FAKE_ENTRY("cuMemPoolSetAttribute", cuMemPoolSetAttribute, 11020),
+    FAKE_ENTRY("cuDeviceGetDefaultMemPool", cuDeviceGetDefaultMemPool, 11020),
+    FAKE_ENTRY("cuDeviceGetMemPool", cuDeviceGetMemPool, 11020),
+    FAKE_ENTRY("cuDeviceSetMemPool", cuDeviceSetMemPool, 11020),
+    // virtual memory management
+    FAKE_ENTRY("cuMemGetAllocationGranularity", cuMemGetAllocationGranularity, 10020),
+    FAKE_ENTRY("cuMemCreate", cuMemCreate, 10020),
+    FAKE_ENTRY("cuMemRelease", cuMemRelease, 10020),
+    FAKE_ENTRY("cuMemGetAllocationPropertiesFromHandle", cuMemGetAllocationPropertiesFromHandle,
+               10020),
+    FAKE_ENTRY("cuMemAddressReserve", cuMemAddressReserve, 10020),
+    FAKE_ENTRY("cuMemAddressFree", cuMemAddressFree, 10020),
+    FAKE_ENTRY("cuMemMap", cuMemMap, 10020),
+    FAKE_ENTRY("cuMemUnmap", cuMemUnmap, 10020),
+    FAKE_ENTRY("cuMemSetAccess", cuMemSetAccess, 10020),
+    // arrays
+    FAKE_ENTRY("cuArrayCreate", cuArrayCreate_v2, 3020),
+    FAKE_ENTRY("cuArray3DCreate", cuArray3DCreate_v2, 3020),
+    FAKE_ENTRY("cuArrayDestroy", cuArrayDestroy, 2000),
+    FAKE_ENTRY("cuMipmappedArrayCreate", cuMipmappedArrayCreate, 5000),
+    FAKE_ENTRY("cuMipmappedArrayDestroy", cuMipmappedArrayDestroy, 5000),
+    FAKE_ENTRY("cuArrayGetMemoryRequirements", cuArrayGetMemoryRequirements, 11060),
+    FAKE_ENTRY("cuMipmappedArrayGetMemoryRequirements", cuMipmappedArrayGetMemoryRequirements,
+               11060),
+    // the resolver itself
+    {"cuGetProcAddress", "cuGetProcAddress", 11030, false, fp(&fake_cuGetProcAddress_v1)},
+    FAKE_ENTRY("cuGetProcAddress", cuGetProcAddress_v2, 12000),
+};
+
+#undef FAKE_ENTRY
+#undef FAKE_PTSZ
+
+CUresult resolve(const char* symbol, void** pfn, int cudaVersion, cuuint64_t flags,
+                 CUdriverProcAddressQueryResult* status) {
+  if (status != nullptr) *status = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
+  if (symbol == nullptr || pfn == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  *pfn = nullptr;
+  const bool per_thread = (flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) != 0;
+  bool known = false;
+  const Entry* best = nullptr;      // best default-stream entry
+  const Entry* best_pt = nullptr;   // best per-thread entry
+  for (const Entry& e : kEntries) {
+    if (std::strcmp(e.base, symbol) != 0) continue;
+    known = true;
+    if (e.min_version > cudaVersion) continue;
+    const Entry*& slot = e.per_thread ? best_pt : best;
+    if (slot == nullptr || e.min_version > slot->min_version) slot = &e;
+  }
+  const Entry* chosen = (per_thread && best_pt != nullptr) ? best_pt : best;
+  if (chosen == nullptr) {
+    if (status != nullptr) {
+      *status = known ? CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT
+                      : CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
+    }
+    return CUDA_ERROR_NOT_FOUND;
+  }
+  *pfn = chosen->fn;
+  if (status != nullptr) *status = CU_GET_PROC_ADDRESS_SUCCESS;
+  return CUDA_SUCCESS;
+}
+
+}  // namespace
+
+extern "C" {
+
+CUresult cuGetProcAddress_v2(const char* symbol, void** pfn, int cudaVersion, cuuint64_t flags,
+                             CUdriverProcAddressQueryResult* symbolStatus) {
+  return resolve(symbol, pfn, cudaVersion, flags, symbolStatus);
+}
+
+CUresult fake_cuGetProcAddress_v1(const char* symbol, void** pfn, int cudaVersion,
+                                  cuuint64_t flags) {
+  return resolve(symbol, pfn, cudaVersion, flags, nullptr);
+}
+
+}  // extern "C"

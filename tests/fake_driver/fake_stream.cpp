@@ -1,0 +1,118 @@
+// Streams and events. Nothing runs asynchronously, so every synchronisation call only applies
+// the pool shrink rule (see fake_pool.cpp).
+#include "fake_state.h"
+
+namespace fakecuda {
+
+CUresult stream_device_locked(CUstream s, int* dev) {
+  if (s == nullptr || s == CU_STREAM_LEGACY || s == CU_STREAM_PER_THREAD) {
+    return current_device(dev);
+  }
+  if (state().streams.count(s) == 0) return CUDA_ERROR_INVALID_HANDLE;
+  *dev = s->device;
+  return CUDA_SUCCESS;
+}
+
+}  // namespace fakecuda
+
+using namespace fakecuda;
+
+namespace {
+
+CUresult stream_synchronize(CUstream s) {
+  FAKE_REQUIRE_INIT(lock);
+  int dev = 0;
+  if (CUresult r = stream_device_locked(s, &dev); r != CUDA_SUCCESS) return r;
+  shrink_pools_on_sync_locked();
+  return CUDA_SUCCESS;
+}
+
+CUresult stream_get_device(CUstream s, CUdevice* device) {
+  FAKE_REQUIRE_INIT(lock);
+  if (device == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  int dev = 0;
+  if (CUresult r = stream_device_locked(s, &dev); r != CUDA_SUCCESS) return r;
+  *device = dev;
+  return CUDA_SUCCESS;
+}
+
+}  // namespace
+
+extern "C" {
+
+CUresult cuStreamCreate(CUstream* phStream, unsigned int Flags) {
+  FAKE_REQUIRE_INIT(lock);
+  if (phStream == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  CUctx_st* ctx = current_ctx();
+  if (ctx == nullptr) return CUDA_ERROR_INVALID_CONTEXT;
+  auto* s = new CUstream_st{ctx->device, ctx, Flags};
+  state().streams.insert(s);
+  *phStream = s;
+  return CUDA_SUCCESS;
+}
+
+CUresult cuStreamDestroy_v2(CUstream hStream) {
+  FAKE_REQUIRE_INIT(lock);
+  if (state().streams.erase(hStream) == 0) return CUDA_ERROR_INVALID_HANDLE;
+  delete hStream;
+  return CUDA_SUCCESS;
+}
+
+CUresult cuStreamSynchronize(CUstream hStream) { return stream_synchronize(hStream); }
+CUresult cuStreamSynchronize_ptsz(CUstream hStream) { return stream_synchronize(hStream); }
+
+CUresult cuStreamGetDevice(CUstream hStream, CUdevice* device) {
+  return stream_get_device(hStream, device);
+}
+CUresult cuStreamGetDevice_ptsz(CUstream hStream, CUdevice* device) {
+  return stream_get_device(hStream, device);
+}
+
+CUresult cuStreamGetCtx(CUstream hStream, CUcontext* pctx) {
+  FAKE_REQUIRE_INIT(lock);
+  if (pctx == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  if (hStream == nullptr || hStream == CU_STREAM_LEGACY || hStream == CU_STREAM_PER_THREAD) {
+    CUctx_st* ctx = current_ctx();
+    if (ctx == nullptr) return CUDA_ERROR_INVALID_CONTEXT;
+    *pctx = ctx;
+    return CUDA_SUCCESS;
+  }
+  if (state().streams.count(hStream) == 0) return CUDA_ERROR_INVALID_HANDLE;
+  *pctx = hStream->ctx;
+  return CUDA_SUCCESS;
+}
+
+CUresult cuEventCreate(CUevent* phEvent, unsigned int Flags) {
+  FAKE_REQUIRE_INIT(lock);
+  if (phEvent == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  if (current_ctx() == nullptr) return CUDA_ERROR_INVALID_CONTEXT;
+  auto* e = new CUevent_st{Flags, -1};
+  state().events.insert(e);
+  *phEvent = e;
+  return CUDA_SUCCESS;
+}
+
+CUresult cuEventRecord(CUevent hEvent, CUstream hStream) {
+  FAKE_REQUIRE_INIT(lock);
+  if (state().events.count(hEvent) == 0) return CUDA_ERROR_INVALID_HANDLE;
+  int dev = 0;
+  if (CUresult r = stream_device_locked(hStream, &dev); r != CUDA_SUCCESS) return r;
+  hEvent->device = dev;
+  return CUDA_SUCCESS;
+}
+
+CUresult cuEventSynchronize(CUevent hEvent) {
+  FAKE_REQUIRE_INIT(lock);
+  if (state().events.count(hEvent) == 0) return CUDA_ERROR_INVALID_HANDLE;
+  shrink_pools_on_sync_locked();
+  return CUDA_SUCCESS;
+}
+
+CUresult cuEventDestroy_v2(CUevent hEvent) {
+  FAKE_REQUIRE_INIT(lock);
+  if (state().events.erase(hEvent) == 0) return CUDA_ERROR_INVALID_HANDLE;
+  delete hEvent;
+  return CUDA_SUCCESS;
+}
+
+}  // extern "C"

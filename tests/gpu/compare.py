@@ -1,0 +1,426 @@
+#!/usr/bin/env python3
+"""Compare gpumemprof's summary.json with each real-GPU workload's ground truth (stdlib only).
+
+  compare.py --work DIR [--out DIR] [--only a,b] [--no-bench]   print and write the table
+  compare.py --self-test                                        check this file on tests/gpu/fixtures
+
+The work directory is what scripts/gpu-check.sh fills:
+  plan.txt                      one "<name> <c|torch>" line per workload, in run order
+  <name>/rc                     the workload's exit status (124: killed by timeout)
+  <name>/gt.json                ground truth written by the workload
+  <name>/runs/run.<pid>/        run directories (GPUMEMPROF_OUTPUT=<name>/runs/run.%p)
+  bench/<mode>.<base|shim>.<round>.{json,rc}, bench/<mode>.shim.<round>.summary.json
+
+Verdicts: MATCH (equal), OK (differs within a stated tolerance, reason given), INFO (shown, never
+fails), SLOW (benchmark over target), MISMATCH (a figure that must match does not), FAIL (the
+workload or the shim did not produce what it must). Exit status: 1 on any MISMATCH or FAIL, else 2
+on any SLOW, else 0.
+"""
+import argparse
+import json
+import os
+import re
+import statistics
+import sys
+import tempfile
+
+MiB = 1 << 20
+# PyTorch, default allocator: driver-level linear bytes that torch's counters do not see (cuBLAS,
+# cuDNN handles allocating with their own cudaMalloc) are accepted up to this much, and only when
+# the shim also saw allocations torch did not make.
+OUTSIDE_TORCH_CAP = 256 * MiB
+BENCH_TARGET = 1.05
+
+
+class Table:
+    def __init__(self):
+        self.rows = []
+
+    def add(self, workload, metric, shim, truth, verdict, note=""):
+        self.rows.append({"workload": workload, "metric": metric, "shim": shim, "truth": truth,
+                          "verdict": verdict, "note": note})
+
+    def exact(self, workload, metric, shim, truth, note=""):
+        self.add(workload, metric, shim, truth, "MATCH" if shim == truth else "MISMATCH",
+                 note if shim != truth else "")
+
+    def exit_code(self):
+        verdicts = {r["verdict"] for r in self.rows}
+        if verdicts & {"MISMATCH", "FAIL"}:
+            return 1
+        return 2 if "SLOW" in verdicts else 0
+
+    def text(self):
+        def cell(v):
+            if v is None:
+                return "-"
+            if isinstance(v, bool):
+                return str(v).lower()
+            return str(v)
+        head = ("workload", "metric", "shim", "ground truth", "verdict")
+        w = [max([len(head[i])] + [len(cell(r[k])) for r in self.rows])
+             for i, k in enumerate(("workload", "metric", "shim", "truth"))]
+        w = [min(x, 40) for x in w]
+        line = lambda a, b, c, d, e: f"{a:<{w[0]}}  {b:<{w[1]}}  {c:>{w[2]}}  {d:>{w[3]}}  {e}"
+        out = [line(*head), "-" * (sum(w) + 18)]
+        for r in self.rows:
+            verdict = r["verdict"] + (f" ({r['note']})" if r["note"] else "")
+            out.append(line(cell(r["workload"]), cell(r["metric"]), cell(r["shim"]),
+                            cell(r["truth"]), verdict))
+        counts = {}
+        for r in self.rows:
+            counts[r["verdict"]] = counts.get(r["verdict"], 0) + 1
+        out.append("-" * (sum(w) + 18))
+        # Repeated at the end so that they survive when only the tail of the output is read.
+        notable = [r for r in self.rows if r["verdict"] not in ("MATCH", "INFO")]
+        if notable:
+            out.append("not MATCH:")
+            out += [f"  {r['verdict']:<8} {r['workload']} {r['metric']}: shim {cell(r['shim'])}, "
+                    f"truth {cell(r['truth'])}" + (f" ({r['note']})" if r["note"] else "")
+                    for r in notable]
+        out.append("totals: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
+        return "\n".join(out) + "\n"
+
+
+def load_json(path):
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return None
+
+
+def read_rc(path):
+    try:
+        with open(path) as f:
+            return int(f.read().strip())
+    except (OSError, ValueError):
+        return None
+
+
+def lookup(summary, metric):
+    """'dev0.by_kind.pool.reserved.peak' -> the value, None when absent. devN picks the devices[]
+    entry whose "device" is N, not the N-th entry."""
+    node = summary
+    for i, part in enumerate(metric.split(".")):
+        m = re.fullmatch(r"dev(\d+)", part) if i == 0 else None
+        if m:
+            node = next((d for d in summary.get("devices", []) if d.get("device") == int(m[1])), None)
+        elif isinstance(node, dict):
+            node = node.get(part)
+        else:
+            return None
+        if node is None:
+            return None
+    return node
+
+
+def find_summary(workdir, pid):
+    """The run directory of the workload's own process: under <workload>/runs/, the one named
+    with its pid (run.<pid>, or run.<pid>.N from the shim's never-overwrite rule: the last wins),
+    else the only one there is."""
+    runs_dir = os.path.join(workdir, "runs")
+    try:
+        runs = sorted(n for n in os.listdir(runs_dir) if os.path.isdir(os.path.join(runs_dir, n)))
+    except OSError:
+        runs = []
+    mine = [n for n in runs if pid is not None and str(pid) in re.split(r"[._]", n)]
+    if mine:
+        pick = max(mine, key=lambda n: [int(x) if x.isdigit() else -1 for x in n.split(".")])
+    elif len(runs) == 1:
+        pick = runs[0]
+    else:
+        stray = [n for n in os.listdir(workdir) if n.startswith("gpumemprof.")] if os.path.isdir(workdir) else []
+        hint = f" (but {stray[0]} in its cwd: GPUMEMPROF_OUTPUT ignored?)" if stray else ""
+        return None, (f"{len(runs)} run dirs, none for pid {pid}" if runs else "no run dir") + hint
+    s = load_json(os.path.join(runs_dir, pick, "summary.json"))
+    if s is None:
+        return None, f"{pick} has no readable summary.json"
+    return s, os.path.join(runs_dir, pick)
+
+
+def run_dir_row(t, name, run_dir, s):
+    """What else the run directory holds (design.md section 5): shown, never judged."""
+    bundles, other = 0, 0
+    for top, dirs, files in os.walk(run_dir):
+        bundles += sum(1 for x in dirs if x.startswith("oom_dump_"))
+        other += sum(os.path.getsize(os.path.join(top, f)) for f in files if not f.endswith(".json"))
+    manifest = os.path.exists(os.path.join(run_dir, "manifest.json"))
+    failed = lookup(s, "dev0.failed_alloc_count") or 0
+    t.add(name, "run dir: manifest, oom bundles, other bytes",
+          f"{'yes' if manifest else 'NO'},{bundles},{other}", f"yes,{min(failed, 5)},-", "INFO",
+          "" if manifest and bundles == min(failed, 5) else "expected manifest.json and one bundle per failed allocation")
+
+
+def delta(metric, got, want):
+    """'+N B' for byte figures, '+N' for counts."""
+    counts = ("count", "allocs", "frees", "lost", "unknown_frees")
+    return f"{got - want:+d}" + ("" if metric.split(".")[-1].endswith(counts) else " B")
+
+
+def common_rows(t, name, s):
+    t.exact(name, "events.lost", lookup(s, "events.lost"), 0)
+    got = [lookup(s, "schema_version"), lookup(s, "clean_exit"), lookup(s, "unknown_frees")]
+    t.exact(name, "schema,clean_exit,unknown_frees", ",".join(map(str, got)).lower(), "1,true,0")
+
+
+def start(t, work, name):
+    """The run row. Returns (ground truth, summary), either None when unusable."""
+    d = os.path.join(work, name)
+    rc = read_rc(os.path.join(d, "rc"))
+    gt = load_json(os.path.join(d, "gt.json"))
+    s, which = find_summary(d, gt.get("pid") if gt else None)
+    problems = []
+    if rc != 0:
+        problems.append({None: "no rc file", -2: "not built", 124: "timed out", 137: "killed after timeout",
+                         -1: "skipped: time budget spent"}.get(rc, f"exit {rc}"))
+    if gt is None:
+        problems.append("no gt.json")
+    elif gt.get("errors"):
+        problems.append("; ".join(e.strip().splitlines()[-1] for e in gt["errors"])[:300])
+    if s is None:
+        problems.append(which)
+    t.add(name, "run", f"rc={rc}", "rc=0", "FAIL" if problems else "MATCH", "; ".join(problems))
+    if s is not None:
+        run_dir_row(t, name, which, s)
+    return gt, s
+
+
+def compare_c(t, work, name):
+    gt, s = start(t, work, name)
+    if gt is None or s is None:
+        return
+    common_rows(t, name, s)
+    for c in gt.get("checks", []):
+        metric, want = c["metric"], c["expect"]
+        got = lookup(s, metric)
+        if got == want:
+            t.add(name, metric, got, want, "MATCH")
+        elif "min" in c and isinstance(got, int) and c["min"] <= got <= c["max"]:
+            t.add(name, metric, got, want, "OK", f"{delta(metric, got, want)}: {c['why']}")
+        else:
+            t.add(name, metric, got, want, "MISMATCH",
+                  "missing in summary.json" if not isinstance(got, int) else delta(metric, got, want))
+
+
+def torch_mode(gt):
+    if gt.get("backend") == "cudaMallocAsync":
+        return "async"
+    return "expandable" if "expandable_segments:true" in gt.get("alloc_conf", "").lower() else "native"
+
+
+def compare_torch(t, work, name):
+    gt, s = start(t, work, name)
+    if gt is None or s is None or not gt.get("ok"):
+        return
+    common_rows(t, name, s)
+    d = lookup(s, "dev0") or {}
+    k = d.get("by_kind", {})
+    mode = torch_mode(gt)
+    st = gt.get("stats", {})
+    t.exact(name, "dev0.total_bytes", d.get("total_bytes"), gt["total_memory"])
+    t.exact(name, "dev0.failed_alloc_count", d.get("failed_alloc_count"), 0)
+
+    def kv(kind, field, sub=None):
+        node = k.get(kind, {})
+        node = node.get(sub, {}) if sub else node
+        return node.get(field) or 0
+
+    # Where torch's reserved memory shows at driver level, per allocator.
+    torch_kind = {"native": ("linear", None), "expandable": ("vmm", "physical"),
+                  "async": ("pool", "reserved")}[mode]
+    reserved = {"linear": ("linear", None), "pool": ("pool", "reserved"),
+                "vmm": ("vmm", "physical"), "array": ("array", None)}
+    truth_peak, truth_cur = gt["max_memory_reserved"], gt["memory_reserved"]
+    pool = gt.get("pool", {})
+    if mode == "async" and "reserved_high" in pool:
+        # The driver's own figures for the pool (torch reports the same attributes).
+        truth_peak, truth_cur = pool["reserved_high"], pool["reserved_current"]
+        t.exact(name, "torch peak == pool RESERVED_MEM_HIGH", gt["max_memory_reserved"], truth_peak)
+
+    # Allocations made outside torch's allocator (native mode only: they share the linear kind).
+    extra_allocs = extra_live = 0
+    if mode == "native":
+        n_alloc = st.get("num_device_alloc", st.get("segment.all.allocated", 0))
+        n_free = st.get("num_device_free", st.get("segment.all.freed", 0))
+        extra_allocs = kv("linear", "allocs") - n_alloc
+        extra_live = extra_allocs - (kv("linear", "frees") - n_free)
+        got = kv("linear", "allocs")
+        if extra_allocs == 0:
+            t.add(name, "linear.allocs vs torch cudaMalloc calls", got, n_alloc, "MATCH")
+        elif extra_allocs > 0:
+            t.add(name, "linear.allocs vs torch cudaMalloc calls", got, n_alloc, "OK",
+                  f"{extra_allocs} allocations by others in the process")
+        else:
+            t.add(name, "linear.allocs vs torch cudaMalloc calls", got, n_alloc, "MISMATCH",
+                  f"shim saw {-extra_allocs} fewer than torch made")
+
+    def judge(metric, got, want, others, evidence):
+        """others: driver-level bytes of kinds torch does not use here; evidence: count of
+        allocations not made by torch (native mode)."""
+        diff = got - want
+        if diff == 0:
+            t.add(name, metric, got, want, "MATCH")
+        elif 0 < diff <= others + (OUTSIDE_TORCH_CAP if evidence > 0 else 0):
+            why = []
+            if evidence > 0:
+                why.append(f"{evidence} linear allocs outside torch's allocator, e.g. cuBLAS/cuDNN")
+            if others:
+                why.append(f"{others} B of kinds torch's allocator does not use here")
+            t.add(name, metric, got, want, "OK", f"+{diff} B outside torch: " + "; ".join(why))
+        else:
+            t.add(name, metric, got, want, "MISMATCH", f"{diff:+d} B, not explained")
+
+    for field, want, evidence in (("peak", truth_peak, extra_allocs), ("current", truth_cur, extra_live)):
+        kind, sub = torch_kind
+        label = f"dev0.by_kind.{kind}.{sub + '.' if sub else ''}{field}"
+        got = kv(kind, field, sub)
+        if mode == "native":
+            judge(label, got, want, 0, evidence)
+        else:  # only torch uses VMM / the default pool in this workload: exact
+            t.exact(name, label, got, want, f"{got - want:+d} B")
+        others = sum(kv(kk, field, ss) for kk, ss in reserved.values() if kk != kind)
+        judge(f"dev0.reserved_bytes.{field}", d.get("reserved_bytes", {}).get(field, 0), want,
+              others, evidence)
+
+    if mode == "async":
+        # Torch's cudaMallocAsync backend reports the pool's USED_MEM (rounded by the driver);
+        # the shim counts requested bytes. Shown for reference.
+        got = kv("pool", "peak")
+        t.add(name, "dev0.by_kind.pool.peak (allocated)", got, gt["max_memory_allocated"], "INFO",
+              "" if got == gt["max_memory_allocated"] else
+              f"{got - gt['max_memory_allocated']:+d} B; torch reports driver USED_MEM_HIGH")
+
+
+def compare_bench(t, work, target):
+    d = os.path.join(work, "bench")
+    if not os.path.isdir(d):
+        return
+    runs = {}
+    for f in sorted(os.listdir(d)):
+        m = re.fullmatch(r"(\w+)\.(base|shim)\.(\d+)\.rc", f)
+        if m:
+            runs.setdefault(m[1], []).append((m[2], m[3]))
+    for mode in sorted(runs):
+        med = {"base": [], "shim": []}
+        failed, counts_bad, lost, waits = [], [], 0, 0
+        sums = [0, 0, 0]  # allocs, frees, pairs over the shim runs
+        kind = "pool" if mode == "async" else "linear"
+        for variant, rnd in runs[mode]:
+            stem = os.path.join(d, f"{mode}.{variant}.{rnd}")
+            rc, res = read_rc(stem + ".rc"), load_json(stem + ".json")
+            if rc != 0 or res is None:
+                failed.append(f"{variant}#{rnd} rc={rc}")
+                continue
+            med[variant].append(res["median_ns"])
+            if variant == "shim":
+                s = load_json(stem + ".summary.json")
+                if s is None:
+                    failed.append(f"shim#{rnd} no summary.json")
+                    continue
+                n = res["pairs_total"]
+                allocs = lookup(s, f"dev0.by_kind.{kind}.allocs")
+                frees = lookup(s, f"dev0.by_kind.{kind}.frees")
+                if allocs != n or frees != n:
+                    counts_bad.append(f"#{rnd}: {allocs}/{frees} of {n}")
+                sums = [sums[0] + (allocs or 0), sums[1] + (frees or 0), sums[2] + n]
+                lost += lookup(s, "events.lost") or 0
+                waits += lookup(s, "events.producer_waits") or 0
+        name = f"bench_{mode}"
+        if failed:
+            t.add(name, "failed runs", len(failed), 0, "FAIL", "; ".join(failed))
+        if med["shim"]:
+            t.add(name, f"{kind}.allocs/frees == pairs", f"{sums[0]}/{sums[1]}", f"{sums[2]}/{sums[2]}",
+                  "MISMATCH" if counts_bad else "MATCH", "; ".join(counts_bad))
+            t.exact(name, "events.lost (all shim runs)", lost, 0)
+            t.add(name, "events.producer_waits", waits, None, "INFO")
+        if med["base"] and med["shim"]:
+            b, s_ = statistics.median(med["base"]), statistics.median(med["shim"])
+            ratio = s_ / b
+            t.add(name, f"ns/pair with/without shim, {len(med['shim'])}/{len(med['base'])} runs",
+                  round(s_, 1), round(b, 1), "OK" if ratio < target else "SLOW",
+                  f"ratio {ratio:.3f}, target < {target}")
+
+
+def run(work, out=None, only=None, bench=True, target=BENCH_TARGET, quiet=False):
+    t = Table()
+    plan = []
+    try:
+        with open(os.path.join(work, "plan.txt")) as f:
+            plan = [line.split() for line in f if line.strip()]
+    except OSError:
+        pass
+    for name, kind in plan:
+        if only and name not in only:
+            continue
+        (compare_torch if kind == "torch" else compare_c)(t, work, name)
+    if bench:
+        compare_bench(t, work, target)
+    text = t.text()
+    if out:
+        os.makedirs(out, exist_ok=True)
+        with open(os.path.join(out, "table.txt"), "w") as f:
+            f.write(text)
+        with open(os.path.join(out, "table.json"), "w") as f:
+            json.dump({"exit": t.exit_code(), "rows": t.rows}, f, indent=1)
+    if not quiet:
+        sys.stdout.write(text)
+    return t
+
+
+def self_test():
+    """Runs the comparison on hand-made fixtures and checks the verdicts it must reach."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    fx = os.path.join(here, "fixtures")
+    expected = load_json(os.path.join(fx, "expected.json"))
+    failures = 0
+    for case in expected["cases"]:
+        with tempfile.TemporaryDirectory() as tmp:
+            t = run(os.path.join(fx, "work"), out=tmp, only=case.get("only"),
+                    bench=case.get("bench", True), quiet=True)
+            rows = {f"{r['workload']}|{r['metric']}": r for r in t.rows}
+            problems = []
+            if t.exit_code() != case["exit"]:
+                problems.append(f"exit {t.exit_code()} != {case['exit']}")
+            for key, want in case.get("verdicts", {}).items():
+                got = rows.get(key, {}).get("verdict")
+                if got != want:
+                    problems.append(f"{key}: {got} != {want}")
+            for key, fragment in case.get("notes", {}).items():
+                if fragment not in rows.get(key, {}).get("note", ""):
+                    problems.append(f"{key}: note lacks {fragment!r}")
+            allowed = set(case.get("others", ["MATCH", "OK", "INFO", "SLOW", "MISMATCH", "FAIL"]))
+            for key, r in rows.items():
+                if key not in case.get("verdicts", {}) and r["verdict"] not in allowed:
+                    problems.append(f"{key}: unexpected {r['verdict']} {r['note']}")
+            if not os.path.exists(os.path.join(tmp, "table.json")):
+                problems.append("table.json not written")
+            print(f"self-test {case['name']}: {'ok' if not problems else 'FAILED'} "
+                  f"({len(t.rows)} rows, exit {t.exit_code()})")
+            for p in problems:
+                print("   ", p)
+            if problems:
+                failures += 1
+                sys.stdout.write(t.text())
+    return 1 if failures else 0
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--work")
+    ap.add_argument("--out")
+    ap.add_argument("--only", help="comma-separated workload names")
+    ap.add_argument("--no-bench", action="store_true")
+    ap.add_argument("--bench-target", type=float, default=BENCH_TARGET)
+    ap.add_argument("--self-test", action="store_true")
+    a = ap.parse_args()
+    if a.self_test:
+        return self_test()
+    if not a.work:
+        ap.error("--work is required")
+    only = set(a.only.split(",")) if a.only else None
+    return run(a.work, a.out, only, not a.no_bench, a.bench_target).exit_code()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

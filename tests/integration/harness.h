@@ -1,0 +1,58 @@
+// Runs test programs under the shim against the fake driver, and reads what they left behind.
+#pragma once
+
+#include <sys/types.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace gmp::test {
+
+struct Paths {
+  static std::string shim() { return GMP_SHIM_PATH; }
+  static std::string fake_dir() { return GMP_FAKE_DIR; }
+  static std::string bin(const std::string& name) { return std::string(GMP_TEST_BIN) + "/" + name; }
+  static std::string tool() { return GMP_TOOL_PATH; }
+};
+
+struct RunResult {
+  int exit_code = -1;    // when exited normally
+  int term_signal = 0;   // when killed by a signal
+  std::string out, err;
+};
+
+class Sandbox {
+ public:
+  Sandbox();
+  ~Sandbox();
+  const std::string& dir() const { return dir_; }
+
+  // Environment for a profiled run: shim preloaded, fake driver first on the library path, run
+  // directories under this sandbox. `extra` overrides or adds; a value of "<unset>" removes.
+  std::map<std::string, std::string> env(const std::map<std::string, std::string>& extra = {}) const;
+
+  RunResult run(const std::vector<std::string>& argv, const std::map<std::string, std::string>& extra = {},
+                int timeout_s = 120) const;
+  // Starts without waiting; stdout is a pipe the caller reads through read_line().
+  pid_t spawn(const std::vector<std::string>& argv, const std::map<std::string, std::string>& extra, int* stdout_fd) const;
+
+  // Run directories created under the sandbox, sorted by name.
+  std::vector<std::string> run_dirs() const;
+  // The only run directory (fails the test if there is not exactly one).
+  std::string only_run_dir() const;
+
+ private:
+  std::string dir_;
+};
+
+RunResult wait_for(pid_t pid, int stdout_fd, int stderr_fd, int timeout_s);
+std::string read_line(int fd, int timeout_ms);
+nlohmann::json read_json_file(const std::string& path);
+bool exists(const std::string& path);
+// Runs the gpumemprof command; returns its result.
+RunResult run_tool(const std::vector<std::string>& args);
+
+}  // namespace gmp::test

@@ -1,0 +1,91 @@
+// The interposition rules of design.md section 3, checked from the outside.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <set>
+#include <sstream>
+
+#include "harness.h"
+#include "trace_reader.h"
+
+namespace gmp::test {
+namespace {
+
+std::string command_output(const std::string& cmd) {
+  std::string out;
+  if (FILE* p = popen(cmd.c_str(), "r")) {
+    char buf[4096];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+    pclose(p);
+  }
+  return out;
+}
+
+std::set<std::string> words(const std::string& s) {
+  std::set<std::string> out;
+  std::istringstream in(s);
+  for (std::string w; in >> w;) out.insert(w);
+  return out;
+}
+
+TEST(Interposition, DlsymForwardsForeignLookupsAsTheCaller) {
+  Sandbox box;
+  RunResult r = box.run({Paths::bin("prog_probe")});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["next"], nlohmann::json({2, 2}));  // RTLD_NEXT relative to probe_first, twice
+  EXPECT_EQ(j["look_alike"], 4242);             // a cu* name that is not the driver's stays theirs
+  EXPECT_EQ(j["blas"], 7);
+  EXPECT_EQ(j["missing_is_null"], true);
+  EXPECT_TRUE(box.run_dirs().empty());
+}
+
+TEST(Interposition, ExportsOnlyInterposedSymbolsAndNeedsOnlyLibc) {
+  const auto exported = words(command_output("nm -D --defined-only " + Paths::shim() + " | awk '{print $3}'"));
+  const std::set<std::string> expected = {
+      "dlsym", "execve", "execv", "execvp", "execvpe", "fexecve", "execl", "execlp", "execle",
+      "cuGetProcAddress", "cuGetProcAddress_v2", "cuMemAlloc_v2", "cuMemFree_v2", "cuMemAllocPitch_v2",
+      "cuMemAllocManaged", "cuMemAllocAsync", "cuMemAllocAsync_ptsz", "cuMemAllocFromPoolAsync",
+      "cuMemAllocFromPoolAsync_ptsz", "cuMemFreeAsync", "cuMemFreeAsync_ptsz", "cuMemPoolCreate",
+      "cuMemPoolDestroy", "cuMemPoolTrimTo", "cuDeviceSetMemPool", "cuMemCreate", "cuMemRelease", "cuMemMap",
+      "cuMemUnmap", "cuArrayCreate_v2", "cuArray3DCreate_v2", "cuArrayDestroy", "cuMipmappedArrayCreate",
+      "cuMipmappedArrayDestroy", "cuMemHostAlloc", "cuMemAllocHost_v2", "cuMemFreeHost", "cuStreamSynchronize",
+      "cuStreamSynchronize_ptsz", "cuCtxSynchronize", "cuEventSynchronize"};
+  EXPECT_EQ(exported, expected);
+  const auto needed = words(command_output("readelf -d " + Paths::shim() +
+                                           " | sed -n 's/.*Shared library: \\[\\(.*\\)\\]/\\1/p'"));
+  for (const auto& lib : needed) {
+    EXPECT_TRUE(lib == "libc.so.6" || lib == "libm.so.6" || lib == "ld-linux-x86-64.so.2" || lib == "libdl.so.2" ||
+                lib == "libpthread.so.0")
+        << "unexpected dependency " << lib;
+  }
+}
+
+// cudart-style callers take the per-thread-default-stream (_ptsz) pointers for stream-ordered
+// calls; PyTorch-style callers ask for exact names. Each must reach the wrapper of its own ABI.
+std::multiset<std::string> pool_alloc_apis(const std::string& program) {
+  Sandbox box;
+  RunResult r = box.run({Paths::bin(program)});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  reader::TraceReader trace;
+  EXPECT_TRUE(trace.open(box.only_run_dir() + "/trace.gmpt")) << trace.error();
+  std::multiset<std::string> apis;
+  Event e;
+  while (trace.next(e)) {
+    if (e.op == Op::Alloc && e.kind == Kind::Pool) apis.insert(std::string(api_name(e.api)));
+  }
+  return apis;
+}
+
+TEST(Interposition, PerThreadStreamPointersRouteToTheirOwnWrappers) {
+  EXPECT_EQ(pool_alloc_apis("prog_cudart_style"),
+            (std::multiset<std::string>{"cuMemAllocAsync_ptsz", "cuMemAllocAsync_ptsz",
+                                        "cuMemAllocFromPoolAsync_ptsz", "cuMemAllocFromPoolAsync_ptsz"}));
+  EXPECT_EQ(pool_alloc_apis("prog_dlsym"),
+            (std::multiset<std::string>{"cuMemAllocAsync", "cuMemAllocAsync", "cuMemAllocFromPoolAsync",
+                                        "cuMemAllocFromPoolAsync"}));
+}
+
+}  // namespace
+}  // namespace gmp::test

@@ -1,0 +1,163 @@
+// Process lifecycles: exit paths, fork, exec, signals, and processes that never use CUDA.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <thread>
+
+#include "harness.h"
+
+namespace gmp::test {
+namespace {
+
+constexpr uint64_t MiB = 1 << 20;
+
+nlohmann::json summary_of(const std::string& dir) { return read_json_file(dir + "/summary.json"); }
+const nlohmann::json& dev0(const nlohmann::json& s) { return s["devices"][0]; }
+
+RunResult lifecycle(const Sandbox& box, const std::string& mode) {
+  return box.run({Paths::bin("prog_lifecycle"), mode}, {}, 60);
+}
+
+TEST(Lifecycle, ReturnFromMain) {
+  Sandbox box;
+  RunResult r = lifecycle(box, "return");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto s = summary_of(box.only_run_dir());
+  EXPECT_EQ(s["clean_exit"], true);
+  EXPECT_EQ(dev0(s)["allocated_bytes"]["peak"], 3 * MiB);
+  EXPECT_EQ(dev0(s)["allocated_bytes"]["current"], 2 * MiB);
+  EXPECT_EQ(s["live_at_exit"]["bytes"], 2 * MiB);
+}
+
+TEST(Lifecycle, ExitFromAnotherThreadKeepsItsStatus) {
+  Sandbox box;
+  RunResult r = lifecycle(box, "exit-thread");
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+  auto s = summary_of(box.only_run_dir());
+  EXPECT_EQ(s["clean_exit"], true);
+  EXPECT_EQ(dev0(s)["allocated_bytes"]["current"], 3 * MiB);
+  EXPECT_EQ(dev0(s)["alloc_count"], 2);
+}
+
+TEST(Lifecycle, ForkedChildGetsItsOwnRunDirectory) {
+  Sandbox box;
+  RunResult r = lifecycle(box, "fork");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto dirs = box.run_dirs();
+  ASSERT_EQ(dirs.size(), 2u);
+  int parents = 0, children = 0;
+  for (const auto& dir : dirs) {
+    auto s = summary_of(dir);
+    EXPECT_EQ(s["clean_exit"], true) << dir;
+    EXPECT_EQ(dev0(s)["allocated_bytes"]["current"], 0) << dir;
+    if (s["unknown_frees"] == 1) {
+      // The child freed the parent's allocation, which its own profiler never saw.
+      ++children;
+      EXPECT_EQ(dev0(s)["allocated_bytes"]["peak"], 2 * MiB);
+      EXPECT_EQ(dev0(s)["alloc_count"], 1);
+    } else {
+      ++parents;
+      EXPECT_EQ(s["unknown_frees"], 0);
+      EXPECT_EQ(dev0(s)["allocated_bytes"]["peak"], 1 * MiB);
+      EXPECT_EQ(dev0(s)["free_count"], 1);
+    }
+  }
+  EXPECT_EQ(parents, 1);
+  EXPECT_EQ(children, 1);
+}
+
+TEST(Lifecycle, ForkedChildWithoutCudaLeavesNothing) {
+  Sandbox box;
+  RunResult r = lifecycle(box, "fork-nocuda");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto s = summary_of(box.only_run_dir());
+  EXPECT_EQ(dev0(s)["alloc_count"], 1);
+  EXPECT_EQ(dev0(s)["free_count"], 1);
+}
+
+TEST(Lifecycle, ExecFlushesAndTheNewImageGetsItsOwnDirectory) {
+  Sandbox box;
+  RunResult r = lifecycle(box, "exec");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto dirs = box.run_dirs();
+  ASSERT_EQ(dirs.size(), 2u);  // same pid and exe name: the second gets the ".1" suffix
+  auto before = summary_of(dirs[0]);
+  auto after = summary_of(dirs[1]);
+  EXPECT_EQ(before["clean_exit"], false);  // written at exec, not at exit
+  EXPECT_EQ(dev0(before)["alloc_count"], 1);
+  EXPECT_EQ(dev0(before)["allocated_bytes"]["current"], 1 * MiB);
+  EXPECT_EQ(after["clean_exit"], true);
+  EXPECT_EQ(dev0(after)["allocated_bytes"]["peak"], 3 * MiB);
+}
+
+TEST(Lifecycle, SigtermStillKillsWithTheSameSignalAfterAFlush) {
+  Sandbox box;
+  RunResult r = lifecycle(box, "sigterm");
+  EXPECT_EQ(r.term_signal, SIGTERM) << "exit code " << r.exit_code << " " << r.err;
+  auto s = summary_of(box.only_run_dir());
+  EXPECT_EQ(s["clean_exit"], false);
+  EXPECT_EQ(s["terminated_by_signal"], SIGTERM);
+  EXPECT_EQ(dev0(s)["allocated_bytes"]["current"], 4 * MiB);
+}
+
+TEST(Lifecycle, SigintFromOutsideStillKills) {
+  Sandbox box;
+  int out = -1;
+  pid_t pid = box.spawn({Paths::bin("prog_lifecycle"), "wait-signal"}, {}, &out);
+  ASSERT_EQ(read_line(out, 30000), "ready");
+  kill(pid, SIGINT);
+  RunResult r = wait_for(pid, out, -1, 30);
+  close(out);
+  EXPECT_EQ(r.term_signal, SIGINT);
+  auto s = summary_of(box.only_run_dir());
+  EXPECT_EQ(s["terminated_by_signal"], SIGINT);
+  EXPECT_EQ(dev0(s)["allocated_bytes"]["current"], 4 * MiB);
+}
+
+TEST(Lifecycle, AbortIsStillAnAbort) {
+  Sandbox box;
+  RunResult r = lifecycle(box, "abort");
+  EXPECT_EQ(r.term_signal, SIGABRT);
+  auto s = summary_of(box.only_run_dir());
+  EXPECT_EQ(s["terminated_by_signal"], SIGABRT);
+  EXPECT_EQ(dev0(s)["alloc_count"], 1);
+}
+
+TEST(Lifecycle, SigkillLeavesAReadableTrace) {
+  Sandbox box;
+  int out = -1;
+  pid_t pid = box.spawn({Paths::bin("prog_lifecycle"), "wait-signal"}, {}, &out);
+  ASSERT_EQ(read_line(out, 30000), "ready");
+  // The collector writes the trace within its idle period (at most 10 ms); give it ample time.
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  kill(pid, SIGKILL);
+  RunResult r = wait_for(pid, out, -1, 30);
+  close(out);
+  EXPECT_EQ(r.term_signal, SIGKILL);
+  const std::string dir = box.only_run_dir();
+  EXPECT_FALSE(exists(dir + "/summary.json"));
+  RunResult report = run_tool({"report", "--json", dir});
+  ASSERT_EQ(report.exit_code, 0) << report.err;
+  auto s = nlohmann::json::parse(report.out);
+  EXPECT_EQ(s["rebuilt_from_trace"], true);
+  EXPECT_EQ(s["clean_exit"], false);
+  EXPECT_EQ(dev0(s)["allocated_bytes"]["current"], 4 * MiB);
+  EXPECT_EQ(dev0(s)["name"], "Fake CUDA Device 0");
+  RunResult text = run_tool({"report", dir});
+  EXPECT_NE(text.out.find("rebuilt from the trace"), std::string::npos) << text.out;
+}
+
+TEST(Lifecycle, ProcessesThatNeverAllocateLeaveNothing) {
+  for (const char* mode : {"no-cuda", "init-only"}) {
+    Sandbox box;
+    RunResult r = lifecycle(box, mode);
+    EXPECT_EQ(r.exit_code, 0) << mode << r.err;
+    EXPECT_EQ(r.err, "") << mode;
+    EXPECT_TRUE(box.run_dirs().empty()) << mode;
+  }
+}
+
+}  // namespace
+}  // namespace gmp::test

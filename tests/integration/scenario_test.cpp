@@ -1,0 +1,115 @@
+// The shared scenario reaching the fake driver each way real processes do; every figure exact.
+#include <gtest/gtest.h>
+
+#include "harness.h"
+#include "run_directory_reader.h"
+#include "scenario_expected.h"
+
+namespace gmp::test {
+namespace {
+
+namespace sc = gmp::scenario;
+
+void expect_kind(const nlohmann::json& k, const sc::KindExpect& e, const char* name) {
+  EXPECT_EQ(k["current"], e.current) << name;
+  EXPECT_EQ(k["peak"], e.peak) << name;
+  EXPECT_EQ(k["allocs"], e.allocs) << name;
+  EXPECT_EQ(k["frees"], e.frees) << name;
+}
+
+// Every figure the scenario defines. A pool destroyed with an allocation live releases it without
+// a free call: our frees count release calls and report the rest as released_by_pool_destroy.
+void expect_scenario(const nlohmann::json& s) {
+  ASSERT_EQ(s["devices"].size(), 1u) << s.dump(2);
+  const auto& d = s["devices"][0];
+  EXPECT_EQ(d["device"], sc::kDevice);
+  EXPECT_EQ(d["allocated_bytes"]["current"], sc::kDeviceAllocated.current);
+  EXPECT_EQ(d["allocated_bytes"]["peak"], sc::kDeviceAllocated.peak);
+  EXPECT_EQ(d["reserved_bytes"]["current"], sc::kDeviceReserved.current);
+  EXPECT_EQ(d["reserved_bytes"]["peak"], sc::kDeviceReserved.peak);
+  const auto& k = d["by_kind"];
+  expect_kind(k["linear"], sc::kLinear, "linear");
+  sc::KindExpect pool = sc::kPool;
+  pool.frees -= sc::kPoolFreesByDestroy;
+  expect_kind(k["pool"], pool, "pool");
+  EXPECT_EQ(k["pool"]["released_by_pool_destroy"], sc::kPoolFreesByDestroy);
+  EXPECT_EQ(k["pool"]["reserved"]["current"], sc::kPoolReserved.current);
+  EXPECT_EQ(k["pool"]["reserved"]["peak"], sc::kPoolReserved.peak);
+  expect_kind(k["vmm"], sc::kVmm, "vmm");
+  EXPECT_EQ(k["vmm"]["physical"]["current"], sc::kVmmPhysical.current);
+  EXPECT_EQ(k["vmm"]["physical"]["peak"], sc::kVmmPhysical.peak);
+  expect_kind(k["array"], sc::kArray, "array");
+  expect_kind(k["managed"], sc::kManagedKind, "managed");
+  EXPECT_EQ(d["alloc_count"], sc::kAllocCount);
+  EXPECT_EQ(d["free_count"], sc::kFreeCount - sc::kPoolFreesByDestroy);
+  EXPECT_EQ(d["failed_alloc_count"], sc::kFailedAllocCount);
+  EXPECT_EQ(s["host_pinned_bytes"]["current"], sc::kHostPinned.current);
+  EXPECT_EQ(s["host_pinned_bytes"]["peak"], sc::kHostPinned.peak);
+  EXPECT_EQ(s["unknown_frees"], sc::kUnknownFrees);
+  EXPECT_EQ(s["live_at_exit"]["count"], sc::kLiveAtExitCount);
+  EXPECT_EQ(s["live_at_exit"]["bytes"], sc::kLiveAtExitBytes);
+  EXPECT_EQ(s["events"]["lost"], 0);
+}
+
+class Scenario : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(Scenario, ExactFiguresThroughEveryAccessPath) {
+  Sandbox box;
+  RunResult r = box.run({Paths::bin(GetParam())});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err, "");  // nothing printed by the profiler in a clean run
+  const std::string dir = box.only_run_dir();
+  const auto summary = read_json_file(dir + "/summary.json");
+  EXPECT_EQ(summary["clean_exit"], true);
+  expect_scenario(summary);
+  EXPECT_EQ(summary["devices"][0]["name"], "Fake CUDA Device 0");
+  EXPECT_EQ(summary["devices"][0]["total_bytes"], 16ull << 30);
+
+  const auto manifest = read_json_file(dir + "/manifest.json");
+  EXPECT_EQ(manifest["devices"][0]["name"], "Fake CUDA Device 0");
+  EXPECT_EQ(manifest["config"]["ring_events"], 1 << 20);
+  EXPECT_NE(manifest["exe"].get<std::string>().find(GetParam()), std::string::npos);
+
+  // The trace alone implies the same figures.
+  std::string error;
+  auto rebuilt = reader::rebuild_summary(dir + "/trace.gmpt", manifest, nullptr, error);
+  ASSERT_TRUE(rebuilt) << error;
+  expect_scenario(*rebuilt);
+  EXPECT_EQ((*rebuilt)["events"]["recorded"], summary["events"]["recorded"]);
+}
+
+INSTANTIATE_TEST_SUITE_P(AccessPaths, Scenario,
+                         ::testing::Values("prog_cudart_style", "prog_dlsym", "prog_linked", "prog_self_lookup"));
+
+TEST(ScenarioOptions, DisabledShimIsAPurePassThrough) {
+  Sandbox box;
+  RunResult r = box.run({Paths::bin("prog_cudart_style")}, {{"GPUMEMPROF_ENABLE", "0"}});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(box.run_dirs().empty());
+}
+
+TEST(ScenarioOptions, InvalidVariableIsReportedOnceAndTheDefaultUsed) {
+  Sandbox box;
+  RunResult r = box.run({Paths::bin("prog_dlsym")}, {{"GPUMEMPROF_RING_EVENTS", "1000"}});
+  ASSERT_EQ(r.exit_code, 0);
+  EXPECT_EQ(r.err,
+            "gpumemprof: invalid GPUMEMPROF_RING_EVENTS='1000': expected a power of two from 1024 to 67108864; "
+            "using the default 1048576\n");
+  const auto manifest = read_json_file(box.only_run_dir() + "/manifest.json");
+  EXPECT_EQ(manifest["config"]["ring_events"], 1 << 20);
+  expect_scenario(read_json_file(box.only_run_dir() + "/summary.json"));
+}
+
+TEST(ScenarioOptions, OutputTemplateAndNoOverwrite) {
+  Sandbox box;
+  const std::string tpl = box.dir() + "/runs/%e-%r";
+  for (int i = 0; i < 2; ++i) {
+    RunResult r = box.run({Paths::bin("prog_linked")}, {{"GPUMEMPROF_OUTPUT", tpl}, {"RANK", "5"}});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+  }
+  EXPECT_TRUE(exists(box.dir() + "/runs/prog_linked-5/summary.json"));
+  EXPECT_TRUE(exists(box.dir() + "/runs/prog_linked-5.1/summary.json"));
+}
+
+}  // namespace
+}  // namespace gmp::test

@@ -1,0 +1,129 @@
+#include "driver_loader.h"
+
+#include <dlfcn.h>
+
+#include <cstdio>
+
+namespace gmp {
+
+namespace {
+
+using GetProcV2 = CUresult (*)(const char*, void**, int, cuuint64_t,
+                               CUdriverProcAddressQueryResult*);
+using GetProcV1 = CUresult (*)(const char*, void**, int, cuuint64_t);
+
+template <typename F>
+void assign(F& member, void* p) {
+  member = reinterpret_cast<F>(p);
+}
+
+// Asks `resolver` for `base` twice, like cudart: flags 0 (default stream) and flags 2
+// (CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM). Keeps the flags-2 answer for stream-ordered
+// calls and the flags-0 answer otherwise.
+bool resolve_twice(GetProcV2 resolver, const char* base, bool per_thread, int version,
+                   void** out, std::string* error) {
+  void* p0 = nullptr;
+  void* p2 = nullptr;
+  CUdriverProcAddressQueryResult s0 = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
+  CUdriverProcAddressQueryResult s2 = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
+  const CUresult r0 = resolver(base, &p0, version, CU_GET_PROC_ADDRESS_DEFAULT, &s0);
+  const CUresult r2 =
+      resolver(base, &p2, version, CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM, &s2);
+  if (r0 != CUDA_SUCCESS || r2 != CUDA_SUCCESS || p0 == nullptr || p2 == nullptr ||
+      s0 != CU_GET_PROC_ADDRESS_SUCCESS || s2 != CU_GET_PROC_ADDRESS_SUCCESS) {
+    *error = std::string("cuGetProcAddress(\"") + base + "\") failed: result " +
+             std::to_string(static_cast<int>(r0)) + "/" + std::to_string(static_cast<int>(r2)) +
+             ", status " + std::to_string(static_cast<int>(s0)) + "/" +
+             std::to_string(static_cast<int>(s2));
+    return false;
+  }
+  *out = per_thread ? p2 : p0;
+  return true;
+}
+
+bool resolve_all(GetProcV2 resolver, int version, bool allow_missing, DriverTable& t,
+                 std::string* error) {
+#define GMP_RESOLVE(member, base, per_thread)                                  \
+  {                                                                            \
+    void* p = nullptr;                                                         \
+    if (!resolve_twice(resolver, base, per_thread, version, &p, error)) {      \
+      if (!allow_missing) return false;                                        \
+      p = nullptr;                                                             \
+    }                                                                          \
+    assign(t.member, p);                                                       \
+  }
+  GMP_DRIVER_ENTRIES(GMP_RESOLVE)
+#undef GMP_RESOLVE
+  return true;
+}
+
+bool dlsym_all(void* handle, bool allow_missing, DriverTable& t, std::string* error) {
+#define GMP_DLSYM(member, base, per_thread)                                    \
+  {                                                                            \
+    void* p = dlsym(handle, #member);                                          \
+    if (p == nullptr && !allow_missing) {                                      \
+      *error = "dlsym(\"" #member "\") failed";                                \
+      return false;                                                            \
+    }                                                                          \
+    assign(t.member, p);                                                       \
+  }
+  GMP_DRIVER_ENTRIES(GMP_DLSYM)
+#undef GMP_DLSYM
+  return true;
+}
+
+}  // namespace
+
+bool load_driver(LoadMode mode, DriverTable& t, std::string* error, LoadOptions options) {
+  const int version = options.cuda_version != 0 ? options.cuda_version : CUDA_VERSION;
+  void* handle = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (handle == nullptr) {
+    const char* why = dlerror();
+    *error = std::string("dlopen(libcuda.so.1) failed: ") + (why != nullptr ? why : "?");
+    return false;
+  }
+  bool ok = false;
+  switch (mode) {
+    case LoadMode::CudartStyle: {
+      t.how = "cudart-style";
+      auto resolver = reinterpret_cast<GetProcV2>(dlsym(handle, "cuGetProcAddress_v2"));
+      if (resolver == nullptr) {
+        *error = "dlsym(\"cuGetProcAddress_v2\") failed";
+        return false;
+      }
+      ok = resolve_all(resolver, version, options.allow_missing, t, error);
+      break;
+    }
+    case LoadMode::Dlsym:
+      t.how = "dlsym";
+      ok = dlsym_all(handle, options.allow_missing, t, error);
+      break;
+    case LoadMode::SelfLookup: {
+      t.how = "self-lookup";
+      auto legacy = reinterpret_cast<GetProcV1>(dlsym(handle, "cuGetProcAddress"));
+      if (legacy == nullptr) {
+        *error = "dlsym(\"cuGetProcAddress\") failed";
+        return false;
+      }
+      void* p = nullptr;
+      const CUresult r = legacy("cuGetProcAddress", &p, 12000, CU_GET_PROC_ADDRESS_DEFAULT);
+      if (r != CUDA_SUCCESS || p == nullptr) {
+        *error = "cuGetProcAddress(\"cuGetProcAddress\", 12000) failed: " +
+                 std::to_string(static_cast<int>(r));
+        return false;
+      }
+      ok = resolve_all(reinterpret_cast<GetProcV2>(p), version, options.allow_missing, t,
+                       error);
+      break;
+    }
+  }
+  if (!ok) return false;
+  assign(t.fakecuda_alloc_untracked, dlsym(handle, "fakecuda_alloc_untracked"));
+  if (options.require_fake_hooks && t.fakecuda_alloc_untracked == nullptr) {
+    *error = "dlsym(\"fakecuda_alloc_untracked\") failed: is libcuda.so.1 the fake driver?";
+    return false;
+  }
+  return true;
+}
+
+}  // namespace gmp

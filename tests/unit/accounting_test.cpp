@@ -1,0 +1,297 @@
+#include <gtest/gtest.h>
+
+#include "accounting.h"
+#include "summary.h"
+
+namespace gmp {
+namespace {
+
+constexpr uint64_t MiB = 1 << 20;
+
+// Builds synthetic event streams the way the shim emits them.
+class Stream {
+ public:
+  Accounting acc;
+
+  void alloc(Kind k, uint64_t addr, uint64_t size, int dev = 0, uint32_t tid = 1, uint64_t pool = 0,
+             uint64_t pool_reserved = 0) {
+    Event e = base(Op::Alloc, dev, tid);
+    e.kind = k;
+    e.address = addr;
+    e.size = size;
+    e.object = pool;
+    e.value = pool_reserved;
+    acc.apply(e);
+  }
+  void fail(Kind k, uint64_t size, int dev = 0) {
+    Event e = base(Op::Alloc, dev, 1);
+    e.kind = k;
+    e.size = size;
+    e.result = 2;  // CUDA_ERROR_OUT_OF_MEMORY
+    acc.apply(e);
+  }
+  void free(Kind k, uint64_t addr, uint32_t tid = 1) {
+    Event e = base(Op::Free, -1, tid);
+    e.kind = k;
+    e.address = addr;
+    acc.apply(e);
+  }
+  void refused(uint64_t addr, uint32_t tid = 1) {
+    Event e = base(Op::ReleaseFailed, -1, tid);
+    e.address = addr;
+    e.result = 1;
+    acc.apply(e);
+  }
+  void pool_reserved(uint64_t pool, uint64_t bytes, int dev = 0) {
+    Event e = base(Op::PoolReserved, dev, 1);
+    e.object = pool;
+    e.value = bytes;
+    acc.apply(e);
+  }
+  void pool_create(uint64_t pool, int dev = 0) {
+    Event e = base(Op::PoolCreate, dev, 1);
+    e.object = pool;
+    acc.apply(e);
+  }
+  void pool_destroy(uint64_t pool, uint32_t tid = 1) {
+    Event e = base(Op::PoolDestroy, -1, tid);
+    e.address = pool;
+    e.object = pool;
+    acc.apply(e);
+  }
+  void vmm_create(uint64_t handle, uint64_t size, int dev = 0) {
+    Event e = base(Op::VmmCreate, dev, 1);
+    e.address = handle;
+    e.size = size;
+    acc.apply(e);
+  }
+  void vmm_release(uint64_t handle, uint32_t tid = 1) {
+    Event e = base(Op::VmmRelease, -1, tid);
+    e.address = handle;
+    acc.apply(e);
+  }
+  void vmm_map(uint64_t va, uint64_t size, uint64_t handle) {
+    Event e = base(Op::VmmMap, -1, 1);
+    e.address = va;
+    e.size = size;
+    e.object = handle;
+    acc.apply(e);
+  }
+  void vmm_unmap(uint64_t va, uint64_t size, uint32_t tid = 1) {
+    Event e = base(Op::VmmUnmap, -1, tid);
+    e.address = va;
+    e.size = size;
+    acc.apply(e);
+  }
+
+  const DeviceStats& dev(int d = 0) const { return acc.devices().at(d); }
+
+ private:
+  Event base(Op op, int dev, uint32_t tid) {
+    Event e{};
+    e.op = op;
+    e.device = static_cast<int16_t>(dev);
+    e.thread_id = tid;
+    e.timestamp_ns = ++t_;
+    return e;
+  }
+  uint64_t t_ = 0;
+};
+
+TEST(Accounting, LinearPeakIsTheMaximumOverTheEventOrder) {
+  Stream s;
+  s.alloc(Kind::Linear, 0x1000, 10 * MiB);
+  s.alloc(Kind::Linear, 0x2000, 20 * MiB);
+  s.free(Kind::Linear, 0x1000);
+  s.alloc(Kind::Linear, 0x3000, 5 * MiB);
+  const auto& d = s.dev();
+  EXPECT_EQ(d.allocated.current, 25 * MiB);
+  EXPECT_EQ(d.allocated.peak, 30 * MiB);
+  EXPECT_EQ(d.reserved.peak, 30 * MiB);
+  EXPECT_EQ(d.kind(Kind::Linear).allocs, 3u);
+  EXPECT_EQ(d.kind(Kind::Linear).frees, 1u);
+  EXPECT_EQ(d.alloc_count, 3u);
+  EXPECT_EQ(d.free_count, 1u);
+  EXPECT_EQ(d.allocated_peak_ns, 2u);  // the second event reached the peak
+}
+
+TEST(Accounting, ManagedAndPinnedStayOutOfDeviceTotals) {
+  Stream s;
+  s.alloc(Kind::Linear, 0x1000, 100);
+  s.alloc(Kind::Array, 0x2000, 50);
+  s.alloc(Kind::Managed, 0x3000, 30);
+  s.alloc(Kind::HostPinned, 0x4000, 20, -1);
+  const auto& d = s.dev();
+  EXPECT_EQ(d.allocated.current, 150u);
+  EXPECT_EQ(d.reserved.current, 150u);
+  EXPECT_EQ(d.kind(Kind::Managed).bytes.current, 30u);
+  EXPECT_EQ(d.alloc_count, 3u);  // pinned host memory is counted apart
+  EXPECT_EQ(s.acc.host_pinned().current, 20u);
+  EXPECT_EQ(s.acc.host_pinned_allocs(), 1u);
+  s.free(Kind::HostPinned, 0x4000);
+  EXPECT_EQ(s.acc.host_pinned().current, 0u);
+  EXPECT_EQ(s.acc.host_pinned().peak, 20u);
+  EXPECT_EQ(s.acc.live_at_exit().count, 3u);
+  EXPECT_EQ(s.acc.live_at_exit().bytes, 180u);
+}
+
+TEST(Accounting, PoolReservedFollowsDriverReadings) {
+  Stream s;
+  s.alloc(Kind::Pool, 0xa000, 1 * MiB, 0, 1, /*pool*/ 0x77, /*reserved*/ 2 * MiB);
+  s.alloc(Kind::Pool, 0xb000, 2 * MiB, 0, 1, 0x77, 4 * MiB);
+  EXPECT_EQ(s.dev().allocated.current, 3 * MiB);
+  EXPECT_EQ(s.dev().reserved.current, 4 * MiB);
+  s.free(Kind::Pool, 0xa000);
+  s.free(Kind::Pool, 0xb000);
+  EXPECT_EQ(s.dev().allocated.current, 0u);
+  EXPECT_EQ(s.dev().reserved.current, 4 * MiB);  // a free does not shrink the pool
+  s.pool_reserved(0x77, 0);                    // a synchronisation did
+  EXPECT_EQ(s.dev().reserved.current, 0u);
+  EXPECT_EQ(s.dev().reserved.peak, 4 * MiB);
+  EXPECT_EQ(s.dev().pool_reserved.peak, 4 * MiB);
+  EXPECT_EQ(s.dev().kind(Kind::Pool).bytes.peak, 3 * MiB);
+}
+
+TEST(Accounting, PoolReservedIsSummedOverThePoolsOfADevice) {
+  Stream s;
+  s.pool_create(0x1);
+  s.pool_create(0x2);
+  s.alloc(Kind::Pool, 0xa000, 1 * MiB, 0, 1, 0x1, 2 * MiB);
+  s.alloc(Kind::Pool, 0xb000, 3 * MiB, 0, 1, 0x2, 4 * MiB);
+  EXPECT_EQ(s.dev().pool_reserved.current, 6 * MiB);
+  s.pool_reserved(0x1, 0);
+  EXPECT_EQ(s.dev().pool_reserved.current, 4 * MiB);
+}
+
+TEST(Accounting, DestroyingAPoolReleasesItsAllocations) {
+  Stream s;
+  s.pool_create(0x5);
+  s.alloc(Kind::Pool, 0xa000, 1 * MiB, 0, 1, 0x5, 2 * MiB);
+  s.alloc(Kind::Pool, 0xb000, 1 * MiB, 0, 1, 0x5, 2 * MiB);
+  s.alloc(Kind::Pool, 0xc000, 1 * MiB, 0, 1, 0x9, 2 * MiB);  // another pool
+  s.free(Kind::Pool, 0xa000);
+  s.pool_destroy(0x5);
+  const auto& d = s.dev();
+  EXPECT_EQ(d.kind(Kind::Pool).bytes.current, 1 * MiB);
+  EXPECT_EQ(d.pool_reserved.current, 2 * MiB);
+  EXPECT_EQ(d.released_by_pool_destroy, 1u);
+  EXPECT_EQ(d.kind(Kind::Pool).frees, 1u);  // destroy is not a free call
+  EXPECT_EQ(s.acc.live_at_exit().count, 1u);
+}
+
+TEST(Accounting, VmmPhysicalStaysUntilReleasedAndUnmapped) {
+  Stream s;
+  s.vmm_create(0x100, 4 * MiB);
+  s.vmm_map(0x7000000, 4 * MiB, 0x100);
+  EXPECT_EQ(s.dev().allocated.current, 4 * MiB);
+  EXPECT_EQ(s.dev().reserved.current, 4 * MiB);
+  s.vmm_release(0x100);  // release while mapped: memory stays
+  EXPECT_EQ(s.dev().vmm_physical.current, 4 * MiB);
+  EXPECT_EQ(s.dev().kind(Kind::Vmm).frees, 1u);
+  EXPECT_EQ(s.acc.live_at_exit().count, 1u);
+  s.vmm_unmap(0x7000000, 4 * MiB);
+  EXPECT_EQ(s.dev().vmm_physical.current, 0u);
+  EXPECT_EQ(s.dev().allocated.current, 0u);
+  EXPECT_EQ(s.dev().reserved.peak, 4 * MiB);
+  EXPECT_EQ(s.acc.live_at_exit().count, 0u);
+}
+
+TEST(Accounting, OneUnmapCoversSeveralMappings) {
+  Stream s;
+  s.vmm_create(0x200, 4 * MiB);
+  s.vmm_map(0x8000000, 2 * MiB, 0x200);
+  s.vmm_map(0x8200000, 2 * MiB, 0x200);
+  s.vmm_map(0x9000000, 2 * MiB, 0x200);  // outside the unmapped range
+  EXPECT_EQ(s.dev().kind(Kind::Vmm).bytes.current, 6 * MiB);
+  s.vmm_unmap(0x8000000, 4 * MiB);
+  EXPECT_EQ(s.dev().kind(Kind::Vmm).bytes.current, 2 * MiB);
+  s.vmm_release(0x200);
+  EXPECT_EQ(s.dev().vmm_physical.current, 4 * MiB);  // still mapped at 0x9000000
+  s.vmm_unmap(0x9000000, 2 * MiB);
+  EXPECT_EQ(s.dev().vmm_physical.current, 0u);
+  EXPECT_EQ(s.dev().kind(Kind::Vmm).bytes.peak, 6 * MiB);
+}
+
+TEST(Accounting, UnknownFreesAreCountedNeverNegative) {
+  Stream s;
+  s.alloc(Kind::Linear, 0x1000, 100);
+  s.free(Kind::Linear, 0x9999);
+  s.free(Kind::Linear, 0);  // NULL: a no-op
+  s.vmm_release(0x4242);
+  EXPECT_EQ(s.acc.unknown_frees(), 2u);
+  EXPECT_EQ(s.dev().allocated.current, 100u);
+}
+
+TEST(Accounting, RefusedReleaseIsUndoneForItsThreadOnly) {
+  Stream s;
+  s.alloc(Kind::Linear, 0x1000, 100);
+  s.alloc(Kind::Linear, 0x2000, 50);
+  s.free(Kind::Linear, 0x1000, /*tid*/ 7);
+  s.free(Kind::Linear, 0x2000, /*tid*/ 8);
+  s.refused(0x1000, 7);
+  EXPECT_EQ(s.dev().allocated.current, 100u);
+  EXPECT_EQ(s.dev().free_count, 1u);
+  EXPECT_EQ(s.acc.failed_releases(), 1u);
+  s.free(Kind::Linear, 0x5555, 9);
+  s.refused(0x5555, 9);
+  EXPECT_EQ(s.acc.unknown_frees(), 0u);
+  s.vmm_create(0x300, 2 * MiB);
+  s.vmm_map(0xa000000, 2 * MiB, 0x300);
+  s.vmm_unmap(0xa000000, 2 * MiB, 3);
+  s.refused(0xa000000, 3);
+  EXPECT_EQ(s.dev().kind(Kind::Vmm).bytes.current, 2 * MiB);
+}
+
+TEST(Accounting, FailedAllocationsCountOnTheirDevice) {
+  Stream s;
+  s.fail(Kind::Linear, 1ull << 40, 1);
+  s.fail(Kind::Pool, 1ull << 40, 1);
+  EXPECT_EQ(s.dev(1).failed_alloc_count, 2u);
+  EXPECT_EQ(s.dev(1).alloc_count, 0u);
+  ASSERT_EQ(s.acc.failed_allocations().size(), 2u);
+  EXPECT_EQ(s.acc.failed_allocations()[0].size, 1ull << 40);
+}
+
+TEST(Accounting, AnAddressHandedOutTwiceReplacesTheStaleEntry) {
+  Stream s;
+  s.alloc(Kind::Linear, 0x1000, 100);
+  s.alloc(Kind::Linear, 0x1000, 40);  // its free happened outside our view
+  EXPECT_EQ(s.dev().allocated.current, 40u);
+  EXPECT_EQ(s.acc.live_at_exit().count, 1u);
+}
+
+TEST(Accounting, DevicesAreSeparate) {
+  Stream s;
+  s.alloc(Kind::Linear, 0x1000, 100, 0);
+  s.alloc(Kind::Linear, 0x2000, 200, 1);
+  s.free(Kind::Linear, 0x2000);
+  EXPECT_EQ(s.dev(0).allocated.current, 100u);
+  EXPECT_EQ(s.dev(1).allocated.current, 0u);
+  EXPECT_EQ(s.dev(1).allocated.peak, 200u);
+}
+
+TEST(Summary, HasTheContractKeys) {
+  Stream s;
+  s.alloc(Kind::Linear, 0x1000, 100);
+  SummaryContext ctx;
+  ctx.device_names[0] = "Dev";
+  auto j = build_summary(s.acc, ctx);
+  EXPECT_EQ(j["schema_version"], 1);
+  EXPECT_EQ(j["clean_exit"], true);
+  const auto& d = j["devices"][0];
+  EXPECT_EQ(d["name"], "Dev");
+  EXPECT_EQ(d["allocated_bytes"]["peak"], 100);
+  for (const char* k : {"linear", "pool", "vmm", "array", "managed"}) {
+    for (const char* f : {"current", "peak", "allocs", "frees"}) EXPECT_TRUE(d["by_kind"][k].contains(f)) << k << f;
+  }
+  EXPECT_TRUE(d["by_kind"]["pool"]["reserved"].contains("peak"));
+  EXPECT_TRUE(d["by_kind"]["vmm"]["physical"].contains("peak"));
+  for (const char* k : {"alloc_count", "free_count", "failed_alloc_count", "total_bytes"}) EXPECT_TRUE(d.contains(k));
+  EXPECT_EQ(j["events"]["lost"], 0);
+  EXPECT_EQ(j["live_at_exit"]["bytes"], 100);
+  EXPECT_TRUE(j.contains("host_pinned_bytes"));
+  EXPECT_TRUE(j.contains("unknown_frees"));
+}
+
+}  // namespace
+}  // namespace gmp
