@@ -5,8 +5,10 @@
 namespace gmp {
 
 DeviceStats& Accounting::dev(int d) {
+  if (last_dev_ != nullptr && last_dev_->device == d) return *last_dev_;
   auto [it, inserted] = devices_.try_emplace(d);
   if (inserted) it->second.device = d;
+  last_dev_ = &it->second;  // map nodes never move
   return it->second;
 }
 

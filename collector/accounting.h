@@ -76,6 +76,10 @@ struct FailedAllocation {
 
 class Accounting {
  public:
+  Accounting() = default;
+  Accounting(const Accounting&) = delete;  // last_dev_ points into this object's map
+  Accounting& operator=(const Accounting&) = delete;
+
   void apply(const Event& e);
 
   const std::map<int, DeviceStats>& devices() const { return devices_; }
@@ -143,6 +147,7 @@ class Accounting {
   void refresh_totals(int device, uint64_t ts);
 
   std::map<int, DeviceStats> devices_;
+  DeviceStats* last_dev_ = nullptr;  // most events hit the device of the previous one
   std::unordered_map<uint64_t, LiveAllocation> device_ptrs_;  // linear, pool, managed
   std::unordered_map<uint64_t, LiveAllocation> arrays_;
   std::unordered_map<uint64_t, LiveAllocation> pinned_;

@@ -17,6 +17,8 @@ namespace {
 
 constexpr size_t kBatch = 4096;
 constexpr size_t kFlushEvents = 4096;  // 256 KiB of trace per write at most
+constexpr uint64_t kBusySleepNs = 200'000;      // events are flowing: let a batch build up
+constexpr uint64_t kFlushIntervalNs = 2'000'000;  // under load, write the trace at least this often
 constexpr uint64_t kIdleShortNs = 1'000'000;
 constexpr uint64_t kIdleLongNs = 10'000'000;
 constexpr unsigned kIdleRoundsBeforeLong = 200;
@@ -53,6 +55,7 @@ bool Collector::start() {
 
 size_t Collector::drain_once() {
   const size_t n = ring_.pop(batch_.data(), batch_.size());
+  if (n > 0) ticks_.refresh();
   for (size_t i = 0; i < n; ++i) process(batch_[i]);
   if (trace_.buffered() >= kFlushEvents) trace_.flush();
   return n;
@@ -74,7 +77,10 @@ void Collector::drain_until(uint64_t target, uint64_t deadline_ns) {
 }
 
 void Collector::run() {
+  // Wake, drain everything, sleep: polling right behind the producers would bounce the ring's
+  // cache lines between cores on every event and steal the application's CPU.
   unsigned idle_rounds = 0;
+  uint64_t last_flush = now_ns();
   while (!stop_requested_.load(std::memory_order_acquire)) {
     const uint64_t want = checkpoint_requested_.load(std::memory_order_acquire);
     if (want != checkpoint_done_.load(std::memory_order_relaxed)) {
@@ -83,16 +89,29 @@ void Collector::run() {
       checkpoint_done_.store(want, std::memory_order_release);
       continue;
     }
-    if (drain_once() > 0) {
-      idle_rounds = 0;
-      continue;
+    // Stop at the first short batch: we have caught up. Polling on would read each slot the
+    // moment a producer wrote it, moving its cache line between cores on every event.
+    size_t drained = 0, n;
+    do {
+      n = drain_once();
+      drained += n;
+    } while (n == kBatch);
+    const uint64_t now = now_ns();
+    if (trace_.buffered() > 0 && (drained == 0 || now - last_flush >= kFlushIntervalNs)) {
+      trace_.flush();
+      last_flush = now;
     }
-    trace_.flush();
-    sleep_ns(++idle_rounds < kIdleRoundsBeforeLong ? kIdleShortNs : kIdleLongNs);
+    if (drained > 0) {
+      idle_rounds = 0;
+      sleep_ns(kBusySleepNs);
+    } else {
+      sleep_ns(++idle_rounds < kIdleRoundsBeforeLong ? kIdleShortNs : kIdleLongNs);
+    }
   }
 }
 
-void Collector::process(const Event& e) {
+void Collector::process(Event& e) {
+  e.timestamp_ns = ticks_.to_ns(e.timestamp_ns);
   if (e.op == Op::DeviceInfo) {
     if (std::find(device_order_.begin(), device_order_.end(), e.device) == device_order_.end()) {
       device_order_.push_back(e.device);

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "accounting.h"
+#include "clock.h"
 #include "config.h"
 #include "device_table.h"
 #include "process_info.h"
@@ -37,7 +38,7 @@ class Collector {
   void run();
   void drain_until(uint64_t target, uint64_t deadline_ns);
   size_t drain_once();
-  void process(const Event& e);
+  void process(Event& e);
   void write_manifest();
   void write_summary(bool clean_exit, int signal);
 
@@ -45,6 +46,7 @@ class Collector {
   ProcessInfo info_;
   Ring& ring_;
   const DeviceTable& devices_;
+  TickConverter ticks_{g_event_clock_is_tsc};
   Accounting accounting_;
   TraceWriter trace_;
   std::string run_dir_;

@@ -22,7 +22,16 @@ class Ring {
   Ring(const Ring&) = delete;
   Ring& operator=(const Ring&) = delete;
 
-  void push(const Event& e);
+  // Claims the next position and returns its slot, for the caller to fill in place (every field:
+  // the slot holds an old event); publish() then makes it visible. Nothing that can block or
+  // record another event may run in between, since the consumer takes positions in order.
+  Event* claim(uint64_t* pos);
+  void publish(uint64_t pos) { slots_[pos & mask_].seq.store(pos + 1, std::memory_order_release); }
+  void push(const Event& e) {
+    uint64_t pos;
+    *claim(&pos) = e;
+    publish(pos);
+  }
 
   // Consumer only: copies up to `max` published events, oldest first. Returns how many.
   size_t pop(Event* out, size_t max);

@@ -115,6 +115,7 @@ Session* session_start() {
   if (Session* s = g_active_session.load(std::memory_order_acquire)) return s;
   if (g_state.load(std::memory_order_acquire) != kIdle) return nullptr;
   const int saved_errno = errno;
+  g_event_clock_is_tsc = invariant_tsc_available();
   Config config = config_from_environment();
   log::configure(config.log_level);
   for (const auto& line : config.errors) log::warn("{}", line);
@@ -143,7 +144,9 @@ Session* session_start() {
   return s;
 }
 
-void session_push(Session* s, const Event& e) { s->ring.push(e); }
+Event* session_claim(Session* s, uint64_t* pos) { return s->ring.claim(pos); }
+
+void session_publish(Session* s, uint64_t pos) { s->ring.publish(pos); }
 
 void session_note_device(Session* s, int device) {
   if (!s->devices.claim(device)) return;
@@ -156,7 +159,7 @@ void session_note_device(Session* s, int device) {
   entry.name[sizeof entry.name - 1] = '\0';
   entry.total_bytes = total;
   Event info{};
-  info.timestamp_ns = now_ns();
+  info.timestamp_ns = event_ticks();
   info.thread_id = current_tid();
   info.device = static_cast<int16_t>(device);
   info.size = total;

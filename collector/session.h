@@ -29,17 +29,26 @@ bool session_enabled();
 class Session;
 extern std::atomic<Session*> g_active_session;
 Session* session_start();  // slow path of session_record; nullptr when disabled or failed
-void session_push(Session* s, const Event& e);
 void session_note_device(Session* s, int device);
+Event* session_claim(Session* s, uint64_t* pos);
+void session_publish(Session* s, uint64_t pos);
 
-// Records one event (time and thread are filled in here). Starts the session on first use.
-inline void session_record(Event e) {
+// Records one event: `fill(Event&)` sets the operation's fields on a zeroed event written straight
+// into the ring; time, thread and device are added here. Starts the session on first use.
+template <typename Fill>
+inline void session_record(int device, Fill&& fill) {
   Session* s = g_active_session.load(std::memory_order_acquire);
   if (s == nullptr && (s = session_start()) == nullptr) return;
-  e.timestamp_ns = now_ns();
-  e.thread_id = current_tid();
-  if (e.device >= 0) session_note_device(s, e.device);
-  session_push(s, e);
+  if (device >= 0) session_note_device(s, device);
+  const uint32_t tid = current_tid();
+  uint64_t pos;
+  Event* e = session_claim(s, &pos);
+  *e = Event{};
+  fill(*e);
+  e->device = static_cast<int16_t>(device);
+  e->thread_id = tid;
+  e->timestamp_ns = event_ticks();  // after the claim, so times never go backwards along the trace
+  session_publish(s, pos);
 }
 
 // True once a session is running in this process (pool refreshes at sync points need no start).

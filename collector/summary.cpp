@@ -11,6 +11,8 @@ nlohmann::json kind_json(const KindStats& k) {
 
 uint64_t since_start(uint64_t ts, uint64_t start) { return ts > start ? ts - start : 0; }
 
+constexpr size_t kSummaryFailedShown = 100;
+
 }  // namespace
 
 nlohmann::json build_summary(const Accounting& acc, const SummaryContext& ctx) {
@@ -61,6 +63,19 @@ nlohmann::json build_summary(const Accounting& acc, const SummaryContext& ctx) {
       {"live_at_exit", {{"count", live.count}, {"bytes", live.bytes}}},
       {"duration_ns", since_start(acc.last_timestamp_ns(), ctx.start_monotonic_ns)},
   };
+  // The failed requests themselves: what was asked, of which entry point, and what the driver said.
+  nlohmann::json failed = nlohmann::json::array();
+  for (const auto& f : acc.failed_allocations()) {
+    if (failed.size() >= kSummaryFailedShown) break;
+    failed.push_back({{"api", std::string(api_name(f.api))},
+                      {"kind", std::string(kind_name(f.kind))},
+                      {"device", f.device},
+                      {"size", f.size},
+                      {"error", f.result},
+                      {"thread", f.thread_id},
+                      {"at_ns", since_start(f.timestamp_ns, ctx.start_monotonic_ns)}});
+  }
+  s["failed_allocations"] = failed;
   if (ctx.terminated_by_signal != 0) s["terminated_by_signal"] = ctx.terminated_by_signal;
   if (!unattributed.is_null()) s["unattributed"] = unattributed;
   return s;

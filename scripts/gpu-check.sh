@@ -5,13 +5,20 @@
 # allocation pairs with and without the shim, and prints one table.
 #
 #   scripts/gpu-check.sh            results in $OUT when set, else build/gpu-check/
+#   GPU_CHECK_ONLY="hotpath_costs bench_async" scripts/gpu-check.sh    only these (globs allowed:
+#                                   "torch_*", "bench_*"); the table then holds only them. Names:
+#     rt_static rt_shared driver_api async_pools vmm torch_default torch_expandable torch_async
+#     hotpath_costs bench_async bench_malloc      (default: all; commas work as separators too)
 #
 # Files written there (at most 4): table.txt, table.json, log.txt, gpu-check.tar.gz (every
-# ground truth, summary.json, manifest, OOM bundle JSON, stdout/stderr and build log; never the
-# binary traces, which can be hundreds of MB for the benchmark).
+# ground truth, summary.json, manifest, gpumemprof.log, OOM bundle JSON, stdout/stderr, build log,
+# the hot-path cost JSONs, and each workload's trace.gmpt when under 8 MiB; the benchmark's and
+# hotpath_costs' run directories are reduced to summary.json, manifest and log: their traces are
+# hundreds of MB).
 # Exit status: 0 all good, 1 a MISMATCH or FAIL, 2 only the benchmark over target, 3 prerequisites
-# missing. Designed for < 3 minutes; a global deadline (GPU_CHECK_DEADLINE, 420 s) caps every
-# timeout so that the whole script ends well under 8 minutes even if everything hangs.
+# missing or an unknown name in GPU_CHECK_ONLY. Designed for < 3 minutes; a global deadline
+# (GPU_CHECK_DEADLINE, 420 s) caps every timeout so that the whole script ends well under 8
+# minutes even if everything hangs.
 set -u
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT" || exit 3
@@ -23,12 +30,46 @@ ROUNDS=${GPU_CHECK_BENCH_ROUNDS:-4}      # A/B rounds per benchmark
 ASYNC_PAIRS=${GPU_CHECK_ASYNC_PAIRS:-200000}
 MALLOC_PAIRS=${GPU_CHECK_MALLOC_PAIRS:-2000}
 REPS=5                                   # timed repetitions per benchmark process (median)
+ALL_NAMES="rt_static rt_shared driver_api async_pools vmm torch_default torch_expandable torch_async hotpath_costs bench_async bench_malloc"
+# Words of GPU_CHECK_ONLY (commas allowed too), read without glob expansion against the cwd.
+ONLY_WORDS=${GPU_CHECK_ONLY:-}
+read -r -a ONLY <<<"${ONLY_WORDS//,/ }"
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/gpu-check.XXXXXX") || exit 3
 BIN=$WORK/bin
 mkdir -p "$DEST" "$BIN" "$WORK/build" "$WORK/bench"
 : > "$WORK/plan.txt"
 
 say() { printf '%s\n' "$*"; }
+
+# want NAME: whether GPU_CHECK_ONLY (unset or empty: everything) selects this workload.
+want() {
+  ((${#ONLY[@]} == 0)) && return 0
+  local p
+  # shellcheck disable=SC2053  # the right-hand side is a glob on purpose
+  for p in "${ONLY[@]}"; do [[ $1 == $p ]] && return 0; done
+  return 1
+}
+
+# Every word of GPU_CHECK_ONLY must select something: a typo must not run an empty check.
+check_only() {
+  local p n ok bad=0
+  # shellcheck disable=SC2053
+  for p in ${ONLY[@]+"${ONLY[@]}"}; do
+    ok=0
+    for n in $ALL_NAMES; do [[ $n == $p ]] && ok=1; done
+    ((ok)) || { say "GPU_CHECK_ONLY: '$p' selects nothing; names: $ALL_NAMES"; bad=1; }
+  done
+  ((${#ONLY[@]} == 0)) || say "GPU_CHECK_ONLY: $(for n in $ALL_NAMES; do want "$n" && printf '%s ' "$n"; done)"
+  return $bad
+}
+
+# needs BINARY: whether a selected workload runs this binary.
+needs() {
+  case $1 in
+    bench_async_pair) want bench_async || want bench_malloc ;;
+    *) want "$1" ;;
+  esac
+}
 phase() { printf '\n== %s (t=%ds)\n' "$*" "$SECONDS"; }
 
 # Seconds a command may run now: its own limit, cut to what is left before the deadline.
@@ -53,8 +94,10 @@ prereqs() {
   NVCC=$(readlink -f "$NVCC")
   if [ -x "$NVCC" ]; then "$NVCC" --version | tail -n 2; else say "MISSING nvcc"; bad=1; fi
   CUDA_HOME=$(dirname "$(dirname "$(readlink -f "$NVCC")")")
-  timeout 60 "$PY" -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda, "available", torch.cuda.is_available())' \
-    || say "WARNING: $PY cannot import torch; the torch workloads will show FAIL"
+  if want torch_default || want torch_expandable || want torch_async; then
+    timeout 60 "$PY" -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda, "available", torch.cuda.is_available())' \
+      || say "WARNING: $PY cannot import torch; the torch workloads will show FAIL"
+  fi
   if [ -f "$SHIM" ]; then
     ls -l "$SHIM"
     ldd "$SHIM" | grep 'not found' && say "WARNING: the shim has unresolved dependencies"
@@ -73,17 +116,19 @@ compile() {
   [[ $arch =~ ^sm_[0-9]+$ ]] || arch=sm_90
   local nv=(timeout "$(budget 180)" "$NVCC" -O2 "-arch=$arch" -I"$ROOT/tests/gpu")
   local rpath=(-Xlinker "-rpath=$CUDA_HOME/lib64:$CUDA_HOME/targets/x86_64-linux/lib")
-  local src=$ROOT/tests/gpu
-  "${nv[@]}" -o "$BIN/rt_static" "$src/rt_static.cu" >"$WORK/build/rt_static.log" 2>&1 &
-  "${nv[@]}" -cudart shared "${rpath[@]}" -o "$BIN/rt_shared" "$src/rt_static.cu" >"$WORK/build/rt_shared.log" 2>&1 &
-  "${nv[@]}" -o "$BIN/driver_api" "$src/driver_api.cpp" -lcuda >"$WORK/build/driver_api.log" 2>&1 &
-  "${nv[@]}" -o "$BIN/async_pools" "$src/async_pools.cu" >"$WORK/build/async_pools.log" 2>&1 &
-  "${nv[@]}" -o "$BIN/vmm" "$src/vmm.cu" >"$WORK/build/vmm.log" 2>&1 &
-  "${nv[@]}" -o "$BIN/bench_async_pair" "$src/bench_async_pair.cu" >"$WORK/build/bench.log" 2>&1 &
+  local src=$ROOT/tests/gpu b=$WORK/build
+  needs rt_static && "${nv[@]}" -o "$BIN/rt_static" "$src/rt_static.cu" >"$b/rt_static.log" 2>&1 &
+  needs rt_shared && "${nv[@]}" -cudart shared "${rpath[@]}" -o "$BIN/rt_shared" "$src/rt_static.cu" >"$b/rt_shared.log" 2>&1 &
+  needs driver_api && "${nv[@]}" -o "$BIN/driver_api" "$src/driver_api.cpp" -lcuda >"$b/driver_api.log" 2>&1 &
+  needs async_pools && "${nv[@]}" -o "$BIN/async_pools" "$src/async_pools.cu" >"$b/async_pools.log" 2>&1 &
+  needs vmm && "${nv[@]}" -o "$BIN/vmm" "$src/vmm.cu" >"$b/vmm.log" 2>&1 &
+  needs hotpath_costs && "${nv[@]}" -o "$BIN/hotpath_costs" "$src/hotpath_costs.cu" >"$b/hotpath_costs.log" 2>&1 &
+  needs bench_async_pair && "${nv[@]}" -o "$BIN/bench_async_pair" "$src/bench_async_pair.cu" >"$b/bench_async_pair.log" 2>&1 &
   wait
   local f
-  for f in rt_static rt_shared driver_api async_pools vmm bench_async_pair; do
-    if [ -x "$BIN/$f" ]; then say "built $f ($arch)"; else say "BUILD FAILED $f:"; tail -n 15 "$WORK/build/${f%_async_pair}.log"; fi
+  for f in rt_static rt_shared driver_api async_pools vmm hotpath_costs bench_async_pair; do
+    needs "$f" || continue
+    if [ -x "$BIN/$f" ]; then say "built $f ($arch)"; else say "BUILD FAILED $f:"; tail -n 15 "$b/$f.log"; fi
   done
 }
 
@@ -116,15 +161,47 @@ run_workload() {
 
 workloads() {
   phase "workloads under the shim"
-  run_workload rt_static c 60 -- "$BIN/rt_static"
-  run_workload rt_shared c 60 -- "$BIN/rt_shared"
-  run_workload driver_api c 60 -- "$BIN/driver_api"
-  run_workload async_pools c 60 -- "$BIN/async_pools"
-  run_workload vmm c 60 -- "$BIN/vmm"
+  want rt_static && run_workload rt_static c 60 -- "$BIN/rt_static"
+  want rt_shared && run_workload rt_shared c 60 -- "$BIN/rt_shared"
+  want driver_api && run_workload driver_api c 60 -- "$BIN/driver_api"
+  want async_pools && run_workload async_pools c 60 -- "$BIN/async_pools"
+  want vmm && run_workload vmm c 60 -- "$BIN/vmm"
   local py=$ROOT/tests/gpu/torch_alloc.py
-  run_workload torch_default torch 120 -- "$PY" "$py"
-  run_workload torch_expandable torch 120 PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True -- "$PY" "$py"
-  run_workload torch_async torch 120 PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync -- "$PY" "$py"
+  want torch_default && run_workload torch_default torch 120 -- "$PY" "$py"
+  want torch_expandable && run_workload torch_expandable torch 120 PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True -- "$PY" "$py"
+  want torch_async && run_workload torch_async torch 120 PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync -- "$PY" "$py"
+  want hotpath_costs && hotpath
+  return 0
+}
+
+# hotpath_costs (INFO): ns per call of the hot path's ingredients, once without the shim and once
+# with it: hotpath_costs/{base,shim}.{json,rc,stderr}. Its run directory under the shim keeps
+# summary.json, manifest.json and gpumemprof.log; the trace (a million events) is deleted.
+hotpath() {
+  local name=hotpath_costs d=$WORK/hotpath_costs t0=$SECONDS v rc limit
+  mkdir -p "$d/runs"
+  echo "$name hotpath" >>"$WORK/plan.txt"
+  for v in base shim; do
+    limit=$(budget 60)
+    if ((limit < 10)); then
+      rc=-1
+    elif [ ! -x "$BIN/hotpath_costs" ]; then
+      rc=-2
+    elif [ "$v" = base ]; then
+      (cd "$d" && timeout -k 5 "$limit" env -u LD_PRELOAD "$BIN/hotpath_costs" >"$d/base.json" 2>"$d/base.stderr")
+      rc=$?
+    else
+      (cd "$d" && timeout -k 5 "$limit" env -u GPUMEMPROF_ENABLE GPUMEMPROF_OUTPUT="$d/runs/run.%p" \
+        LD_PRELOAD="$SHIM" "$BIN/hotpath_costs" >"$d/shim.json" 2>"$d/shim.stderr")
+      rc=$?
+    fi
+    echo "$rc" >"$d/$v.rc"
+    printf '%-18s %-4s rc=%-4s %s\n' "$name" "$v" "$rc" "$(head -c 400 "$d/$v.json" 2>/dev/null)"
+    if [ "$rc" != 0 ] && [ -s "$d/$v.stderr" ]; then tail -n 5 "$d/$v.stderr" | sed 's/^/    /'; fi
+  done
+  du -sh "$d/runs" 2>/dev/null | sed 's/^/    shim run dir: /'
+  find "$d/runs" -name trace.gmpt -delete
+  say "$name: $((SECONDS - t0))s"
 }
 
 # One benchmark process. The shim's run directory (its trace is big) is reduced to summary.json.
@@ -139,6 +216,7 @@ bench_one() {
       "$BIN/bench_async_pair" "$mode" "$pairs" "$REPS" >"$stem.json" 2>"$stem.stderr")
     rc=$?
     cp "$rd"/*/summary.json "$stem.summary.json" 2>/dev/null
+    cp "$rd"/*/gpumemprof.log "$stem.gpumemprof.log" 2>/dev/null
     du -sh "$rd" 2>/dev/null | sed 's/^/    shim run dir: /'
     rm -rf "$rd"
   else
@@ -151,35 +229,53 @@ bench_one() {
 }
 
 bench() {
+  needs bench_async_pair || return 0
   phase "benchmark: $ROUNDS A/B rounds, $REPS timed repetitions per process"
   [ -x "$BIN/bench_async_pair" ] || { say "bench_async_pair not built"; return; }
-  local r
+  local r v
   for ((r = 1; r <= ROUNDS; r++)); do
     # Alternate which variant goes first, so that drift over the run does not favour one.
     local order=(base shim)
     ((r % 2 == 0)) && order=(shim base)
-    for v in "${order[@]}"; do bench_one async "$v" "$r" "$ASYNC_PAIRS"; done
-    for v in "${order[@]}"; do bench_one malloc "$v" "$r" "$MALLOC_PAIRS"; done
+    if want bench_async; then for v in "${order[@]}"; do bench_one async "$v" "$r" "$ASYNC_PAIRS"; done; fi
+    if want bench_malloc; then for v in "${order[@]}"; do bench_one malloc "$v" "$r" "$MALLOC_PAIRS"; done; fi
   done
 }
 
-# Everything small and useful, never the traces: JSON files up to 4 MiB, logs, listings.
+# Everything small and useful: every summary.json and manifest.json, other JSON and text up to
+# 4 MiB, logs (gpumemprof.log included) and traces under 8 MiB (a bigger log: its last MiB), listings.
+# Over 15 MiB compressed, the traces go first, then everything but ground truths and summaries.
 pack() {
   phase "pack"
+  local f
+  while IFS= read -r f; do
+    tail -c 1048576 "$f" >"$f.tail.txt"
+  done < <(find "$WORK" -path "$WORK/bin" -prune -o -type f -name '*.log' -size +8388607c -print)
   (cd "$WORK" && find . -path ./bin -prune -o -type f -printf '%P %s\n' | sort) >"$WORK/files.txt"
-  (cd "$WORK" && find . -path ./bin -prune -o -type f -size -4M \( -name '*.json' -o -name '*.txt' -o \
-    -name '*.log' -o -name rc -o -name '*.rc' -o -name '*.stderr' \) -print) >"$WORK/pack.lst"
-  tar -czf "$DEST/gpu-check.tar.gz" -C "$WORK" -T "$WORK/pack.lst" 2>/dev/null
+  (cd "$WORK" && find . -path ./bin -prune -o -type f \( -name summary.json -o -name manifest.json -o \
+    \( -size -4194304c \( -name '*.json' -o -name '*.txt' -o -name rc -o -name '*.rc' -o -name '*.stderr' \) \) -o \
+    \( -size -8388608c \( -name '*.log' -o -name trace.gmpt \) \) \) -print) >"$WORK/pack.lst"
+  local lst=$WORK/pack.lst
+  tar -czf "$DEST/gpu-check.tar.gz" -C "$WORK" -T "$lst" 2>/dev/null
   if [ "$(stat -c %s "$DEST/gpu-check.tar.gz")" -gt $((15 << 20)) ]; then
-    say "tarball too big; keeping only ground truths and summaries"
-    grep -E 'gt\.json$|summary\.json$|plan\.txt$|files\.txt$|/rc$' "$WORK/pack.lst" >"$WORK/pack2.lst"
-    tar -czf "$DEST/gpu-check.tar.gz" -C "$WORK" -T "$WORK/pack2.lst"
+    say "tarball too big; leaving out the traces"
+    lst=$WORK/pack2.lst
+    grep -v '/trace\.gmpt$' "$WORK/pack.lst" >"$lst"
+    tar -czf "$DEST/gpu-check.tar.gz" -C "$WORK" -T "$lst" 2>/dev/null
+  fi
+  if [ "$(stat -c %s "$DEST/gpu-check.tar.gz")" -gt $((15 << 20)) ]; then
+    say "tarball still too big; keeping only ground truths and summaries"
+    lst=$WORK/pack3.lst
+    grep -E 'gt\.json$|summary\.json$|plan\.txt$|files\.txt$|/rc$|\.rc$' "$WORK/pack.lst" >"$lst"
+    tar -czf "$DEST/gpu-check.tar.gz" -C "$WORK" -T "$lst"
   fi
   ls -l "$DEST/gpu-check.tar.gz"
+  say "packed: $(wc -l <"$lst") files, of them traces: $(grep -c '/trace\.gmpt$' "$lst")"
 }
 
 main() {
   say "gpumemprof gpu-check: repo $ROOT, work $WORK, results $DEST"
+  check_only || return 3
   prereqs || { say "prerequisites missing, nothing run"; return 3; }
   compile
   workloads

@@ -17,14 +17,14 @@
   X(cuMemCreate) X(cuMemRelease) X(cuMemMap) X(cuMemUnmap)                                       \
   X(cuArrayCreate_v2) X(cuArray3DCreate_v2) X(cuArrayDestroy) X(cuMipmappedArrayCreate)          \
   X(cuMipmappedArrayDestroy) X(cuMemHostAlloc) X(cuMemAllocHost_v2) X(cuMemFreeHost)            \
-  X(cuStreamSynchronize) X(cuStreamSynchronize_ptsz) X(cuCtxSynchronize) X(cuEventSynchronize)   \
+  X(cuStreamSynchronize) X(cuStreamSynchronize_ptsz) X(cuCtxSynchronize) X(cuCtxSynchronize_v2) X(cuEventSynchronize)   \
   X(cuGetProcAddress) X(cuGetProcAddress_v2)
 
 // Called through their real pointers only; optional ones may be missing on older drivers.
 #define GMP_HELPER_ENTRY_POINTS(X)                                                               \
   X(cuCtxGetDevice) X(cuStreamGetDevice) X(cuDeviceGetMemPool) X(cuMemPoolGetAttribute)          \
   X(cuArrayGetMemoryRequirements) X(cuMipmappedArrayGetMemoryRequirements) X(cuDeviceGetName)    \
-  X(cuDeviceTotalMem_v2)
+  X(cuDeviceTotalMem_v2) X(cuDeviceGetCount)
 
 namespace gmp::shim {
 

@@ -101,14 +101,13 @@ void refresh_all() {
     uint64_t now = 0;
     if (handle == 0 || !query_reserved(handle, &now)) continue;
     if (g_known[i].reserved.exchange(now, std::memory_order_relaxed) == now) continue;
-    Event e{};
-    e.op = Op::PoolReserved;
-    e.api = Api::Collector;
-    e.kind = Kind::Pool;
-    e.object = handle;
-    e.value = now;
-    e.device = static_cast<int16_t>(g_known[i].device.load(std::memory_order_relaxed));
-    session_record(e);
+    session_record(g_known[i].device.load(std::memory_order_relaxed), [&](Event& e) {
+      e.op = Op::PoolReserved;
+      e.api = Api::Collector;
+      e.kind = Kind::Pool;
+      e.object = handle;
+      e.value = now;
+    });
   }
 }
 

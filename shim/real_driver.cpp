@@ -99,3 +99,22 @@ bool wrapped_entry_for_name(const char* name, Entry* out) {
 void* wrapper(Entry e) { return kWrappers[static_cast<int>(e)]; }
 
 }  // namespace gmp::shim
+
+namespace gmp::shim {
+
+int only_device() {
+  // -2: not asked yet. The count is fixed once the driver is initialised, which it is by the time
+  // any allocation wrapper runs.
+  static std::atomic<int> cached{-2};
+  int v = cached.load(std::memory_order_relaxed);
+  if (v == -2) {
+    using Fn = int (*)(int*);
+    auto count = reinterpret_cast<Fn>(real(Entry::cuDeviceGetCount));
+    int n = 0;
+    v = count != nullptr && count(&n) == 0 && n == 1 ? 0 : -1;
+    cached.store(v, std::memory_order_relaxed);
+  }
+  return v;
+}
+
+}  // namespace gmp::shim

@@ -28,6 +28,10 @@ class ErrnoKeeper {
 
 inline bool recording() { return session_enabled(); }
 
+// 0 when the process sees exactly one device (the usual case under CUDA_VISIBLE_DEVICES), so hot
+// paths need not ask the driver which device a stream or context is on; -1 otherwise.
+int only_device();
+
 // The current context's device, or -1 without a context.
 inline int current_device() {
   auto get = GMP_REAL(cuCtxGetDevice);
@@ -38,45 +42,42 @@ inline int current_device() {
 
 inline void record_alloc(Api api, Kind kind, CUresult r, uint64_t address, uint64_t size, int device,
                          uint64_t stream = 0, uint64_t pool = 0, uint64_t pool_reserved = 0) {
-  Event e{};
-  e.op = Op::Alloc;
-  e.api = api;
-  e.kind = kind;
-  e.result = static_cast<int16_t>(r);
-  e.address = r == CUDA_SUCCESS ? address : 0;
-  e.size = size;
-  e.device = static_cast<int16_t>(device);
-  e.stream = stream;
-  e.object = pool;
-  e.value = pool_reserved;
-  session_record(e);
+  session_record(device, [&](Event& e) {
+    e.op = Op::Alloc;
+    e.api = api;
+    e.kind = kind;
+    e.result = static_cast<int16_t>(r);
+    e.address = r == CUDA_SUCCESS ? address : 0;
+    e.size = size;
+    e.stream = stream;
+    e.object = pool;
+    e.value = pool_reserved;
+  });
 }
 
 // A release (Free, VmmRelease, VmmUnmap, PoolDestroy), recorded before the driver call.
 inline void record_release(Op op, Api api, Kind kind, uint64_t address, uint64_t size = 0, uint64_t stream = 0,
                            uint64_t object = 0) {
-  Event e{};
-  e.op = op;
-  e.api = api;
-  e.kind = kind;
-  e.address = address;
-  e.size = size;
-  e.stream = stream;
-  e.object = object;
-  e.device = -1;
-  session_record(e);
+  session_record(-1, [&](Event& e) {
+    e.op = op;
+    e.api = api;
+    e.kind = kind;
+    e.address = address;
+    e.size = size;
+    e.stream = stream;
+    e.object = object;
+  });
 }
 
 // The driver refused the release this thread recorded just before.
 inline void record_release_failed(Api api, Kind kind, uint64_t address, CUresult r) {
-  Event e{};
-  e.op = Op::ReleaseFailed;
-  e.api = api;
-  e.kind = kind;
-  e.address = address;
-  e.result = static_cast<int16_t>(r);
-  e.device = -1;
-  session_record(e);
+  session_record(-1, [&](Event& e) {
+    e.op = Op::ReleaseFailed;
+    e.api = api;
+    e.kind = kind;
+    e.address = address;
+    e.result = static_cast<int16_t>(r);
+  });
 }
 
 // Brackets the driver's release call `call` with a release record before it and, if the driver

@@ -17,6 +17,7 @@ bool is_default_stream(CUstream s) {
 }
 
 int stream_device(CUstream s) {
+  if (const int only = only_device(); only >= 0) return only;
   if (!is_default_stream(s)) {
     auto get = GMP_REAL(cuStreamGetDevice);
     CUdevice d = -1;
@@ -106,13 +107,12 @@ GMP_EXPORT CUresult cuMemPoolCreate(CUmemoryPool* pool, const CUmemPoolProps* pr
     const int device =
         props != nullptr && props->location.type == CU_MEM_LOCATION_TYPE_DEVICE ? props->location.id : -1;
     pools::read_reserved(*pool, device);  // registers it for synchronisation re-reads
-    Event e{};
-    e.op = Op::PoolCreate;
-    e.api = Api::cuMemPoolCreate;
-    e.kind = Kind::Pool;
-    e.object = reinterpret_cast<uint64_t>(*pool);
-    e.device = static_cast<int16_t>(device);
-    session_record(e);
+    session_record(device, [&](Event& e) {
+      e.op = Op::PoolCreate;
+      e.api = Api::cuMemPoolCreate;
+      e.kind = Kind::Pool;
+      e.object = reinterpret_cast<uint64_t>(*pool);
+    });
   }
   return r;
 }
@@ -133,14 +133,14 @@ GMP_EXPORT CUresult cuMemPoolTrimTo(CUmemoryPool pool, size_t keep_bytes) {
   const CUresult r = real(pool, keep_bytes);
   if (recording() && r == CUDA_SUCCESS) {
     ErrnoKeeper keep;
-    Event e{};
-    e.op = Op::PoolReserved;
-    e.api = Api::cuMemPoolTrimTo;
-    e.kind = Kind::Pool;
-    e.object = reinterpret_cast<uint64_t>(pool);
-    e.value = pools::read_reserved(pool, -1);
-    e.device = -1;
-    session_record(e);
+    const uint64_t reserved = pools::read_reserved(pool, -1);
+    session_record(-1, [&](Event& e) {
+      e.op = Op::PoolReserved;
+      e.api = Api::cuMemPoolTrimTo;
+      e.kind = Kind::Pool;
+      e.object = reinterpret_cast<uint64_t>(pool);
+      e.value = reserved;
+    });
   }
   return r;
 }
@@ -158,4 +158,6 @@ GMP_EXPORT CUresult cuStreamSynchronize_ptsz(CUstream s) {
   return synchronize(GMP_REAL(cuStreamSynchronize_ptsz), s);
 }
 GMP_EXPORT CUresult cuCtxSynchronize() { return synchronize(GMP_REAL(cuCtxSynchronize)); }
+// CUDA 13's runtime synchronizes a context through the _v2 ABI, which names the context.
+GMP_EXPORT CUresult cuCtxSynchronize_v2(CUcontext ctx) { return synchronize(GMP_REAL(cuCtxSynchronize_v2), ctx); }
 GMP_EXPORT CUresult cuEventSynchronize(CUevent ev) { return synchronize(GMP_REAL(cuEventSynchronize), ev); }

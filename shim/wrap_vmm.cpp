@@ -13,16 +13,16 @@ GMP_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle* handle, size_t siz
   const CUresult r = real(handle, size, prop, flags);
   if (recording()) {
     ErrnoKeeper keep;
-    Event e{};
-    e.op = Op::VmmCreate;
-    e.api = Api::cuMemCreate;
-    e.kind = Kind::Vmm;
-    e.result = static_cast<int16_t>(r);
-    e.address = r == CUDA_SUCCESS && handle != nullptr ? *handle : 0;
-    e.size = size;
-    e.device = static_cast<int16_t>(
-        prop != nullptr && prop->location.type == CU_MEM_LOCATION_TYPE_DEVICE ? prop->location.id : -1);
-    session_record(e);
+    const int device =
+        prop != nullptr && prop->location.type == CU_MEM_LOCATION_TYPE_DEVICE ? prop->location.id : -1;
+    session_record(device, [&](Event& e) {
+      e.op = Op::VmmCreate;
+      e.api = Api::cuMemCreate;
+      e.kind = Kind::Vmm;
+      e.result = static_cast<int16_t>(r);
+      e.address = r == CUDA_SUCCESS && handle != nullptr ? *handle : 0;
+      e.size = size;
+    });
   }
   return r;
 }
@@ -40,17 +40,17 @@ GMP_EXPORT CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset, CUmemG
   const CUresult r = real(ptr, size, offset, handle, flags);
   if (recording()) {
     ErrnoKeeper keep;
-    Event e{};
-    e.op = Op::VmmMap;
-    e.api = Api::cuMemMap;
-    e.kind = Kind::Vmm;
-    e.result = static_cast<int16_t>(r);
-    e.address = ptr;
-    e.size = size;
-    e.object = handle;
-    e.value = offset;
-    e.device = -1;  // the handle's device, known to the collector
-    session_record(e);
+    // Device -1: the mapping's device is its handle's, which the collector knows.
+    session_record(-1, [&](Event& e) {
+      e.op = Op::VmmMap;
+      e.api = Api::cuMemMap;
+      e.kind = Kind::Vmm;
+      e.result = static_cast<int16_t>(r);
+      e.address = ptr;
+      e.size = size;
+      e.object = handle;
+      e.value = offset;
+    });
   }
   return r;
 }

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <chrono>
 #include <thread>
 #include <unistd.h>
 
@@ -78,13 +79,18 @@ void AsyncPair(benchmark::State& state, const Api* api) {
   state.SetItemsProcessed(state.iterations() * 2);
 }
 
-// The producer side alone: one push into a ring that a consumer thread keeps draining.
+// The producer side alone: one push into a ring drained the way the collector drains it
+// (everything available, then a 200 us sleep).
 void RingPush(benchmark::State& state) {
-  gmp::Ring ring(1 << 16);
+  gmp::Ring ring(1 << 20);
   std::atomic<bool> stop{false};
   std::thread consumer([&] {
-    gmp::Event buf[1024];
-    while (!stop.load(std::memory_order_relaxed)) ring.pop(buf, 1024);
+    gmp::Event buf[4096];
+    while (!stop.load(std::memory_order_relaxed)) {
+      while (ring.pop(buf, 4096) == 4096) {
+      }
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+    }
   });
   gmp::Event e{};
   for (auto _ : state) ring.push(e);

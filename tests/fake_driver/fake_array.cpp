@@ -65,8 +65,8 @@ void fill_requirements(CUDA_ARRAY_MEMORY_REQUIREMENTS* req, size_t bytes) {
 }
 
 CUresult create_array(CUarray* handle, const CUDA_ARRAY3D_DESCRIPTOR& desc) {
-  FAKE_REQUIRE_INIT(lock);
   *handle = nullptr;
+  FAKE_REQUIRE_INIT(lock);
   int dev = 0;
   if (CUresult r = current_device(&dev); r != CUDA_SUCCESS) return r;
   const size_t raw = raw_bytes(desc);
@@ -110,6 +110,7 @@ CUresult cuArrayDestroy(CUarray hArray) {
 CUresult cuMipmappedArrayCreate(CUmipmappedArray* pHandle,
                                 const CUDA_ARRAY3D_DESCRIPTOR* pMipmappedArrayDesc,
                                 unsigned int numMipmapLevels) {
+  FAKE_ZERO_OUT(pHandle, nullptr);
   FAKE_REQUIRE_INIT(lock);
   if (pHandle == nullptr || pMipmappedArrayDesc == nullptr) return CUDA_ERROR_INVALID_VALUE;
   *pHandle = nullptr;

@@ -3,6 +3,8 @@
 // One primary context per device, created at cuInit and never destroyed: releasing the last
 // reference only drops the retain count (memory stays allocated). The current context is the
 // top of a per-thread stack; cuCtxSetCurrent replaces the top, push/pop grow and shrink it.
+// cuCtxGetDevice/cuCtxSynchronize exist in both ABIs, as in CUDA 13: the original (no context
+// argument) and _v2 (explicit context, NULL meaning the current one).
 #include "fake_state.h"
 
 #include <vector>
@@ -120,6 +122,24 @@ CUresult cuCtxPopCurrent_v2(CUcontext* pctx) {
 CUresult cuCtxSynchronize(void) {
   FAKE_REQUIRE_INIT(lock);
   if (current_ctx() == nullptr) return CUDA_ERROR_INVALID_CONTEXT;
+  shrink_pools_on_sync_locked();
+  return CUDA_SUCCESS;
+}
+
+// CUDA 13 ABIs (cuGetProcAddress version >= 13000): explicit context, NULL = current.
+CUresult cuCtxGetDevice_v2(CUdevice* device, CUcontext ctx) {
+  FAKE_REQUIRE_INIT(lock);
+  if (device == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  if (ctx == nullptr) ctx = current_ctx();
+  if (ctx == nullptr || !valid_ctx_locked(ctx)) return CUDA_ERROR_INVALID_CONTEXT;
+  *device = ctx->device;
+  return CUDA_SUCCESS;
+}
+
+CUresult cuCtxSynchronize_v2(CUcontext ctx) {
+  FAKE_REQUIRE_INIT(lock);
+  if (ctx == nullptr) ctx = current_ctx();
+  if (ctx == nullptr || !valid_ctx_locked(ctx)) return CUDA_ERROR_INVALID_CONTEXT;
   shrink_pools_on_sync_locked();
   return CUDA_SUCCESS;
 }

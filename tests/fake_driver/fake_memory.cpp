@@ -40,6 +40,7 @@ CUresult free_device_block_locked(CUdeviceptr dptr) {
 namespace {
 
 CUresult host_alloc(void** pp, size_t bytes, unsigned int flags) {
+  FAKE_ZERO_OUT(pp, nullptr);
   FAKE_REQUIRE_INIT(lock);
   if (pp == nullptr) return CUDA_ERROR_INVALID_VALUE;
   *pp = nullptr;
@@ -58,6 +59,7 @@ CUresult host_alloc(void** pp, size_t bytes, unsigned int flags) {
 }
 
 CUresult alloc_linear(CUdeviceptr* dptr, size_t bytes) {
+  FAKE_ZERO_OUT(dptr, 0);
   FAKE_REQUIRE_INIT(lock);
   if (dptr == nullptr) return CUDA_ERROR_INVALID_VALUE;
   *dptr = 0;
@@ -75,6 +77,7 @@ CUresult cuMemAlloc_v2(CUdeviceptr* dptr, size_t bytesize) { return alloc_linear
 
 CUresult cuMemAllocPitch_v2(CUdeviceptr* dptr, size_t* pPitch, size_t WidthInBytes, size_t Height,
                             unsigned int ElementSizeBytes) {
+  FAKE_ZERO_OUT(dptr, 0);
   FAKE_REQUIRE_INIT(lock);
   if (dptr == nullptr || pPitch == nullptr) return CUDA_ERROR_INVALID_VALUE;
   *dptr = 0;
@@ -98,6 +101,7 @@ CUresult cuMemFree_v2(CUdeviceptr dptr) {
 }
 
 CUresult cuMemAllocManaged(CUdeviceptr* dptr, size_t bytesize, unsigned int flags) {
+  FAKE_ZERO_OUT(dptr, 0);
   FAKE_REQUIRE_INIT(lock);
   if (dptr == nullptr) return CUDA_ERROR_INVALID_VALUE;
   *dptr = 0;

@@ -84,6 +84,7 @@ CUresult pool_alloc_locked(CUdeviceptr* dptr, size_t bytes, CUmemPoolHandle_st* 
 }
 
 CUresult alloc_async(CUdeviceptr* dptr, size_t bytes, CUstream stream) {
+  FAKE_ZERO_OUT(dptr, 0);
   FAKE_REQUIRE_INIT(lock);
   if (dptr == nullptr) return CUDA_ERROR_INVALID_VALUE;
   *dptr = 0;
@@ -95,6 +96,7 @@ CUresult alloc_async(CUdeviceptr* dptr, size_t bytes, CUstream stream) {
 
 CUresult alloc_from_pool_async(CUdeviceptr* dptr, size_t bytes, CUmemoryPool pool,
                                CUstream stream) {
+  FAKE_ZERO_OUT(dptr, 0);
   FAKE_REQUIRE_INIT(lock);
   if (dptr == nullptr) return CUDA_ERROR_INVALID_VALUE;
   *dptr = 0;
@@ -108,8 +110,13 @@ CUresult free_async(CUdeviceptr dptr, CUstream stream) {
   FAKE_REQUIRE_INIT(lock);
   int dev = 0;
   if (CUresult r = stream_device_locked(stream, &dev); r != CUDA_SUCCESS) return r;
-  if (dptr == 0) return CUDA_ERROR_INVALID_VALUE;
-  // Pool allocations and (like the real driver) cuMemAlloc memory are accepted.
+  if (dptr == 0) return CUDA_SUCCESS;  // as the real driver: a no-op
+  // Pool allocations and (like the real driver) cuMemAlloc memory are accepted; managed memory
+  // is refused with CUDA_ERROR_NOT_SUPPORTED (measured on driver 580).
+  auto it = state().blocks.find(static_cast<uintptr_t>(dptr));
+  if (it != state().blocks.end() && it->second.kind == BlockKind::Managed) {
+    return CUDA_ERROR_NOT_SUPPORTED;
+  }
   return free_device_block_locked(dptr);
 }
 

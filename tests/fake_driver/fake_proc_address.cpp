@@ -6,11 +6,14 @@
 // this library's own definitions, equal to dlsym(handle, exported_name), even when a profiler
 // preloads functions of the same names.
 //
-// For each base name the entry with the highest min_version <= cudaVersion wins; among the
-// per-thread entries ("_ptsz") only when flags has CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM.
-// Unknown base name: CUDA_ERROR_NOT_FOUND / CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND.
-// Known base name but every entry newer than cudaVersion: CUDA_ERROR_NOT_FOUND /
-// CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT.
+// For each base name the entry with the highest min_version <= cudaVersion wins; with
+// CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM only among the per-thread entries ("_ptsz") of
+// a name that has any, among the default-stream entries otherwise. The table and its version
+// thresholds match what the real driver 580 (CUDA 13.0) returns for the same requests (probed
+// on an H200, see reference/), e.g. cuCtxSynchronize -> cuCtxSynchronize_v2 (new ABI with a
+// context argument) from 13000, except that the fake has no pre-_v2 legacy exports (cuMemAlloc
+// below 3020 is "version not sufficient" here, the 32-bit legacy cuMemAlloc on the real driver).
+// Result codes: see the two functions at the end.
 #include "fake_state.h"
 
 #include <cstring>
@@ -53,9 +56,11 @@ const Entry kEntries[] = {
     FAKE_ENTRY("cuCtxSetCurrent", cuCtxSetCurrent, 4000),
     FAKE_ENTRY("cuCtxGetCurrent", cuCtxGetCurrent, 4000),
     FAKE_ENTRY("cuCtxGetDevice", cuCtxGetDevice, 2000),
+    FAKE_ENTRY("cuCtxGetDevice", cuCtxGetDevice_v2, 13000),
     FAKE_ENTRY("cuCtxPushCurrent", cuCtxPushCurrent_v2, 4000),
     FAKE_ENTRY("cuCtxPopCurrent", cuCtxPopCurrent_v2, 4000),
     FAKE_ENTRY("cuCtxSynchronize", cuCtxSynchronize, 2000),
+    FAKE_ENTRY("cuCtxSynchronize", cuCtxSynchronize_v2, 13000),
     // streams and events
     FAKE_ENTRY("cuStreamCreate", cuStreamCreate, 2000),
     FAKE_ENTRY("cuStreamDestroy", cuStreamDestroy_v2, 4000),
@@ -64,8 +69,12 @@ const Entry kEntries[] = {
     FAKE_ENTRY("cuStreamGetDevice", cuStreamGetDevice, 12080),
     FAKE_PTSZ("cuStreamGetDevice", cuStreamGetDevice_ptsz, 12080),
     FAKE_ENTRY("cuStreamGetCtx", cuStreamGetCtx, 9020),
+    FAKE_PTSZ("cuStreamGetCtx", cuStreamGetCtx_ptsz, 9020),
+    FAKE_ENTRY("cuStreamGetCtx", cuStreamGetCtx_v2, 12050),
+    FAKE_PTSZ("cuStreamGetCtx", cuStreamGetCtx_v2_ptsz, 12050),
     FAKE_ENTRY("cuEventCreate", cuEventCreate, 2000),
     FAKE_ENTRY("cuEventRecord", cuEventRecord, 2000),
+    FAKE_PTSZ("cuEventRecord", cuEventRecord_ptsz, 7000),
     FAKE_ENTRY("cuEventSynchronize", cuEventSynchronize, 2000),
     FAKE_ENTRY("cuEventDestroy", cuEventDestroy_v2, 4000),
     // linear, managed, pinned host memory
@@ -121,47 +130,70 @@ const Entry kEntries[] = {
 #undef FAKE_ENTRY
 #undef FAKE_PTSZ
 
-CUresult resolve(const char* symbol, void** pfn, int cudaVersion, cuuint64_t flags,
-                 CUdriverProcAddressQueryResult* status) {
-  if (status != nullptr) *status = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
-  if (symbol == nullptr || pfn == nullptr) return CUDA_ERROR_INVALID_VALUE;
-  *pfn = nullptr;
+enum class Lookup { Found, NotFound, VersionNotSufficient };
+
+Lookup lookup(const char* symbol, int cudaVersion, cuuint64_t flags, void** fn) {
   const bool per_thread = (flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) != 0;
   bool known = false;
-  const Entry* best = nullptr;      // best default-stream entry
-  const Entry* best_pt = nullptr;   // best per-thread entry
+  bool has_per_thread = false;     // the name has a _ptsz variant at some version
+  const Entry* best = nullptr;     // best default-stream entry
+  const Entry* best_pt = nullptr;  // best per-thread entry
   for (const Entry& e : kEntries) {
     if (std::strcmp(e.base, symbol) != 0) continue;
     known = true;
+    has_per_thread |= e.per_thread;
     if (e.min_version > cudaVersion) continue;
     const Entry*& slot = e.per_thread ? best_pt : best;
     if (slot == nullptr || e.min_version > slot->min_version) slot = &e;
   }
-  const Entry* chosen = (per_thread && best_pt != nullptr) ? best_pt : best;
-  if (chosen == nullptr) {
-    if (status != nullptr) {
-      *status = known ? CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT
-                      : CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
-    }
-    return CUDA_ERROR_NOT_FOUND;
-  }
-  *pfn = chosen->fn;
-  if (status != nullptr) *status = CU_GET_PROC_ADDRESS_SUCCESS;
-  return CUDA_SUCCESS;
+  // Under the per-thread flag a name with _ptsz variants gets only those (the real driver does
+  // not fall back to the legacy-stream export when the _ptsz one is newer than cudaVersion);
+  // a name without any falls back to its default export.
+  const Entry* chosen = (per_thread && has_per_thread) ? best_pt : best;
+  if (chosen == nullptr) return known ? Lookup::VersionNotSufficient : Lookup::NotFound;
+  *fn = chosen->fn;
+  return Lookup::Found;
+}
+
+// Argument checks shared by both ABIs. The real driver crashes on a NULL symbol or pfn; the fake
+// returns CUDA_ERROR_INVALID_VALUE instead.
+bool valid_request(const char* symbol, void** pfn, int cudaVersion, cuuint64_t flags) {
+  constexpr cuuint64_t kKnownFlags =
+      CU_GET_PROC_ADDRESS_LEGACY_STREAM | CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM;
+  return symbol != nullptr && pfn != nullptr && (flags & ~kKnownFlags) == 0 &&
+         cudaVersion <= fakecuda::kDriverVersion;
 }
 
 }  // namespace
 
 extern "C" {
 
+// As measured on driver 580 (CUDA 13.0): unknown symbol or too-low version -> CUDA_SUCCESS with
+// *pfn = NULL and the status saying why; a version above the driver's or unknown flags ->
+// CUDA_ERROR_INVALID_VALUE with *pfn and *symbolStatus untouched.
 CUresult cuGetProcAddress_v2(const char* symbol, void** pfn, int cudaVersion, cuuint64_t flags,
                              CUdriverProcAddressQueryResult* symbolStatus) {
-  return resolve(symbol, pfn, cudaVersion, flags, symbolStatus);
+  if (!valid_request(symbol, pfn, cudaVersion, flags)) return CUDA_ERROR_INVALID_VALUE;
+  void* fn = nullptr;
+  const Lookup result = lookup(symbol, cudaVersion, flags, &fn);
+  *pfn = fn;
+  if (symbolStatus != nullptr) {
+    *symbolStatus = result == Lookup::Found      ? CU_GET_PROC_ADDRESS_SUCCESS
+                    : result == Lookup::NotFound ? CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND
+                                                 : CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT;
+  }
+  return CUDA_SUCCESS;
 }
 
+// Old 4-argument ABI (CUDA 11.3+), as measured: not found / too-low version ->
+// CUDA_ERROR_NOT_FOUND with *pfn untouched.
 CUresult fake_cuGetProcAddress_v1(const char* symbol, void** pfn, int cudaVersion,
                                   cuuint64_t flags) {
-  return resolve(symbol, pfn, cudaVersion, flags, nullptr);
+  if (!valid_request(symbol, pfn, cudaVersion, flags)) return CUDA_ERROR_INVALID_VALUE;
+  void* fn = nullptr;
+  if (lookup(symbol, cudaVersion, flags, &fn) != Lookup::Found) return CUDA_ERROR_NOT_FOUND;
+  *pfn = fn;
+  return CUDA_SUCCESS;
 }
 
 }  // extern "C"

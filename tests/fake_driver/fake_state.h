@@ -177,8 +177,16 @@ CUresult free_device_block_locked(CUdeviceptr dptr);
   ::fakecuda::Lock lock_name(::fakecuda::state().mu);        \
   if (!::fakecuda::state().initialized) return CUDA_ERROR_NOT_INITIALIZED
 
+// Allocation entry points clear their out-pointer first, even before the init check (as the real
+// driver does), then lock.
+#define FAKE_ZERO_OUT(ptr, zero)      \
+  do {                                \
+    if ((ptr) != nullptr) *(ptr) = (zero); \
+  } while (0)
+
 // Exports that cuda.h does not declare under these names (old 4-argument cuGetProcAddress, the
 // unversioned cuDevicePrimaryCtxRelease, and the per-thread-default-stream `_ptsz` variants).
+// The set mirrors what the real driver (580, CUDA 13.0) hands out through cuGetProcAddress.
 extern "C" {
 CUresult fake_cuGetProcAddress_v1(const char* symbol, void** pfn, int cudaVersion,
                                   cuuint64_t flags) __asm__("cuGetProcAddress");
@@ -189,4 +197,7 @@ CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr* dptr, size_t bytesize, CUmemo
                                       CUstream hStream);
 CUresult cuStreamSynchronize_ptsz(CUstream hStream);
 CUresult cuStreamGetDevice_ptsz(CUstream hStream, CUdevice* device);
+CUresult cuStreamGetCtx_ptsz(CUstream hStream, CUcontext* pctx);
+CUresult cuStreamGetCtx_v2_ptsz(CUstream hStream, CUcontext* pctx, CUgreenCtx* pGreenCtx);
+CUresult cuEventRecord_ptsz(CUevent hEvent, CUstream hStream);
 }

@@ -36,6 +36,30 @@ CUresult stream_get_device(CUstream s, CUdevice* device) {
   return CUDA_SUCCESS;
 }
 
+CUresult stream_get_ctx(CUstream hStream, CUcontext* pctx, CUgreenCtx* pGreenCtx) {
+  FAKE_REQUIRE_INIT(lock);
+  if (pctx == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  if (pGreenCtx != nullptr) *pGreenCtx = nullptr;
+  if (hStream == nullptr || hStream == CU_STREAM_LEGACY || hStream == CU_STREAM_PER_THREAD) {
+    CUctx_st* ctx = current_ctx();
+    if (ctx == nullptr) return CUDA_ERROR_INVALID_CONTEXT;
+    *pctx = ctx;
+    return CUDA_SUCCESS;
+  }
+  if (state().streams.count(hStream) == 0) return CUDA_ERROR_INVALID_HANDLE;
+  *pctx = hStream->ctx;
+  return CUDA_SUCCESS;
+}
+
+CUresult event_record(CUevent hEvent, CUstream hStream) {
+  FAKE_REQUIRE_INIT(lock);
+  if (state().events.count(hEvent) == 0) return CUDA_ERROR_INVALID_HANDLE;
+  int dev = 0;
+  if (CUresult r = stream_device_locked(hStream, &dev); r != CUDA_SUCCESS) return r;
+  hEvent->device = dev;
+  return CUDA_SUCCESS;
+}
+
 }  // namespace
 
 extern "C" {
@@ -69,17 +93,17 @@ CUresult cuStreamGetDevice_ptsz(CUstream hStream, CUdevice* device) {
 }
 
 CUresult cuStreamGetCtx(CUstream hStream, CUcontext* pctx) {
-  FAKE_REQUIRE_INIT(lock);
-  if (pctx == nullptr) return CUDA_ERROR_INVALID_VALUE;
-  if (hStream == nullptr || hStream == CU_STREAM_LEGACY || hStream == CU_STREAM_PER_THREAD) {
-    CUctx_st* ctx = current_ctx();
-    if (ctx == nullptr) return CUDA_ERROR_INVALID_CONTEXT;
-    *pctx = ctx;
-    return CUDA_SUCCESS;
-  }
-  if (state().streams.count(hStream) == 0) return CUDA_ERROR_INVALID_HANDLE;
-  *pctx = hStream->ctx;
-  return CUDA_SUCCESS;
+  return stream_get_ctx(hStream, pctx, nullptr);
+}
+CUresult cuStreamGetCtx_ptsz(CUstream hStream, CUcontext* pctx) {
+  return stream_get_ctx(hStream, pctx, nullptr);
+}
+// CUDA 12.5 ABI: also reports the green context (always NULL here).
+CUresult cuStreamGetCtx_v2(CUstream hStream, CUcontext* pctx, CUgreenCtx* pGreenCtx) {
+  return stream_get_ctx(hStream, pctx, pGreenCtx);
+}
+CUresult cuStreamGetCtx_v2_ptsz(CUstream hStream, CUcontext* pctx, CUgreenCtx* pGreenCtx) {
+  return stream_get_ctx(hStream, pctx, pGreenCtx);
 }
 
 CUresult cuEventCreate(CUevent* phEvent, unsigned int Flags) {
@@ -92,13 +116,9 @@ CUresult cuEventCreate(CUevent* phEvent, unsigned int Flags) {
   return CUDA_SUCCESS;
 }
 
-CUresult cuEventRecord(CUevent hEvent, CUstream hStream) {
-  FAKE_REQUIRE_INIT(lock);
-  if (state().events.count(hEvent) == 0) return CUDA_ERROR_INVALID_HANDLE;
-  int dev = 0;
-  if (CUresult r = stream_device_locked(hStream, &dev); r != CUDA_SUCCESS) return r;
-  hEvent->device = dev;
-  return CUDA_SUCCESS;
+CUresult cuEventRecord(CUevent hEvent, CUstream hStream) { return event_record(hEvent, hStream); }
+CUresult cuEventRecord_ptsz(CUevent hEvent, CUstream hStream) {
+  return event_record(hEvent, hStream);
 }
 
 CUresult cuEventSynchronize(CUevent hEvent) {

@@ -55,6 +55,7 @@ CUresult cuMemGetAllocationGranularity(size_t* granularity, const CUmemAllocatio
 
 CUresult cuMemCreate(CUmemGenericAllocationHandle* handle, size_t size,
                      const CUmemAllocationProp* prop, unsigned long long flags) {
+  FAKE_ZERO_OUT(handle, 0);
   FAKE_REQUIRE_INIT(lock);
   if (handle == nullptr) return CUDA_ERROR_INVALID_VALUE;
   *handle = 0;
@@ -93,6 +94,7 @@ CUresult cuMemGetAllocationPropertiesFromHandle(CUmemAllocationProp* prop,
 CUresult cuMemAddressReserve(CUdeviceptr* ptr, size_t size, size_t alignment, CUdeviceptr addr,
                              unsigned long long flags) {
   (void)addr;  // the hint is ignored
+  FAKE_ZERO_OUT(ptr, 0);
   FAKE_REQUIRE_INIT(lock);
   if (ptr == nullptr) return CUDA_ERROR_INVALID_VALUE;
   *ptr = 0;

@@ -5,10 +5,11 @@
   compare.py --self-test                                        check this file on tests/gpu/fixtures
 
 The work directory is what scripts/gpu-check.sh fills:
-  plan.txt                      one "<name> <c|torch>" line per workload, in run order
+  plan.txt                      one "<name> <c|torch|hotpath>" line per workload, in run order
   <name>/rc                     the workload's exit status (124: killed by timeout)
   <name>/gt.json                ground truth written by the workload
   <name>/runs/run.<pid>/        run directories (GPUMEMPROF_OUTPUT=<name>/runs/run.%p)
+  <name>/{base,shim}.{json,rc}  hotpath workloads: ns per call without and with the shim
   bench/<mode>.<base|shim>.<round>.{json,rc}, bench/<mode>.shim.<round>.summary.json
 
 Verdicts: MATCH (equal), OK (differs within a stated tolerance, reason given), INFO (shown, never
@@ -30,6 +31,7 @@ MiB = 1 << 20
 # the shim also saw allocations torch did not make.
 OUTSIDE_TORCH_CAP = 256 * MiB
 BENCH_TARGET = 1.05
+CUDA_ERROR_OUT_OF_MEMORY = 2
 
 
 class Table:
@@ -147,9 +149,83 @@ def run_dir_row(t, name, run_dir, s):
         other += sum(os.path.getsize(os.path.join(top, f)) for f in files if not f.endswith(".json"))
     manifest = os.path.exists(os.path.join(run_dir, "manifest.json"))
     failed = lookup(s, "dev0.failed_alloc_count") or 0
+    if isinstance(s.get("failed_allocations"), list):  # OOM bundles are for out-of-memory only
+        failed = sum(1 for f in dev0_failures(s) if f.get("error") == CUDA_ERROR_OUT_OF_MEMORY)
     t.add(name, "run dir: manifest, oom bundles, other bytes",
           f"{'yes' if manifest else 'NO'},{bundles},{other}", f"yes,{min(failed, 5)},-", "INFO",
-          "" if manifest and bundles == min(failed, 5) else "expected manifest.json and one bundle per failed allocation")
+          "" if manifest and bundles == min(failed, 5) else
+          "expected manifest.json and one bundle per out-of-memory failure (at most 5)")
+
+
+def dev0_failures(s):
+    """summary.json's failed_allocations (the first 100, process-wide) that count in
+    dev0.failed_alloc_count: device 0, not pinned host memory."""
+    return [f for f in s.get("failed_allocations") or []
+            if f.get("device") == 0 and f.get("kind") != "host_pinned"]
+
+
+def describe_failures(failures, limit=8):
+    """'cuMemCreate error=1 size=2097152 x2, ...': the distinct (api, error, size), in order."""
+    seen = {}
+    for f in failures:
+        key = (f.get("api"), f.get("error"), f.get("size"))
+        seen[key] = seen.get(key, 0) + 1
+    parts = [f"{api} error={err} size={size}" + (f" x{n}" if n > 1 else "")
+             for (api, err, size), n in seen.items()]
+    more = f", ... {len(parts) - limit} more" if len(parts) > limit else ""
+    return ", ".join(parts[:limit]) + more
+
+
+def failures_row(t, name, s):
+    """C workloads: what failed, shown (their count is judged by the ground truth's checks)."""
+    failures = s.get("failed_allocations") or []
+    if failures:
+        t.add(name, "failed_allocations (api error size)", len(failures), None, "INFO",
+              describe_failures(failures))
+
+
+def torch_failures_row(t, name, s, st):
+    """dev0.failed_alloc_count for a torch workload. The shim counts every allocation call that
+    returned an error; libraries probe (PyTorch asks cuMemCreate for handle types the driver may
+    refuse), so failures other than CUDA_ERROR_OUT_OF_MEMORY are accepted when torch saw no OOM.
+    Out-of-memory failures must be ones torch knows of: an OOM it raised (num_ooms) or a failed
+    cudaMalloc it retried after freeing its cache (num_alloc_retries)."""
+    metric = "dev0.failed_alloc_count"
+    count = lookup(s, metric)
+    ooms, retries = st.get("num_ooms", 0), st.get("num_alloc_retries", 0)
+    listed = s.get("failed_allocations")
+    if not isinstance(count, int):
+        t.add(name, metric, count, ooms, "MISMATCH", "missing in summary.json")
+        return
+    if not isinstance(listed, list):
+        t.add(name, metric, count, ooms, "MATCH" if count == ooms == 0 else "MISMATCH",
+              "" if count == ooms == 0 else "summary.json has no failed_allocations list")
+        return
+    mine = dev0_failures(s)
+    oom = [f for f in mine if f.get("error") == CUDA_ERROR_OUT_OF_MEMORY]
+    other = [f for f in mine if f.get("error") != CUDA_ERROR_OUT_OF_MEMORY]
+    listing = describe_failures(mine)
+    truncated = len(listed) >= 100 and len(mine) < count  # only the first 100 are listed
+    problems = []
+    if len(mine) != count and not truncated:
+        problems.append(f"failed_allocations lists {len(mine)} on device 0, count says {count}")
+    if oom and not (ooms <= len(oom) <= ooms + retries):
+        problems.append(f"{len(oom)} OOM failures, torch reported {ooms} OOMs and {retries} retries")
+    elif not oom and ooms and not truncated:
+        problems.append(f"torch reported {ooms} OOMs, the shim saw no OOM failure")
+    if problems:
+        t.add(name, metric, count, ooms, "MISMATCH", "; ".join(problems) + (f": {listing}" if listing else ""))
+        return
+    why = []
+    if other:
+        why.append(f"{len(other)} non-OOM failures: {describe_failures(other)}")
+    if oom:
+        why.append(f"{len(oom)} OOM failures, torch reported {ooms} OOMs and {retries} retries: "
+                   f"{describe_failures(oom)}")
+    if truncated:
+        why.append(f"only the first {len(listed)} failures are listed")
+    t.add(name, metric, count, ooms, "MATCH" if count == ooms and not other and not truncated else "OK",
+          "; ".join(why))
 
 
 def delta(metric, got, want):
@@ -191,6 +267,7 @@ def compare_c(t, work, name):
     if gt is None or s is None:
         return
     common_rows(t, name, s)
+    failures_row(t, name, s)
     for c in gt.get("checks", []):
         metric, want = c["metric"], c["expect"]
         got = lookup(s, metric)
@@ -219,7 +296,7 @@ def compare_torch(t, work, name):
     mode = torch_mode(gt)
     st = gt.get("stats", {})
     t.exact(name, "dev0.total_bytes", d.get("total_bytes"), gt["total_memory"])
-    t.exact(name, "dev0.failed_alloc_count", d.get("failed_alloc_count"), 0)
+    torch_failures_row(t, name, s, st)
 
     def kv(kind, field, sub=None):
         node = k.get(kind, {})
@@ -292,6 +369,33 @@ def compare_torch(t, work, name):
               f"{got - gt['max_memory_allocated']:+d} B; torch reports driver USED_MEM_HIGH")
 
 
+def compare_hotpath(t, work, name):
+    """ns per call of each hot-path ingredient, with and without the shim: INFO rows. The run row
+    fails when either process failed or printed no JSON."""
+    d = os.path.join(work, name)
+    res, problems = {}, []
+    for variant in ("shim", "base"):
+        rc = read_rc(os.path.join(d, f"{variant}.rc"))
+        res[variant] = load_json(os.path.join(d, f"{variant}.json"))
+        label = "with shim" if variant == "shim" else "without"
+        if rc != 0:
+            problems.append(f"{label}: " + {None: "no rc file", -2: "not built", 124: "timed out",
+                                            137: "killed after timeout",
+                                            -1: "skipped: time budget spent"}.get(rc, f"exit {rc}"))
+        elif not isinstance(res[variant], dict):
+            problems.append(f"{label}: no JSON on stdout")
+    shim, base = res["shim"] or {}, res["base"] or {}
+    t.add(name, "run (with shim, without)", f"rc={read_rc(os.path.join(d, 'shim.rc'))}",
+          f"rc={read_rc(os.path.join(d, 'base.rc'))}", "FAIL" if problems else "MATCH", "; ".join(problems))
+    keys = list(shim) + [k for k in base if k not in shim]
+    for k in keys:
+        a, b = shim.get(k), base.get(k)
+        note = ""
+        if isinstance(a, (int, float)) and isinstance(b, (int, float)) and a >= 0 and b > 0:
+            note = f"{a - b:+.1f} ns, ratio {a / b:.2f}"
+        t.add(name, k, a, b, "INFO", note)
+
+
 def compare_bench(t, work, target):
     d = os.path.join(work, "bench")
     if not os.path.isdir(d):
@@ -340,6 +444,8 @@ def compare_bench(t, work, target):
             t.add(name, f"ns/pair with/without shim, {len(med['shim'])}/{len(med['base'])} runs",
                   round(s_, 1), round(b, 1), "OK" if ratio < target else "SLOW",
                   f"ratio {ratio:.3f}, target < {target}")
+            t.add(name, "added ns per pair (with - without)", round(s_ - b, 1), None, "INFO",
+                  f"ratio {ratio:.3f}")
 
 
 def run(work, out=None, only=None, bench=True, target=BENCH_TARGET, quiet=False):
@@ -353,7 +459,7 @@ def run(work, out=None, only=None, bench=True, target=BENCH_TARGET, quiet=False)
     for name, kind in plan:
         if only and name not in only:
             continue
-        (compare_torch if kind == "torch" else compare_c)(t, work, name)
+        {"torch": compare_torch, "hotpath": compare_hotpath}.get(kind, compare_c)(t, work, name)
     if bench:
         compare_bench(t, work, target)
     text = t.text()

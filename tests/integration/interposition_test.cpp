@@ -51,7 +51,7 @@ TEST(Interposition, ExportsOnlyInterposedSymbolsAndNeedsOnlyLibc) {
       "cuMemPoolDestroy", "cuMemPoolTrimTo", "cuDeviceSetMemPool", "cuMemCreate", "cuMemRelease", "cuMemMap",
       "cuMemUnmap", "cuArrayCreate_v2", "cuArray3DCreate_v2", "cuArrayDestroy", "cuMipmappedArrayCreate",
       "cuMipmappedArrayDestroy", "cuMemHostAlloc", "cuMemAllocHost_v2", "cuMemFreeHost", "cuStreamSynchronize",
-      "cuStreamSynchronize_ptsz", "cuCtxSynchronize", "cuEventSynchronize"};
+      "cuStreamSynchronize_ptsz", "cuCtxSynchronize", "cuCtxSynchronize_v2", "cuEventSynchronize"};
   EXPECT_EQ(exported, expected);
   const auto needed = words(command_output("readelf -d " + Paths::shim() +
                                            " | sed -n 's/.*Shared library: \\[\\(.*\\)\\]/\\1/p'"));

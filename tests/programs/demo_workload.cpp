@@ -41,7 +41,7 @@ std::string human(std::uint64_t bytes) {
 }
 
 int run() {
-  // Resolve with the older of our headers' and the driver's CUDA version, like cudart does.
+  // Resolved with min(our headers' CUDA version, the driver's), like cudart does.
   gmp::LoadOptions options;
   options.require_fake_hooks = false;
   options.allow_missing = true;  // older drivers lack some entry points the demo does not use
@@ -57,14 +57,6 @@ int run() {
   }
   int driver_version = 0;
   CK(t.cuDriverGetVersion(&driver_version));
-  if (driver_version < CUDA_VERSION) {
-    options.cuda_version = driver_version;
-    if (!gmp::load_driver(gmp::LoadMode::CudartStyle, t, &error, options)) {
-      std::fprintf(stderr, "gpumemprof-demo: %s\n", error.c_str());
-      return 1;
-    }
-  }
-
   const void* needed[] = {
       reinterpret_cast<const void*>(t.cuInit), reinterpret_cast<const void*>(t.cuDeviceGet),
       reinterpret_cast<const void*>(t.cuDeviceGetName),

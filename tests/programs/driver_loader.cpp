@@ -43,10 +43,16 @@ bool resolve_twice(GetProcV2 resolver, const char* base, bool per_thread, int ve
 
 bool resolve_all(GetProcV2 resolver, int version, bool allow_missing, DriverTable& t,
                  std::string* error) {
-#define GMP_RESOLVE(member, base, per_thread)                                  \
+  // A member whose ABI is newer than `version` stays null: asking would return another ABI.
+#define GMP_RESOLVE(member, base, per_thread, abi)                             \
   {                                                                            \
     void* p = nullptr;                                                         \
-    if (!resolve_twice(resolver, base, per_thread, version, &p, error)) {      \
+    if (version < (abi)) {                                                     \
+      if (!allow_missing) {                                                    \
+        *error = std::string(base) + " needs cudaVersion >= " #abi;            \
+        return false;                                                          \
+      }                                                                        \
+    } else if (!resolve_twice(resolver, base, per_thread, version, &p, error)) { \
       if (!allow_missing) return false;                                        \
       p = nullptr;                                                             \
     }                                                                          \
@@ -58,7 +64,7 @@ bool resolve_all(GetProcV2 resolver, int version, bool allow_missing, DriverTabl
 }
 
 bool dlsym_all(void* handle, bool allow_missing, DriverTable& t, std::string* error) {
-#define GMP_DLSYM(member, base, per_thread)                                    \
+#define GMP_DLSYM(member, base, per_thread, abi)                               \
   {                                                                            \
     void* p = dlsym(handle, #member);                                          \
     if (p == nullptr && !allow_missing) {                                      \
@@ -74,8 +80,22 @@ bool dlsym_all(void* handle, bool allow_missing, DriverTable& t, std::string* er
 
 }  // namespace
 
+// The version the loaders ask for: options.cuda_version, or min(CUDA_VERSION, driver version)
+// as a CUDA runtime does (a version above the driver's is refused by cuGetProcAddress).
+int pick_version(GetProcV2 resolver, const LoadOptions& options) {
+  if (options.cuda_version != 0) return options.cuda_version;
+  void* p = nullptr;
+  CUdriverProcAddressQueryResult st = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
+  int driver = 0;
+  if (resolver("cuDriverGetVersion", &p, 2020, CU_GET_PROC_ADDRESS_DEFAULT, &st) == CUDA_SUCCESS &&
+      p != nullptr && reinterpret_cast<decltype(&::cuDriverGetVersion)>(p)(&driver) == CUDA_SUCCESS &&
+      driver > 0 && driver < CUDA_VERSION) {
+    return driver;
+  }
+  return CUDA_VERSION;
+}
+
 bool load_driver(LoadMode mode, DriverTable& t, std::string* error, LoadOptions options) {
-  const int version = options.cuda_version != 0 ? options.cuda_version : CUDA_VERSION;
   void* handle = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
   if (handle == nullptr) {
     const char* why = dlerror();
@@ -91,7 +111,7 @@ bool load_driver(LoadMode mode, DriverTable& t, std::string* error, LoadOptions 
         *error = "dlsym(\"cuGetProcAddress_v2\") failed";
         return false;
       }
-      ok = resolve_all(resolver, version, options.allow_missing, t, error);
+      ok = resolve_all(resolver, pick_version(resolver, options), options.allow_missing, t, error);
       break;
     }
     case LoadMode::Dlsym:
@@ -112,8 +132,8 @@ bool load_driver(LoadMode mode, DriverTable& t, std::string* error, LoadOptions 
                  std::to_string(static_cast<int>(r));
         return false;
       }
-      ok = resolve_all(reinterpret_cast<GetProcV2>(p), version, options.allow_missing, t,
-                       error);
+      auto resolver = reinterpret_cast<GetProcV2>(p);
+      ok = resolve_all(resolver, pick_version(resolver, options), options.allow_missing, t, error);
       break;
     }
   }

@@ -18,8 +18,9 @@ namespace gmp {
 
 enum class LoadMode { CudartStyle, Dlsym, SelfLookup };
 
-// Version the cudart-style loaders ask for. 0 = CUDA_VERSION of the headers (13000).
 struct LoadOptions {
+  // Version the cuGetProcAddress-based loaders ask for. 0 = min(CUDA_VERSION of the headers
+  // (13000), the driver's cuDriverGetVersion), like a CUDA runtime.
   int cuda_version = 0;
   bool require_fake_hooks = true;  // fail when fakecuda_alloc_untracked is missing
   bool allow_missing = false;      // leave entry points the driver lacks null instead of failing

@@ -22,7 +22,7 @@ struct Direct<F> {
 int main() {
   DriverTable t;
   t.how = "linked";
-#define GMP_LINK(member, base, per_thread) t.member = &Direct<&::member>::call;
+#define GMP_LINK(member, base, per_thread, abi) t.member = &Direct<&::member>::call;
   GMP_DRIVER_ENTRIES(GMP_LINK)
 #undef GMP_LINK
   t.fakecuda_alloc_untracked = &Direct<&::fakecuda_alloc_untracked>::call;

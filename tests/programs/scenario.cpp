@@ -63,7 +63,7 @@ void run(const DriverTable& t) {
   CK(t.cuCtxGetCurrent(&cur));
   CHECK(cur == ctx);
   CUdevice ctx_dev = -1;
-  CK(t.cuCtxGetDevice(&ctx_dev));
+  CK(t.cuCtxGetDevice_v2(&ctx_dev, nullptr));
   CHECK_EQ(ctx_dev, kDevice);
   const std::uint64_t in_use_before = driver_in_use(t);
 
@@ -95,8 +95,10 @@ void run(const DriverTable& t) {
   CK(t.cuStreamGetDevice(s, &sdev));
   CHECK_EQ(sdev, kDevice);
   CUcontext sctx = nullptr;
-  CK(t.cuStreamGetCtx(s, &sctx));
+  CUgreenCtx green = nullptr;
+  CK(t.cuStreamGetCtx_v2(s, &sctx, &green));
   CHECK(sctx == ctx);
+  CHECK(green == nullptr);
   CUmemoryPool dp = nullptr;
   CK(t.cuDeviceGetDefaultMemPool(&dp, dev));
   CUmemoryPool current_pool = nullptr;
@@ -196,7 +198,7 @@ void run(const DriverTable& t) {
   CHECK_EQ(driver_in_use(t) - in_use_before, kLinear1 + kVmmH2);
   CK(t.cuMemRelease(h2));  // step 29
   CK(t.cuMemAddressFree(va2, kVmmH2));  // step 30
-  CK(t.cuCtxSynchronize());
+  CK(t.cuCtxSynchronize_v2(ctx));
   CHECK_EQ(driver_in_use(t) - in_use_before, kLinear1);
 
   // ---- arrays (steps 31-34) ----

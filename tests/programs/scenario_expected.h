@@ -55,7 +55,7 @@
 //                                              | 12, then 16   | 16           |  0
 // 28 ONE cuMemUnmap(VA2, 8 MiB) removes both   |  8            | 16           |  0
 // 29 cuMemRelease H2                           |  8            |  8           |  0
-// 30 cuMemAddressFree(VA2); cuCtxSynchronize (no pool holds anything)
+// 30 cuMemAddressFree(VA2); cuCtxSynchronize_v2(ctx) (no pool holds anything)
 //       vmm: allocs 2, frees 2 (cuMemCreate / cuMemRelease); mapped peak 8 MiB (step 27),
 //       current 0; physical peak 8 MiB (steps 26-28), current 0.
 // 31 A1 = cuArrayCreate_v2 1000x300 FLOAT x4: raw 16*300,000 = 4,800,000 -> 74*64 KiB = 4,849,664
@@ -85,6 +85,12 @@
 //            see kPoolFreesByDestroy)
 // live_at_exit: L1 only -> count 1, bytes 8 MiB. Driver check at exit: cuMemGetInfo shows
 // exactly 8 MiB more in use than before the scenario.
+//
+// Address reuse (the fake hands out the most recently freed block of the same 256-byte-rounded
+// size, whatever its kind): P1 (pool, step 9) receives M's address (managed, freed at step 7), and
+// the pinned 1 MiB buffer (step 35) receives Q2's address (released by the pool destroy at step
+// 20). A profiler that forgot either release would see one address live twice. The untracked
+// 1 MiB block (step 37) is fresh memory the profiler has never seen.
 #pragma once
 
 #include <cstdint>

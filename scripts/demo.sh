@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Builds gpumemprof, profiles the demo workload end to end and prints the report. On a machine
+# with an NVIDIA driver it runs on the real GPU; otherwise on the fake CUDA driver from tests/.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+if [ "${GPUMEMPROF_SKIP_BUILD:-0}" != 1 ]; then
+  scripts/setup.sh
+  scripts/build.sh gpumemprof gpumemprof_cli gpumemprof-demo fakecuda >/dev/null
+fi
+
+runs="$PWD/build/demo-runs"
+mkdir -p "$runs"
+env_lib=()
+if ldconfig -p 2>/dev/null | grep -q 'libcuda\.so\.1 ' && nvidia-smi -L >/dev/null 2>&1; then
+  echo "demo: running on the real GPU: $(nvidia-smi -L | head -n 1)"
+else
+  echo "demo: no NVIDIA GPU or driver here, so the demo runs on the fake CUDA driver"
+  echo "      (tests/fake_driver: a libcuda.so.1 test double backed by host memory, 16 GiB per device)"
+  env_lib=(LD_LIBRARY_PATH="$PWD/build/tests/fake${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}")
+fi
+
+before=$(ls -1 "$runs" 2>/dev/null | wc -l)
+env "${env_lib[@]}" LD_PRELOAD="$PWD/build/lib/libgpumemprof.so" \
+  GPUMEMPROF_OUTPUT="$runs/gpumemprof.%e.%p" build/bin/gpumemprof-demo
+dir=$(ls -1dt "$runs"/gpumemprof.* | head -n 1)
+[ "$(ls -1 "$runs" | wc -l)" -gt "$before" ] || { echo "demo: no run directory was written" >&2; exit 1; }
+
+echo
+echo "demo: the run directory is $dir"
+build/bin/gpumemprof report "$dir"
+echo
+echo "Next: build/bin/gpumemprof report --json $dir    (machine-readable)"
+echo "      LD_PRELOAD=$PWD/build/lib/libgpumemprof.so your_program    (profile your own)"
