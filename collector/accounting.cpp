@@ -12,7 +12,7 @@ DeviceStats& Accounting::dev(int d) {
   return it->second;
 }
 
-std::unordered_map<uint64_t, LiveAllocation>& Accounting::table_for(Kind k) {
+AddressMap<LiveAllocation>& Accounting::table_for(Kind k) {
   switch (k) {
     case Kind::Array: return arrays_;
     case Kind::HostPinned: return pinned_;
@@ -79,12 +79,13 @@ void Accounting::on_alloc(const Event& e) {
   }
   LiveAllocation a{e.address, e.size, e.timestamp_ns, e.object, e.thread_id, e.stack_id, e.device, e.kind, e.api};
   auto& table = table_for(e.kind);
-  if (auto old = table.find(e.address); old != table.end()) {
+  if (const LiveAllocation* old = table.find(e.address)) {
     // The driver handed out an address we still hold: its release happened outside our view.
-    remove_bytes(old->second);
-    table.erase(old);
+    const LiveAllocation stale = *old;
+    table.erase(e.address);
+    remove_bytes(stale);
   }
-  table.emplace(e.address, a);
+  table.insert_or_assign(e.address, a);
   if (e.kind == Kind::HostPinned) {
     ++pinned_allocs_;
   } else {
@@ -101,16 +102,12 @@ void Accounting::on_alloc(const Event& e) {
 
 void Accounting::on_free(const Event& e) {
   if (e.address == 0) return;  // freeing NULL is a no-op for the driver
-  Undo& u = undo_[e.thread_id];
-  u = Undo{Op::Free, e.address};
-  auto& table = table_for(e.kind);
-  auto it = table.find(e.address);
-  if (it == table.end()) {
+  Undo& u = begin_undo(e.thread_id, Op::Free, e.address);
+  LiveAllocation a;
+  if (!table_for(e.kind).erase(e.address, &a)) {
     ++unknown_frees_;
     return;
   }
-  const LiveAllocation a = it->second;
-  table.erase(it);
   u.found = true;
   u.alloc = a;
   if (a.kind == Kind::HostPinned) {
@@ -123,19 +120,35 @@ void Accounting::on_free(const Event& e) {
   remove_bytes(a);
 }
 
+Accounting::Undo& Accounting::begin_undo(uint32_t thread, Op op, uint64_t address) {
+  if (last_undo_ == nullptr || last_undo_thread_ != thread) {
+    last_undo_ = &undo_[thread];
+    last_undo_thread_ = thread;
+  }
+  Undo& u = *last_undo_;
+  u.op = op;
+  u.address = address;
+  u.found = false;
+  u.handle_freed = false;
+  u.mappings.clear();  // clear() keeps their storage for the next release
+  u.pool_allocs.clear();
+  u.freed_handles.clear();
+  return u;
+}
+
 void Accounting::on_release_failed(const Event& e) {
   ++failed_releases_;
   auto it = undo_.find(e.thread_id);
-  if (it == undo_.end() || it->second.address != e.address) return;
-  Undo u = std::move(it->second);
-  undo_.erase(it);
+  if (it == undo_.end() || it->second.op == Op::None || it->second.address != e.address) return;
+  Undo u = it->second;
+  it->second.op = Op::None;  // consumed; the node stays, last_undo_ may point at it
   switch (u.op) {
     case Op::Free:
       if (!u.found) {
         --unknown_frees_;
         return;
       }
-      table_for(u.alloc.kind).emplace(u.alloc.address, u.alloc);
+      table_for(u.alloc.kind).insert_or_assign(u.alloc.address, u.alloc);
       if (u.alloc.kind == Kind::HostPinned) {
         --pinned_frees_;
       } else {
@@ -182,7 +195,7 @@ void Accounting::on_release_failed(const Event& e) {
       pools_[u.address] = u.pool;
       dev(u.pool.device).pool_reserved.add(u.pool.reserved);
       for (auto& a : u.pool_allocs) {
-        device_ptrs_.emplace(a.address, a);
+        device_ptrs_.insert_or_assign(a.address, a);
         --dev(a.device).released_by_pool_destroy;
         add_bytes(a);
       }
@@ -210,21 +223,17 @@ void Accounting::set_pool_reserved(uint64_t pool, int16_t device, uint64_t bytes
 }
 
 void Accounting::on_pool_destroy(const Event& e) {
-  Undo& u = undo_[e.thread_id];
-  u = Undo{Op::PoolDestroy, e.object};
+  Undo& u = begin_undo(e.thread_id, Op::PoolDestroy, e.object);
   auto it = pools_.find(e.object);
   if (it == pools_.end()) return;
   u.pool = it->second;
-  for (auto a = device_ptrs_.begin(); a != device_ptrs_.end();) {
-    if (a->second.kind == Kind::Pool && a->second.pool == e.object) {
-      u.pool_allocs.push_back(a->second);
-      ++dev(a->second.device).released_by_pool_destroy;
-      remove_bytes(a->second);
-      a = device_ptrs_.erase(a);
-    } else {
-      ++a;
-    }
-  }
+  device_ptrs_.erase_if(
+      [&](uint64_t, const LiveAllocation& a) { return a.kind == Kind::Pool && a.pool == e.object; },
+      [&](const LiveAllocation& a) {
+        u.pool_allocs.push_back(a);
+        ++dev(a.device).released_by_pool_destroy;
+        remove_bytes(a);
+      });
   dev(u.pool.device).pool_reserved.sub(u.pool.reserved);
   pools_.erase(it);
   refresh_totals(u.pool.device, last_ns_);
@@ -257,8 +266,7 @@ void Accounting::free_physical_if_unused(uint64_t handle) {
 }
 
 void Accounting::on_vmm_release(const Event& e) {
-  Undo& u = undo_[e.thread_id];
-  u = Undo{Op::VmmRelease, e.address};
+  Undo& u = begin_undo(e.thread_id, Op::VmmRelease, e.address);
   auto it = handles_.find(e.address);
   if (it == handles_.end() || it->second.released) {
     ++unknown_frees_;
@@ -285,8 +293,7 @@ void Accounting::on_vmm_map(const Event& e) {
 }
 
 void Accounting::on_vmm_unmap(const Event& e) {
-  Undo& u = undo_[e.thread_id];
-  u = Undo{Op::VmmUnmap, e.address};
+  Undo& u = begin_undo(e.thread_id, Op::VmmUnmap, e.address);
   const uint64_t end = e.address + e.size;
   for (auto it = mappings_.lower_bound(e.address); it != mappings_.end() && it->first < end;) {
     const Mapping m = it->second;
@@ -306,22 +313,23 @@ void Accounting::on_vmm_unmap(const Event& e) {
 std::vector<LiveAllocation> Accounting::live_allocations() const {
   std::vector<LiveAllocation> out;
   out.reserve(device_ptrs_.size() + arrays_.size() + handles_.size() + pinned_.size());
-  for (auto& [_, a] : device_ptrs_) out.push_back(a);
-  for (auto& [_, a] : arrays_) out.push_back(a);
+  auto add = [&out](uint64_t, const LiveAllocation& a) { out.push_back(a); };
+  device_ptrs_.for_each(add);
+  arrays_.for_each(add);
   for (auto& [_, h] : handles_) out.push_back(h.alloc);
-  for (auto& [_, a] : pinned_) out.push_back(a);
+  pinned_.for_each(add);
   return out;
 }
 
 Accounting::LiveTotals Accounting::live_at_exit() const {
   LiveTotals t;
-  auto add = [&t](const LiveAllocation& a) {
+  auto add = [&t](uint64_t, const LiveAllocation& a) {
     ++t.count;
     t.bytes += a.size;
   };
-  for (auto& [_, a] : device_ptrs_) add(a);
-  for (auto& [_, a] : arrays_) add(a);
-  for (auto& [_, h] : handles_) add(h.alloc);
+  device_ptrs_.for_each(add);
+  arrays_.for_each(add);
+  for (auto& [key, h] : handles_) add(key, h.alloc);
   return t;
 }
 

@@ -10,6 +10,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "address_map.h"
 #include "event.h"
 
 namespace gmp {
@@ -130,7 +131,8 @@ class Accounting {
   };
 
   DeviceStats& dev(int d);
-  std::unordered_map<uint64_t, LiveAllocation>& table_for(Kind k);
+  AddressMap<LiveAllocation>& table_for(Kind k);
+  Undo& begin_undo(uint32_t thread, Op op, uint64_t address);
   void on_alloc(const Event& e);
   void on_free(const Event& e);
   void on_release_failed(const Event& e);
@@ -148,13 +150,15 @@ class Accounting {
 
   std::map<int, DeviceStats> devices_;
   DeviceStats* last_dev_ = nullptr;  // most events hit the device of the previous one
-  std::unordered_map<uint64_t, LiveAllocation> device_ptrs_;  // linear, pool, managed
-  std::unordered_map<uint64_t, LiveAllocation> arrays_;
-  std::unordered_map<uint64_t, LiveAllocation> pinned_;
+  AddressMap<LiveAllocation> device_ptrs_;  // linear, pool, managed
+  AddressMap<LiveAllocation> arrays_;
+  AddressMap<LiveAllocation> pinned_;
   std::unordered_map<uint64_t, Handle> handles_;
   std::map<uint64_t, Mapping> mappings_;
   std::unordered_map<uint64_t, Pool> pools_;
-  std::unordered_map<uint32_t, Undo> undo_;
+  std::unordered_map<uint32_t, Undo> undo_;  // nodes are stable, so last_undo_ can point into it
+  Undo* last_undo_ = nullptr;
+  uint32_t last_undo_thread_ = 0;
   std::vector<FailedAllocation> failed_;
   Counter host_pinned_;
   uint64_t pinned_allocs_ = 0, pinned_frees_ = 0;

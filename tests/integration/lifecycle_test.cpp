@@ -161,3 +161,37 @@ TEST(Lifecycle, ProcessesThatNeverAllocateLeaveNothing) {
 
 }  // namespace
 }  // namespace gmp::test
+
+namespace gmp::test {
+namespace {
+
+// A Python program that allocates through ctypes and simply ends: the interpreter's shutdown
+// (atexit handlers, then exit) must still leave a complete summary.
+TEST(Lifecycle, PythonInterpreterShutdown) {
+  Sandbox box;
+  const std::string script =
+      "import ctypes, threading\n"
+      "cu = ctypes.CDLL('libcuda.so.1')\n"
+      "assert cu.cuInit(0) == 0\n"
+      "ctx = ctypes.c_void_p()\n"
+      "assert cu.cuDevicePrimaryCtxRetain(ctypes.byref(ctx), 0) == 0\n"
+      "assert cu.cuCtxSetCurrent(ctx) == 0\n"
+      "def alloc(n):\n"
+      "    cu.cuCtxSetCurrent(ctx)\n"
+      "    p = ctypes.c_uint64()\n"
+      "    assert cu.cuMemAlloc_v2(ctypes.byref(p), ctypes.c_size_t(n)) == 0\n"
+      "    return p\n"
+      "keep = alloc(5 << 20)\n"
+      "t = threading.Thread(target=alloc, args=(1 << 20,)); t.start(); t.join()\n"
+      "print('done')\n";
+  RunResult r = box.run({"/usr/bin/env", "python3", "-c", script});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "done\n");
+  auto s = summary_of(box.only_run_dir());
+  EXPECT_EQ(s["clean_exit"], true);
+  EXPECT_EQ(dev0(s)["allocated_bytes"]["current"], 6 * MiB);
+  EXPECT_EQ(dev0(s)["alloc_count"], 2);
+}
+
+}  // namespace
+}  // namespace gmp::test
