@@ -36,6 +36,9 @@ void Accounting::apply(const Event& e) {
     case Op::VmmMap: on_vmm_map(e); break;
     case Op::VmmUnmap: on_vmm_unmap(e); break;
     case Op::DeviceInfo: dev(e.device).total_bytes = e.size; break;
+    case Op::OomBundle: ++oom_.bundles_written; break;
+    case Op::OomRecovered: ++oom_.recovered; break;
+    case Op::DriverMemory: break;
     case Op::None: break;
   }
 }
@@ -70,6 +73,7 @@ void Accounting::refresh_totals(int device, uint64_t ts) {
 }
 
 void Accounting::on_alloc(const Event& e) {
+  if (e.result == kOutOfMemory) ++oom_.failures;
   if (e.result != 0) {
     if (e.kind != Kind::HostPinned) ++dev(e.device).failed_alloc_count;
     if (failed_.size() < kMaxFailedKept) {
@@ -241,6 +245,7 @@ void Accounting::on_pool_destroy(const Event& e) {
 
 void Accounting::on_vmm_create(const Event& e) {
   DeviceStats& d = dev(e.device);
+  if (e.result == kOutOfMemory) ++oom_.failures;
   if (e.result != 0) {
     ++d.failed_alloc_count;
     if (failed_.size() < kMaxFailedKept) {

@@ -88,6 +88,12 @@ class Accounting {
   uint64_t host_pinned_allocs() const { return pinned_allocs_; }
   uint64_t host_pinned_frees() const { return pinned_frees_; }
   uint64_t unknown_frees() const { return unknown_frees_; }
+  // Out-of-memory: every allocation call that returned CUDA_ERROR_OUT_OF_MEMORY, the bundles the
+  // collector wrote for them, and the episodes that ended in a successful retry.
+  struct OomCounts {
+    uint64_t failures = 0, bundles_written = 0, recovered = 0;
+  };
+  const OomCounts& oom() const { return oom_; }
   uint64_t failed_releases() const { return failed_releases_; }
   uint64_t events() const { return events_; }
   uint64_t first_timestamp_ns() const { return first_ns_; }
@@ -163,6 +169,7 @@ class Accounting {
   Counter host_pinned_;
   uint64_t pinned_allocs_ = 0, pinned_frees_ = 0;
   uint64_t unknown_frees_ = 0, failed_releases_ = 0;
+  OomCounts oom_;
   uint64_t events_ = 0, first_ns_ = 0, last_ns_ = 0;
 };
 

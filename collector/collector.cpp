@@ -1,7 +1,10 @@
 #include "collector.h"
 
+#include <linux/futex.h>
 #include <signal.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <algorithm>
 
@@ -31,12 +34,13 @@ void sleep_ns(uint64_t ns) {
 }  // namespace
 
 Collector::Collector(const Config& config, const ProcessInfo& info, Ring& ring, const DeviceTable& devices)
-    : config_(config), info_(info), ring_(ring), devices_(devices), batch_(kBatch) {}
+    : config_(config), info_(info), ring_(ring), devices_(devices), oom_(config, info, devices), batch_(kBatch) {}
 
 bool Collector::start() {
   auto dir = create_run_directory(expand_output_template(config_.output, info_), error_);
   if (!dir) return false;
   run_dir_ = *dir;
+  oom_.set_run_dir(run_dir_);
   log::attach_file(run_dir_ + "/gpumemprof.log");
   write_manifest();
   const std::string trace_path = run_dir_ + "/" + kTraceFileName;
@@ -58,6 +62,7 @@ size_t Collector::drain_once() {
   if (n > 0) ticks_.refresh();
   for (size_t i = 0; i < n; ++i) process(batch_[i]);
   if (trace_.buffered() >= kFlushEvents) trace_.flush();
+  if (n > 0) processed_.store(ring_.consumed(), std::memory_order_release);
   return n;
 }
 
@@ -103,9 +108,9 @@ void Collector::run() {
     }
     if (drained > 0) {
       idle_rounds = 0;
-      sleep_ns(kBusySleepNs);
+      sleep_or_wake(kBusySleepNs);
     } else {
-      sleep_ns(++idle_rounds < kIdleRoundsBeforeLong ? kIdleShortNs : kIdleLongNs);
+      sleep_or_wake(++idle_rounds < kIdleRoundsBeforeLong ? kIdleShortNs : kIdleLongNs);
     }
   }
 }
@@ -123,6 +128,32 @@ void Collector::process(Event& e) {
   }
   accounting_.apply(e);
   trace_.append(e);
+  synthesized_.clear();
+  oom_.after(e, accounting_, synthesized_);
+  for (const Event& s : synthesized_) {
+    accounting_.apply(s);
+    trace_.append(s);
+  }
+  if (!synthesized_.empty()) trace_.flush();  // a bundle's events reach the disk with it
+}
+
+void Collector::sleep_or_wake(uint64_t ns) {
+  // A futex wait rather than a plain sleep, so an out-of-memory or flush request is served at once.
+  const uint32_t seen = wake_.load(std::memory_order_acquire);
+  timespec ts{static_cast<time_t>(ns / 1'000'000'000ull), static_cast<long>(ns % 1'000'000'000ull)};
+  syscall(SYS_futex, reinterpret_cast<uint32_t*>(&wake_), FUTEX_WAIT_PRIVATE, seen, &ts, nullptr, 0);
+}
+
+void Collector::wake() {
+  wake_.fetch_add(1, std::memory_order_release);
+  syscall(SYS_futex, reinterpret_cast<uint32_t*>(&wake_), FUTEX_WAKE_PRIVATE, 1, nullptr, nullptr, 0);
+}
+
+void Collector::wait_processed(uint64_t target) {
+  if (finished_.load(std::memory_order_acquire)) return;
+  const uint64_t deadline = now_ns() + config_.oom_wait_ms * 1'000'000ull;
+  wake();
+  while (processed_.load(std::memory_order_acquire) < target && now_ns() < deadline) sleep_ns(100'000);
 }
 
 void Collector::write_manifest() {
@@ -145,6 +176,7 @@ void Collector::write_manifest() {
       {"start_time_utc", iso8601_utc(info_.start_realtime_ns)},
       {"start_realtime_ns", info_.start_realtime_ns},
       {"start_monotonic_ns", info_.start_monotonic_ns},
+      {"cuda_driver_version", info_.cuda_driver_version},
       {"config", config_to_json(config_)},
       {"devices", devices},
       {"trace", {{"file", kTraceFileName}, {"version", kTraceVersion}, {"event_size", sizeof(Event)}}},
@@ -173,6 +205,7 @@ bool Collector::checkpoint(int signal, uint64_t timeout_ms) {
   if (finished_.load(std::memory_order_acquire)) return true;
   checkpoint_signal_.store(signal, std::memory_order_relaxed);
   const uint64_t ticket = checkpoint_requested_.fetch_add(1, std::memory_order_acq_rel) + 1;
+  wake();  // FUTEX_WAKE is async-signal-safe: a plain syscall
   const uint64_t deadline = now_ns() + timeout_ms * 1'000'000ull;
   while (checkpoint_done_.load(std::memory_order_acquire) < ticket) {
     if (now_ns() > deadline) return false;
@@ -185,6 +218,7 @@ bool Collector::stop(uint64_t timeout_ms) {
   if (finished_.exchange(true)) return true;
   const uint64_t deadline = now_ns() + timeout_ms * 1'000'000ull;
   stop_requested_.store(true, std::memory_order_release);
+  wake();
   if (thread_.joinable()) thread_.join();  // the loop exits within one idle sleep
   drain_until(ring_.claimed(), deadline);
   write_summary(true, 0);

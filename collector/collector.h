@@ -12,6 +12,7 @@
 #include "clock.h"
 #include "config.h"
 #include "device_table.h"
+#include "oom_recorder.h"
 #include "process_info.h"
 #include "ring.h"
 #include "trace_writer.h"
@@ -31,6 +32,10 @@ class Collector {
   // `timeout_ms`. Async-signal-safe: it only touches atomics and sleeps.
   bool checkpoint(int signal, uint64_t timeout_ms);
 
+  // Waits until every event up to ring position `target` is processed (OOM bundles included), at
+  // most the configured GPUMEMPROF_OOM_WAIT_MS.
+  void wait_processed(uint64_t target);
+
   // Final drain and summary; the thread ends. Waits at most `timeout_ms`.
   bool stop(uint64_t timeout_ms);
 
@@ -39,6 +44,8 @@ class Collector {
   void drain_until(uint64_t target, uint64_t deadline_ns);
   size_t drain_once();
   void process(Event& e);
+  void sleep_or_wake(uint64_t ns);
+  void wake();
   void write_manifest();
   void write_summary(bool clean_exit, int signal);
 
@@ -48,6 +55,8 @@ class Collector {
   const DeviceTable& devices_;
   TickConverter ticks_{g_event_clock_is_tsc};
   Accounting accounting_;
+  OomRecorder oom_;
+  std::vector<Event> synthesized_;
   TraceWriter trace_;
   std::string run_dir_;
   std::string error_;
@@ -60,6 +69,8 @@ class Collector {
   std::atomic<uint64_t> checkpoint_done_{0};
   std::atomic<int> checkpoint_signal_{0};
   std::atomic<uint64_t> lost_{0};
+  std::atomic<uint64_t> processed_{0};  // ring positions fully handled
+  std::atomic<uint32_t> wake_{0};       // futex word: bumped to cut the collector's sleep short
   std::thread thread_;
 };
 

@@ -166,6 +166,7 @@ Config parse_config(const EnvLookup& env) {
   r.read("GPUMEMPROF_OOM_EVENTS", "10000", "an integer from 0 to 10000000", uint_in(c.oom_events, 0, 10'000'000));
   r.read("GPUMEMPROF_OOM_MAX_DUMPS", "5", "an integer from 1 to 100000", uint_in(c.oom_max_dumps, 1, 100'000));
   r.read("GPUMEMPROF_OOM_MAX_TOTAL_MB", "256", "an integer from 1 to 1048576", uint_in(c.oom_max_total_mb, 1, 1u << 20));
+  r.read("GPUMEMPROF_OOM_WAIT_MS", "5000", "an integer from 0 to 600000", uint_in(c.oom_wait_ms, 0, 600'000));
   if (c.critical_percent < c.warn_percent) {
     c.errors.push_back("GPUMEMPROF_CRITICAL_PERCENT is below GPUMEMPROF_WARN_PERCENT; using 80 and 95");
     c.warn_percent = 80;
@@ -194,6 +195,7 @@ nlohmann::json config_to_json(const Config& c) {
       {"oom_events", c.oom_events},
       {"oom_max_dumps", c.oom_max_dumps},
       {"oom_max_total_mb", c.oom_max_total_mb},
+      {"oom_wait_ms", c.oom_wait_ms},
   };
 }
 

@@ -30,6 +30,7 @@ struct Config {
   uint64_t oom_events = 10000;
   uint64_t oom_max_dumps = 5;
   uint64_t oom_max_total_mb = 256;
+  uint64_t oom_wait_ms = 5000;  // how long a failing call waits for its bundle
 
   std::vector<std::string> errors;  // one line per rejected variable
 };

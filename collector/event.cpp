@@ -30,6 +30,9 @@ std::string_view op_name(Op o) {
     case Op::VmmMap: return "vmm_map";
     case Op::VmmUnmap: return "vmm_unmap";
     case Op::DeviceInfo: return "device_info";
+    case Op::DriverMemory: return "driver_memory";
+    case Op::OomBundle: return "oom_bundle";
+    case Op::OomRecovered: return "oom_recovered";
     case Op::None: break;
   }
   return "none";

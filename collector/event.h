@@ -29,7 +29,10 @@ enum class Op : uint8_t {
   VmmRelease = 8,     // address = physical handle (before the call)
   VmmMap = 9,         // address = va, size, object = physical handle, value = offset, result
   VmmUnmap = 10,      // address = va, size (before the call); may cover several mappings
-  DeviceInfo = 11,    // device, size = total bytes (written by the collector, never by the shim)
+  DeviceInfo = 11,    // device, size = total bytes, once per device before its first event
+  DriverMemory = 12,  // device, size = total, value = free, as cuMemGetInfo said just after a failure
+  OomBundle = 13,     // written by the collector: an OOM bundle was written; address = its sequence number
+  OomRecovered = 14,  // written by the collector: an OOM episode ended by a successful retry
 };
 
 // Which driver entry point produced the event. Stored as a number in the trace: append only.
@@ -45,6 +48,8 @@ enum class Api : uint16_t {
   cuDeviceSetMemPool, Collector,
   Count_
 };
+
+inline constexpr int16_t kOutOfMemory = 2;  // CUDA_ERROR_OUT_OF_MEMORY
 
 struct Event {
   uint64_t timestamp_ns;  // CLOCK_MONOTONIC

@@ -18,6 +18,7 @@ struct ProcessInfo {
   std::string cwd;
   uint64_t start_realtime_ns = 0;
   uint64_t start_monotonic_ns = 0;
+  int cuda_driver_version = 0;  // cuDriverGetVersion; 0 when unknown
 };
 
 ProcessInfo current_process_info();

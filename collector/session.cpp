@@ -23,7 +23,8 @@ std::atomic<Session*> g_active_session{nullptr};
 
 class Session {
  public:
-  Session(const Config& c, const ProcessInfo& info) : ring(c.ring_events), collector(c, info, ring, devices) {}
+  Session(const Config& c, const ProcessInfo& info)
+      : ring(c.ring_events), collector(c, info, ring, devices) {}
   DeviceTable devices;
   Ring ring;
   Collector collector;
@@ -121,7 +122,9 @@ Session* session_start() {
   for (const auto& line : config.errors) log::warn("{}", line);
   Session* s = nullptr;
   try {
-    s = new Session(config, current_process_info());
+    ProcessInfo info = current_process_info();
+    if (g_hooks.driver_version != nullptr) info.cuda_driver_version = g_hooks.driver_version();
+    s = new Session(config, info);
     if (!s->collector.start()) {
       log::error("{}; profiling is off for this process", s->collector.error());
       s = nullptr;  // leaked on purpose: a half-started collector owns no thread, nothing to free
@@ -166,6 +169,11 @@ void session_note_device(Session* s, int device) {
   info.op = Op::DeviceInfo;
   info.api = Api::Collector;
   s->ring.push(info);
+}
+
+void session_wait_for_collector() {
+  Session* s = g_active_session.load(std::memory_order_acquire);
+  if (s != nullptr && s->owner_pid == getpid()) s->collector.wait_processed(s->ring.claimed());
 }
 
 void session_checkpoint() {

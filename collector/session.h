@@ -20,6 +20,8 @@ struct DriverHooks {
   void (*refresh_pools)() = nullptr;
   // Forgets driver state inherited from the parent (pool handles, cached pointers).
   void (*after_fork_child)() = nullptr;
+  // cuDriverGetVersion, or 0.
+  int (*driver_version)() = nullptr;
 };
 void session_set_driver_hooks(const DriverHooks& hooks);
 
@@ -53,6 +55,10 @@ inline void session_record(int device, Fill&& fill) {
 
 // True once a session is running in this process (pool refreshes at sync points need no start).
 inline bool session_running() { return g_active_session.load(std::memory_order_acquire) != nullptr; }
+
+// After an allocation failed with out-of-memory: returns once the collector has handled every
+// event recorded so far (so the OOM bundle is on disk), or after GPUMEMPROF_OOM_WAIT_MS.
+void session_wait_for_collector();
 
 // Drains and writes summary.json now, keeping the session alive (before exec).
 void session_checkpoint();

@@ -1,13 +1,9 @@
 #include "summary.h"
 
+#include "json_views.h"
+
 namespace gmp {
 namespace {
-
-nlohmann::json counter(const Counter& c) { return {{"current", c.current}, {"peak", c.peak}}; }
-
-nlohmann::json kind_json(const KindStats& k) {
-  return {{"current", k.bytes.current}, {"peak", k.bytes.peak}, {"allocs", k.allocs}, {"frees", k.frees}};
-}
 
 uint64_t since_start(uint64_t ts, uint64_t start) { return ts > start ? ts - start : 0; }
 
@@ -19,30 +15,9 @@ nlohmann::json build_summary(const Accounting& acc, const SummaryContext& ctx) {
   nlohmann::json devices = nlohmann::json::array();
   nlohmann::json unattributed = nullptr;
   for (const auto& [ordinal, d] : acc.devices()) {
-    nlohmann::json by_kind = {
-        {"linear", kind_json(d.kind(Kind::Linear))},
-        {"pool", kind_json(d.kind(Kind::Pool))},
-        {"vmm", kind_json(d.kind(Kind::Vmm))},
-        {"array", kind_json(d.kind(Kind::Array))},
-        {"managed", kind_json(d.kind(Kind::Managed))},
-    };
-    by_kind["pool"]["reserved"] = counter(d.pool_reserved);
-    by_kind["pool"]["released_by_pool_destroy"] = d.released_by_pool_destroy;
-    by_kind["vmm"]["physical"] = counter(d.vmm_physical);
     auto name = ctx.device_names.find(ordinal);
-    nlohmann::json j = {
-        {"device", ordinal},
-        {"name", name != ctx.device_names.end() ? name->second : std::string()},
-        {"total_bytes", d.total_bytes},
-        {"allocated_bytes", counter(d.allocated)},
-        {"reserved_bytes", counter(d.reserved)},
-        {"allocated_peak_at_ns", since_start(d.allocated_peak_ns, ctx.start_monotonic_ns)},
-        {"reserved_peak_at_ns", since_start(d.reserved_peak_ns, ctx.start_monotonic_ns)},
-        {"by_kind", by_kind},
-        {"alloc_count", d.alloc_count},
-        {"free_count", d.free_count},
-        {"failed_alloc_count", d.failed_alloc_count},
-    };
+    nlohmann::json j = device_json(d, name != ctx.device_names.end() ? name->second : std::string(),
+                                   ctx.start_monotonic_ns);
     // Ordinal -1 collects what no device could be named for (an unknown VMM handle's mapping).
     if (ordinal < 0) {
       unattributed = j;
@@ -55,7 +30,7 @@ nlohmann::json build_summary(const Accounting& acc, const SummaryContext& ctx) {
       {"schema_version", 1},
       {"clean_exit", ctx.clean_exit},
       {"devices", devices},
-      {"host_pinned_bytes", counter(acc.host_pinned())},
+      {"host_pinned_bytes", counter_json(acc.host_pinned())},
       {"host_pinned", {{"allocs", acc.host_pinned_allocs()}, {"frees", acc.host_pinned_frees()}}},
       {"events", {{"recorded", acc.events()}, {"lost", ctx.events_lost}, {"producer_waits", ctx.producer_waits}}},
       {"unknown_frees", acc.unknown_frees()},
@@ -76,6 +51,9 @@ nlohmann::json build_summary(const Accounting& acc, const SummaryContext& ctx) {
                       {"at_ns", since_start(f.timestamp_ns, ctx.start_monotonic_ns)}});
   }
   s["failed_allocations"] = failed;
+  s["oom"] = {{"failures", acc.oom().failures},
+              {"bundles_written", acc.oom().bundles_written},
+              {"recovered", acc.oom().recovered}};
   if (ctx.terminated_by_signal != 0) s["terminated_by_signal"] = ctx.terminated_by_signal;
   if (!unattributed.is_null()) s["unattributed"] = unattributed;
   return s;

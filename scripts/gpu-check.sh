@@ -8,7 +8,10 @@
 #   GPU_CHECK_ONLY="hotpath_costs bench_async" scripts/gpu-check.sh    only these (globs allowed:
 #                                   "torch_*", "bench_*"); the table then holds only them. Names:
 #     rt_static rt_shared driver_api async_pools vmm torch_default torch_expandable torch_async
-#     hotpath_costs bench_async bench_malloc      (default: all; commas work as separators too)
+#     torch_oom rt_oom_exit hotpath_costs bench_async bench_malloc
+#                                   (default: all; commas work as separators too)
+# torch_oom and rt_oom_exit run out of device memory on purpose: their OOM bundles
+# (<run dir>/oom/oom_dump_*/) are checked against their ground truth by compare.py.
 #
 # Files written there (at most 4): table.txt, table.json, log.txt, gpu-check.tar.gz (every
 # ground truth, summary.json, manifest, gpumemprof.log, OOM bundle JSON, stdout/stderr, build log,
@@ -30,7 +33,7 @@ ROUNDS=${GPU_CHECK_BENCH_ROUNDS:-4}      # A/B rounds per benchmark
 ASYNC_PAIRS=${GPU_CHECK_ASYNC_PAIRS:-200000}
 MALLOC_PAIRS=${GPU_CHECK_MALLOC_PAIRS:-2000}
 REPS=5                                   # timed repetitions per benchmark process (median)
-ALL_NAMES="rt_static rt_shared driver_api async_pools vmm torch_default torch_expandable torch_async hotpath_costs bench_async bench_malloc"
+ALL_NAMES="rt_static rt_shared driver_api async_pools vmm torch_default torch_expandable torch_async torch_oom rt_oom_exit hotpath_costs bench_async bench_malloc"
 # Words of GPU_CHECK_ONLY (commas allowed too), read without glob expansion against the cwd.
 ONLY_WORDS=${GPU_CHECK_ONLY:-}
 read -r -a ONLY <<<"${ONLY_WORDS//,/ }"
@@ -94,7 +97,7 @@ prereqs() {
   NVCC=$(readlink -f "$NVCC")
   if [ -x "$NVCC" ]; then "$NVCC" --version | tail -n 2; else say "MISSING nvcc"; bad=1; fi
   CUDA_HOME=$(dirname "$(dirname "$(readlink -f "$NVCC")")")
-  if want torch_default || want torch_expandable || want torch_async; then
+  if want torch_default || want torch_expandable || want torch_async || want torch_oom; then
     timeout 60 "$PY" -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda, "available", torch.cuda.is_available())' \
       || say "WARNING: $PY cannot import torch; the torch workloads will show FAIL"
   fi
@@ -122,11 +125,12 @@ compile() {
   needs driver_api && "${nv[@]}" -o "$BIN/driver_api" "$src/driver_api.cpp" -lcuda >"$b/driver_api.log" 2>&1 &
   needs async_pools && "${nv[@]}" -o "$BIN/async_pools" "$src/async_pools.cu" >"$b/async_pools.log" 2>&1 &
   needs vmm && "${nv[@]}" -o "$BIN/vmm" "$src/vmm.cu" >"$b/vmm.log" 2>&1 &
+  needs rt_oom_exit && "${nv[@]}" -o "$BIN/rt_oom_exit" "$src/rt_oom_exit.cu" >"$b/rt_oom_exit.log" 2>&1 &
   needs hotpath_costs && "${nv[@]}" -o "$BIN/hotpath_costs" "$src/hotpath_costs.cu" >"$b/hotpath_costs.log" 2>&1 &
   needs bench_async_pair && "${nv[@]}" -o "$BIN/bench_async_pair" "$src/bench_async_pair.cu" >"$b/bench_async_pair.log" 2>&1 &
   wait
   local f
-  for f in rt_static rt_shared driver_api async_pools vmm hotpath_costs bench_async_pair; do
+  for f in rt_static rt_shared driver_api async_pools vmm rt_oom_exit hotpath_costs bench_async_pair; do
     needs "$f" || continue
     if [ -x "$BIN/$f" ]; then say "built $f ($arch)"; else say "BUILD FAILED $f:"; tail -n 15 "$b/$f.log"; fi
   done
@@ -135,6 +139,7 @@ compile() {
 # run_workload NAME c|torch LIMIT [VAR=VALUE ...] -- COMMAND ARGS...
 # Runs once under the shim, in its own directory, with its run directory at NAME/runs/run.<pid>.
 # rc: the workload's exit status; -1 skipped (deadline), -2 not built, 124/137 timed out.
+# The OOM bundle settings are unset so that bundles go to <run dir>/oom/ with the defaults.
 run_workload() {
   local name=$1 type=$2 limit=$3; shift 3
   local envs=()
@@ -150,6 +155,7 @@ run_workload() {
     rc=-2  # not built
   else
     (cd "$d" && timeout -k 5 "$limit" env -u PYTORCH_CUDA_ALLOC_CONF -u GPUMEMPROF_ENABLE \
+      -u GPUMEMPROF_OOM_DIR -u GPUMEMPROF_OOM_MAX_DUMPS -u GPUMEMPROF_OOM_MAX_TOTAL_MB -u GPUMEMPROF_OOM_EVENTS \
       GROUND_TRUTH="$d/gt.json" GPUMEMPROF_OUTPUT="$d/runs/run.%p" GPU_CHECK_NAME="$name" \
       ${envs[@]+"${envs[@]}"} LD_PRELOAD="$SHIM" "$@" >"$d/stdout.txt" 2>"$d/stderr.txt")
     rc=$?
@@ -170,8 +176,23 @@ workloads() {
   want torch_default && run_workload torch_default torch 120 -- "$PY" "$py"
   want torch_expandable && run_workload torch_expandable torch 120 PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True -- "$PY" "$py"
   want torch_async && run_workload torch_async torch 120 PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync -- "$PY" "$py"
+  # Out of memory on purpose (default allocator): one bundle for cudaMalloc + its retry.
+  want torch_oom && run_workload torch_oom torch 120 -- "$PY" "$ROOT/tests/gpu/torch_oom.py"
+  # Static cudart: a failed cudaMalloc, then exit(3) with nothing freed (rc 3 is expected).
+  want rt_oom_exit && run_workload rt_oom_exit c 60 -- "$BIN/rt_oom_exit"
+  oom_listing
   want hotpath_costs && hotpath
   return 0
+}
+
+# The OOM bundles written (name, mode, size of each file), for the log; compare.py judges them.
+oom_listing() {
+  local d
+  for d in "$WORK"/*/runs/*/oom; do
+    [ -d "$d" ] || continue
+    say "oom bundles in ${d#"$WORK"/}:"
+    find "$d" -mindepth 1 -printf '    %P %m %s\n' | sort | head -n 40
+  done
 }
 
 # hotpath_costs (INFO): ns per call of the hot path's ingredients, once without the shim and once
@@ -242,8 +263,9 @@ bench() {
   done
 }
 
-# Everything small and useful: every summary.json and manifest.json, other JSON and text up to
-# 4 MiB, logs (gpumemprof.log included) and traces under 8 MiB (a bigger log: its last MiB), listings.
+# Everything small and useful: every summary.json and manifest.json, every OOM bundle's JSON,
+# other JSON and text up to 4 MiB, logs (gpumemprof.log included) and traces under 8 MiB (a
+# bigger log: its last MiB), listings.
 # Over 15 MiB compressed, the traces go first, then everything but ground truths and summaries.
 pack() {
   phase "pack"
@@ -253,6 +275,7 @@ pack() {
   done < <(find "$WORK" -path "$WORK/bin" -prune -o -type f -name '*.log' -size +8388607c -print)
   (cd "$WORK" && find . -path ./bin -prune -o -type f -printf '%P %s\n' | sort) >"$WORK/files.txt"
   (cd "$WORK" && find . -path ./bin -prune -o -type f \( -name summary.json -o -name manifest.json -o \
+    \( -path '*/oom/oom_dump_*' -name '*.json' -size -16777216c \) -o \
     \( -size -4194304c \( -name '*.json' -o -name '*.txt' -o -name rc -o -name '*.rc' -o -name '*.stderr' \) \) -o \
     \( -size -8388608c \( -name '*.log' -o -name trace.gmpt \) \) \) -print) >"$WORK/pack.lst"
   local lst=$WORK/pack.lst
@@ -266,7 +289,7 @@ pack() {
   if [ "$(stat -c %s "$DEST/gpu-check.tar.gz")" -gt $((15 << 20)) ]; then
     say "tarball still too big; keeping only ground truths and summaries"
     lst=$WORK/pack3.lst
-    grep -E 'gt\.json$|summary\.json$|plan\.txt$|files\.txt$|/rc$|\.rc$' "$WORK/pack.lst" >"$lst"
+    grep -E 'gt\.json$|summary\.json$|plan\.txt$|files\.txt$|/rc$|\.rc$|/oom/oom_dump_[^/]*/(manifest|metadata|allocations)\.json$' "$WORK/pack.lst" >"$lst"
     tar -czf "$DEST/gpu-check.tar.gz" -C "$WORK" -T "$lst"
   fi
   ls -l "$DEST/gpu-check.tar.gz"

@@ -24,7 +24,8 @@
 #define GMP_HELPER_ENTRY_POINTS(X)                                                               \
   X(cuCtxGetDevice) X(cuStreamGetDevice) X(cuDeviceGetMemPool) X(cuMemPoolGetAttribute)          \
   X(cuArrayGetMemoryRequirements) X(cuMipmappedArrayGetMemoryRequirements) X(cuDeviceGetName)    \
-  X(cuDeviceTotalMem_v2) X(cuDeviceGetCount)
+  X(cuDeviceTotalMem_v2) X(cuDeviceGetCount) \
+  X(cuMemGetInfo_v2) X(cuDriverGetVersion)
 
 namespace gmp::shim {
 

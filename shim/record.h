@@ -40,8 +40,26 @@ inline int current_device() {
   return d;
 }
 
+// Before an out-of-memory failure is recorded: what the driver says is free on the current
+// context's device, for the OOM bundle (3 us, paid only on this path).
+inline void record_driver_memory(int device) {
+  auto info = GMP_REAL(cuMemGetInfo_v2);
+  size_t free = 0, total = 0;
+  if (device < 0 || info == nullptr || info(&free, &total) != CUDA_SUCCESS) return;
+  session_record(device, [&](Event& e) {
+    e.op = Op::DriverMemory;
+    e.api = Api::Collector;
+    e.size = total;
+    e.value = free;
+  });
+}
+
+// Records an allocation call's outcome. On out-of-memory, the call does not return to its caller
+// until the collector has written the OOM bundle (bounded by GPUMEMPROF_OOM_WAIT_MS).
 inline void record_alloc(Api api, Kind kind, CUresult r, uint64_t address, uint64_t size, int device,
                          uint64_t stream = 0, uint64_t pool = 0, uint64_t pool_reserved = 0) {
+  const bool oom = r == CUDA_ERROR_OUT_OF_MEMORY;
+  if (oom && kind != Kind::HostPinned) record_driver_memory(device);
   session_record(device, [&](Event& e) {
     e.op = Op::Alloc;
     e.api = api;
@@ -53,6 +71,7 @@ inline void record_alloc(Api api, Kind kind, CUresult r, uint64_t address, uint6
     e.object = pool;
     e.value = pool_reserved;
   });
+  if (oom) session_wait_for_collector();
 }
 
 // A release (Free, VmmRelease, VmmUnmap, PoolDestroy), recorded before the driver call.

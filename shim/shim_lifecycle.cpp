@@ -21,11 +21,18 @@ bool device_info(int device, char* name, int name_len, uint64_t* total) {
   return true;
 }
 
+int driver_version() {
+  auto get = GMP_REAL(cuDriverGetVersion);
+  int v = 0;
+  return get != nullptr && get(&v) == CUDA_SUCCESS ? v : 0;
+}
+
 __attribute__((constructor)) void gmp_shim_load() {
   gmp::DriverHooks hooks;
   hooks.device_info = device_info;
   hooks.refresh_pools = gmp::shim::pools::refresh_all;
   hooks.after_fork_child = gmp::shim::pools::reset;
+  hooks.driver_version = driver_version;
   gmp::session_set_driver_hooks(hooks);
 }
 

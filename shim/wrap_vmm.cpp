@@ -15,6 +15,7 @@ GMP_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle* handle, size_t siz
     ErrnoKeeper keep;
     const int device =
         prop != nullptr && prop->location.type == CU_MEM_LOCATION_TYPE_DEVICE ? prop->location.id : -1;
+    if (r == CUDA_ERROR_OUT_OF_MEMORY) record_driver_memory(device);
     session_record(device, [&](Event& e) {
       e.op = Op::VmmCreate;
       e.api = Api::cuMemCreate;
@@ -23,6 +24,7 @@ GMP_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle* handle, size_t siz
       e.address = r == CUDA_SUCCESS && handle != nullptr ? *handle : 0;
       e.size = size;
     });
+    if (r == CUDA_ERROR_OUT_OF_MEMORY) session_wait_for_collector();
   }
   return r;
 }

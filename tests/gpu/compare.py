@@ -21,6 +21,7 @@ import argparse
 import json
 import os
 import re
+import shutil
 import statistics
 import sys
 import tempfile
@@ -32,6 +33,10 @@ MiB = 1 << 20
 OUTSIDE_TORCH_CAP = 256 * MiB
 BENCH_TARGET = 1.05
 CUDA_ERROR_OUT_OF_MEMORY = 2
+# An OOM bundle directory: <oom dir>/oom_dump_<YYYYmmddTHHMMSSZ>_<pid>_cuda_<seq>/.
+BUNDLE_RE = re.compile(r"oom_dump_(\d{8}T\d{6}Z)_(\d+)_cuda_(\d+)")
+BUNDLE_FILES = ("manifest.json", "metadata.json", "events.json", "environment.json",
+                "allocations.json")
 
 
 class Table:
@@ -142,19 +147,24 @@ def find_summary(workdir, pid):
 
 
 def run_dir_row(t, name, run_dir, s):
-    """What else the run directory holds (design.md section 5): shown, never judged."""
+    """What else the run directory holds (design.md section 5): shown, never judged here (the
+    out-of-memory workloads judge their bundles in oom_rows)."""
     bundles, other = 0, 0
     for top, dirs, files in os.walk(run_dir):
-        bundles += sum(1 for x in dirs if x.startswith("oom_dump_"))
+        bundles += sum(1 for x in dirs if BUNDLE_RE.fullmatch(x))
         other += sum(os.path.getsize(os.path.join(top, f)) for f in files if not f.endswith(".json"))
     manifest = os.path.exists(os.path.join(run_dir, "manifest.json"))
     failed = lookup(s, "dev0.failed_alloc_count") or 0
     if isinstance(s.get("failed_allocations"), list):  # OOM bundles are for out-of-memory only
         failed = sum(1 for f in dev0_failures(s) if f.get("error") == CUDA_ERROR_OUT_OF_MEMORY)
+    # One bundle per episode (a first failure, then failures until a retry succeeds), at most 5.
+    most = min(failed, 5)
+    want = "0" if most == 0 else "1" if most == 1 else f"1-{most}"
     t.add(name, "run dir: manifest, oom bundles, other bytes",
-          f"{'yes' if manifest else 'NO'},{bundles},{other}", f"yes,{min(failed, 5)},-", "INFO",
-          "" if manifest and bundles == min(failed, 5) else
-          "expected manifest.json and one bundle per out-of-memory failure (at most 5)")
+          f"{'yes' if manifest else 'NO'},{bundles},{other}", f"yes,{want},-", "INFO",
+          "" if manifest and (bundles == 0 if most == 0 else 1 <= bundles <= most) else
+          "expected manifest.json and, after out-of-memory failures, one bundle per episode "
+          "(at most 5)")
 
 
 def dev0_failures(s):
@@ -230,7 +240,7 @@ def torch_failures_row(t, name, s, st):
 
 def delta(metric, got, want):
     """'+N B' for byte figures, '+N' for counts."""
-    counts = ("count", "allocs", "frees", "lost", "unknown_frees")
+    counts = ("count", "allocs", "frees", "lost", "unknown_frees", "failures", "recovered", "written")
     return f"{got - want:+d}" + ("" if metric.split(".")[-1].endswith(counts) else " B")
 
 
@@ -241,13 +251,15 @@ def common_rows(t, name, s):
 
 
 def start(t, work, name):
-    """The run row. Returns (ground truth, summary), either None when unusable."""
+    """The run row. Returns (ground truth, summary, run dir), the first two None when unusable.
+    The exit status must be the ground truth's "expect_exit" (default 0)."""
     d = os.path.join(work, name)
     rc = read_rc(os.path.join(d, "rc"))
     gt = load_json(os.path.join(d, "gt.json"))
     s, which = find_summary(d, gt.get("pid") if gt else None)
+    want_rc = gt.get("expect_exit", 0) if isinstance(gt, dict) else 0
     problems = []
-    if rc != 0:
+    if rc != want_rc:
         problems.append({None: "no rc file", -2: "not built", 124: "timed out", 137: "killed after timeout",
                          -1: "skipped: time budget spent"}.get(rc, f"exit {rc}"))
     if gt is None:
@@ -256,18 +268,223 @@ def start(t, work, name):
         problems.append("; ".join(e.strip().splitlines()[-1] for e in gt["errors"])[:300])
     if s is None:
         problems.append(which)
-    t.add(name, "run", f"rc={rc}", "rc=0", "FAIL" if problems else "MATCH", "; ".join(problems))
+    t.add(name, "run", f"rc={rc}", f"rc={want_rc}", "FAIL" if problems else "MATCH", "; ".join(problems))
     if s is not None:
         run_dir_row(t, name, which, s)
-    return gt, s
+    return gt, s, (which if s is not None else None)
+
+
+def manifest_names(manifest):
+    """File names a bundle's manifest.json lists under "files": a list of names, a list of
+    {"name"|"file"|"path": ...} objects, or an object keyed by name."""
+    files = manifest.get("files") if isinstance(manifest, dict) else None
+    if isinstance(files, dict):
+        return {os.path.basename(k) for k in files}
+    names = set()
+    for f in files if isinstance(files, list) else []:
+        if isinstance(f, str):
+            names.add(os.path.basename(f))
+        elif isinstance(f, dict):
+            n = f.get("name") or f.get("file") or f.get("path")
+            if isinstance(n, str):
+                names.add(os.path.basename(n))
+    return names
+
+
+def allocation_list(doc):
+    """allocations.json's entries: the document itself when a list, else its "allocations" (or
+    "live") member."""
+    if isinstance(doc, dict):
+        doc = doc.get("allocations", doc.get("live"))
+    return [a for a in doc if isinstance(a, dict)] if isinstance(doc, list) else None
+
+
+def load_bundles(oom_dir):
+    """(bundles sorted by sequence number, other entries of the oom directory). A bundle:
+    {"name", "path", "pid", "seq", "docs": {file: parsed JSON or None}, "missing": [...]}."""
+    bundles, stray = [], []
+    try:
+        entries = sorted(os.listdir(oom_dir))
+    except OSError:
+        return None, []
+    for n in entries:
+        p = os.path.join(oom_dir, n)
+        m = BUNDLE_RE.fullmatch(n)
+        if not m or not os.path.isdir(p) or os.path.islink(p):
+            stray.append(n)
+            continue
+        docs, missing = {}, []
+        for f in BUNDLE_FILES:
+            fp = os.path.join(p, f)
+            if os.path.isfile(fp):
+                docs[f] = load_json(fp)
+            else:
+                missing.append(f)
+        bundles.append({"name": n, "path": p, "pid": int(m[2]), "seq": int(m[3]), "docs": docs,
+                        "missing": missing})
+    bundles.sort(key=lambda b: (b["seq"], b["name"]))
+    return bundles, stray
+
+
+def mode_problems(oom_dir, bundles):
+    """Directories (the oom directory and each bundle) must be 0700, files 0600."""
+    bad = []
+
+    def want(path, mode, label):
+        try:
+            got = os.lstat(path).st_mode & 0o777
+        except OSError:
+            return
+        if got != mode:
+            bad.append(f"{label} {got:04o}")
+    want(oom_dir, 0o700, "oom/")
+    for b in bundles:
+        want(b["path"], 0o700, b["name"] + "/")
+        for f in sorted(os.listdir(b["path"])):
+            want(os.path.join(b["path"], f), 0o600, f"{b['name']}/{f}")
+    return bad
+
+
+def oom_rows(t, name, gt, s, run_dir):
+    """Out-of-memory workloads: the bundles in <run dir>/oom/ against the ground truth's "oom"
+    object {bundles, request_size, request_size_max, api, device, error, live_bytes, live_exact,
+    failures (a number, or "summary": the OOM failures summary.json lists), recovered}, and
+    summary.json's "oom" figures against the bundles."""
+    want = gt["oom"]
+    oom_dir = os.path.join(run_dir, "oom")
+    bundles, stray = load_bundles(oom_dir)
+    n_want = want.get("bundles", 1)
+    n = len(bundles) if bundles is not None else 0
+    note = "no oom/ directory in the run directory" if bundles is None else ""
+    if stray:
+        note += ("; " if note else "") + "other entries: " + ", ".join(stray[:4])
+    if bundles and n != n_want:
+        note += ("; " if note else "") + ", ".join(b["name"] for b in bundles[:4])
+    t.add(name, "oom bundle dirs", n, n_want, "MATCH" if n == n_want else "MISMATCH", note)
+    bundles = bundles or []
+
+    # Summary figures, whatever the bundles hold.
+    so = s.get("oom") if isinstance(s.get("oom"), dict) else None
+    listed = s.get("failed_allocations")
+    oom_listed = [f for f in listed if f.get("error") == CUDA_ERROR_OUT_OF_MEMORY] \
+        if isinstance(listed, list) else None
+    if so is None:
+        t.add(name, "oom.bundles_written vs bundle dirs", None, n, "MISMATCH",
+              "no \"oom\" in summary.json")
+    else:
+        t.exact(name, "oom.bundles_written vs bundle dirs", so.get("bundles_written"), n)
+        t.exact(name, "oom.failures vs bundles' failures", so.get("failures"),
+                sum(b["docs"].get("metadata.json", {}).get("failures", 0) or 0 for b in bundles
+                    if isinstance(b["docs"].get("metadata.json"), dict)))
+        if oom_listed is not None and len(listed) < 100:
+            t.exact(name, "oom.failures vs failed_allocs error=2", so.get("failures"),
+                    len(oom_listed))
+        recovered = sum(1 for b in bundles if isinstance(b["docs"].get("metadata.json"), dict)
+                        and b["docs"]["metadata.json"].get("recovered") is True)
+        t.exact(name, "oom.recovered vs recovered bundles", so.get("recovered"), recovered)
+    if not bundles:
+        return
+
+    # Every bundle: its name, files, manifest and modes.
+    pid = gt.get("pid")
+    bad_names = [b["name"] for b in bundles if pid is not None and b["pid"] != pid]
+    t.add(name, "oom bundle name pid", ",".join(sorted({str(b["pid"]) for b in bundles})), pid,
+          "MISMATCH" if bad_names else "MATCH", ", ".join(bad_names[:3]))
+    problems = []
+    for b in bundles:
+        for f in b["missing"]:
+            problems.append(f"{b['name']}: no {f}")
+        for f, doc in b["docs"].items():
+            if doc is None:
+                problems.append(f"{b['name']}: {f} is not JSON")
+        if "manifest.json" in b["docs"]:
+            absent = [f for f in BUNDLE_FILES if f != "manifest.json"
+                      and f not in manifest_names(b["docs"]["manifest.json"])]
+            if absent:
+                problems.append(f"{b['name']}: manifest.files lacks " + ", ".join(absent))
+    t.add(name, "oom bundle files (5, in manifest.files)",
+          "ok" if not problems else f"{len(problems)} problems",
+          "ok", "MISMATCH" if problems else "MATCH", "; ".join(problems[:4]))
+    bad = mode_problems(oom_dir, bundles)
+    t.add(name, "oom modes (dirs 0700, files 0600)", "ok" if not bad else f"{len(bad)} wrong", "ok",
+          "MISMATCH" if bad else "MATCH", ", ".join(bad[:4]))
+
+    # The first bundle (the first episode): the failing request and what was live.
+    first = bundles[0]
+    meta = first["docs"].get("metadata.json")
+    if not isinstance(meta, dict):
+        t.add(name, "oom metadata.json", None, "readable", "MISMATCH", f"{first['name']}: unusable")
+        return
+    req = meta.get("request") if isinstance(meta.get("request"), dict) else {}
+    size, lo = req.get("size"), want.get("request_size")
+    hi = want.get("request_size_max", lo)
+    metric = "oom request.size"
+    if size == lo:
+        t.add(name, metric, size, lo, "MATCH")
+    elif isinstance(size, int) and lo is not None and lo <= size <= hi:
+        t.add(name, metric, size, lo, "OK", f"+{size - lo} B: the allocator rounds up (at most +{hi - lo})")
+    else:
+        t.add(name, metric, size, lo, "MISMATCH",
+              "missing in metadata.json" if not isinstance(size, int) else
+              f"{size - lo:+d} B" + (f", allowed up to +{hi - lo}" if hi != lo else ""))
+    keys = [k for k in ("api", "error", "device") if k in want]
+    t.exact(name, f"oom request {','.join(keys)}", ",".join(str(req.get(k)) for k in keys),
+            ",".join(str(want[k]) for k in keys))
+
+    failures = want.get("failures", 1)
+    why = ""
+    if failures == "summary":  # as many as the driver-level OOM failures summary.json lists
+        failures = len([f for f in dev0_failures(s) if f.get("error") == CUDA_ERROR_OUT_OF_MEMORY])
+        st = gt.get("stats") or gt.get("at_oom") or {}
+        why = (f"summary lists {failures} OOM failures on device 0; torch: {st.get('num_ooms')} OOMs, "
+               f"{st.get('num_alloc_retries')} retries")
+    got = meta.get("failures")
+    t.add(name, "oom failures (one episode)", got, failures,
+          "MATCH" if got == failures and failures >= 1 else "MISMATCH",
+          "" if got == failures and failures >= 1 else why or "expected at least one failure")
+    got = f"{str(meta.get('recovered')).lower()},{meta.get('episode')}"
+    t.exact(name, "oom recovered,episode", got, f"{str(want.get('recovered', False)).lower()},1")
+
+    allocs = allocation_list(first["docs"].get("allocations.json"))
+    live = want.get("live_bytes", 0)
+    metric = "oom allocations.json live bytes"
+    if allocs is None:
+        t.add(name, metric, None, live, "MISMATCH", "allocations.json has no list of allocations")
+    else:
+        dev = want.get("device", 0)
+        sizes = [a.get("size") for a in allocs if isinstance(a.get("size"), int)
+                 and a.get("device", dev) == dev]
+        total = sum(sizes)
+        if want.get("live_exact"):
+            if live in sizes:
+                extra = total - live
+                t.add(name, metric, total, live, "MATCH" if extra == 0 else "OK",
+                      "" if extra == 0 else f"{len(sizes) - 1} other allocations, +{extra} B")
+            else:
+                t.add(name, metric, total, live, "MISMATCH",
+                      f"no allocation of exactly {live} B among {len(sizes)}")
+        elif total == live:
+            t.add(name, metric, total, live, "MATCH")
+        elif total > live:
+            t.add(name, metric, total, live, "OK", f"+{total - live} B: segments beyond the live tensors")
+        else:
+            t.add(name, metric, total, live, "MISMATCH", f"{total - live:+d} B: live tensors not all listed")
+    dm = meta.get("driver_memory") if isinstance(meta.get("driver_memory"), dict) else {}
+    ll = meta.get("largest_live") if isinstance(meta.get("largest_live"), list) else []
+    biggest = max((a.get("size", 0) for a in ll if isinstance(a, dict)), default=0)
+    t.add(name, "oom driver free/total, largest_live", f"{dm.get('free')}/{dm.get('total')}", None,
+          "INFO", f"{len(ll)} largest live, biggest {biggest} B; {len(bundles)} bundle(s), first "
+          f"{first['name']}")
 
 
 def compare_c(t, work, name):
-    gt, s = start(t, work, name)
+    gt, s, run_dir = start(t, work, name)
     if gt is None or s is None:
         return
     common_rows(t, name, s)
     failures_row(t, name, s)
+    if isinstance(gt.get("oom"), dict):
+        oom_rows(t, name, gt, s, run_dir)
     for c in gt.get("checks", []):
         metric, want = c["metric"], c["expect"]
         got = lookup(s, metric)
@@ -287,10 +504,12 @@ def torch_mode(gt):
 
 
 def compare_torch(t, work, name):
-    gt, s = start(t, work, name)
+    gt, s, run_dir = start(t, work, name)
     if gt is None or s is None or not gt.get("ok"):
         return
     common_rows(t, name, s)
+    if isinstance(gt.get("oom"), dict):
+        oom_rows(t, name, gt, s, run_dir)
     d = lookup(s, "dev0") or {}
     k = d.get("by_kind", {})
     mode = torch_mode(gt)
@@ -480,35 +699,53 @@ def self_test():
     fx = os.path.join(here, "fixtures")
     expected = load_json(os.path.join(fx, "expected.json"))
     failures = 0
-    for case in expected["cases"]:
-        with tempfile.TemporaryDirectory() as tmp:
-            t = run(os.path.join(fx, "work"), out=tmp, only=case.get("only"),
-                    bench=case.get("bench", True), quiet=True)
-            rows = {f"{r['workload']}|{r['metric']}": r for r in t.rows}
-            problems = []
-            if t.exit_code() != case["exit"]:
-                problems.append(f"exit {t.exit_code()} != {case['exit']}")
-            for key, want in case.get("verdicts", {}).items():
-                got = rows.get(key, {}).get("verdict")
-                if got != want:
-                    problems.append(f"{key}: {got} != {want}")
-            for key, fragment in case.get("notes", {}).items():
-                if fragment not in rows.get(key, {}).get("note", ""):
-                    problems.append(f"{key}: note lacks {fragment!r}")
-            allowed = set(case.get("others", ["MATCH", "OK", "INFO", "SLOW", "MISMATCH", "FAIL"]))
-            for key, r in rows.items():
-                if key not in case.get("verdicts", {}) and r["verdict"] not in allowed:
-                    problems.append(f"{key}: unexpected {r['verdict']} {r['note']}")
-            if not os.path.exists(os.path.join(tmp, "table.json")):
-                problems.append("table.json not written")
-            print(f"self-test {case['name']}: {'ok' if not problems else 'FAILED'} "
-                  f"({len(t.rows)} rows, exit {t.exit_code()})")
-            for p in problems:
-                print("   ", p)
-            if problems:
-                failures += 1
-                sys.stdout.write(t.text())
+    with tempfile.TemporaryDirectory() as top:
+        # Git keeps no file modes but the executable bit: the fixtures are copied and every
+        # oom/ tree gets the modes the shim gives it (directories 0700, files 0600), then the
+        # exceptions of expected.json "modes" {path under work/: octal mode}.
+        work = os.path.join(top, "work")
+        shutil.copytree(os.path.join(fx, "work"), work)
+        for root, dirs, files in os.walk(work):
+            if "oom" in os.path.relpath(root, work).split(os.sep):
+                os.chmod(root, 0o700)
+                for f in files:
+                    os.chmod(os.path.join(root, f), 0o600)
+        for rel, mode in expected.get("modes", {}).items():
+            os.chmod(os.path.join(work, rel), int(mode, 8))
+        for case in expected["cases"]:
+            failures += self_test_case(case, work)
     return 1 if failures else 0
+
+
+def self_test_case(case, work):
+    """One case of expected.json; returns 1 when it fails."""
+    with tempfile.TemporaryDirectory() as tmp:
+        t = run(work, out=tmp, only=case.get("only"),
+                bench=case.get("bench", True), quiet=True)
+        rows = {f"{r['workload']}|{r['metric']}": r for r in t.rows}
+        problems = []
+        if t.exit_code() != case["exit"]:
+            problems.append(f"exit {t.exit_code()} != {case['exit']}")
+        for key, want in case.get("verdicts", {}).items():
+            got = rows.get(key, {}).get("verdict")
+            if got != want:
+                problems.append(f"{key}: {got} != {want}")
+        for key, fragment in case.get("notes", {}).items():
+            if fragment not in rows.get(key, {}).get("note", ""):
+                problems.append(f"{key}: note lacks {fragment!r}")
+        allowed = set(case.get("others", ["MATCH", "OK", "INFO", "SLOW", "MISMATCH", "FAIL"]))
+        for key, r in rows.items():
+            if key not in case.get("verdicts", {}) and r["verdict"] not in allowed:
+                problems.append(f"{key}: unexpected {r['verdict']} {r['note']}")
+        if not os.path.exists(os.path.join(tmp, "table.json")):
+            problems.append("table.json not written")
+        print(f"self-test {case['name']}: {'ok' if not problems else 'FAILED'} "
+              f"({len(t.rows)} rows, exit {t.exit_code()})")
+        for p in problems:
+            print("   ", p)
+        if problems:
+            sys.stdout.write(t.text())
+        return 1 if problems else 0
 
 
 def main():

@@ -63,6 +63,11 @@ class Writer {
   void info_str(const std::string& key, const std::string& v) {
     info_.push_back("\"" + key + "\": \"" + esc(v) + "\"");
   }
+  // An extra top-level member, `json` written as given (an object, a number, ...): e.g. the
+  // "oom" expectations and "expect_exit" of the out-of-memory workloads (compare.py).
+  void top(const std::string& key, const std::string& json) {
+    top_.push_back("\"" + key + "\": " + json);
+  }
   // Records an unexpected result; the workload exits 1 and the table shows FAIL with this text.
   void error(const char* fmt, ...) {
     char buf[512];
@@ -108,7 +113,9 @@ class Writer {
       fprintf(f, "  %s%s\n", checks_[i].c_str(), i + 1 < checks_.size() ? "," : "");
     fprintf(f, " ],\n \"info\": {");
     for (size_t i = 0; i < info_.size(); ++i) fprintf(f, "%s\n  %s", i ? "," : "", info_[i].c_str());
-    fprintf(f, "}}\n");
+    fprintf(f, "}");
+    for (const std::string& t : top_) fprintf(f, ",\n %s", t.c_str());
+    fprintf(f, "}\n");
     if (f != stdout) fclose(f);
     return ok() ? 0 : 1;
   }
@@ -130,7 +137,7 @@ class Writer {
     return out;
   }
   const char* workload_;
-  std::vector<std::string> checks_, info_, errors_;
+  std::vector<std::string> checks_, info_, errors_, top_;
 };
 
 }  // namespace truth

@@ -1,6 +1,8 @@
 // The shared scenario reaching the fake driver each way real processes do; every figure exact.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "harness.h"
 #include "run_directory_reader.h"
 #include "scenario_expected.h"
@@ -9,6 +11,10 @@ namespace gmp::test {
 namespace {
 
 namespace sc = gmp::scenario;
+
+constexpr const char* kScenarioOomLine =
+    "gpumemprof: CUDA_ERROR_OUT_OF_MEMORY: cuMemAlloc_v2 of 1024.00 GiB (1099511627776 bytes) on device 0; OOM bundle "
+    "written to ";
 
 void expect_kind(const nlohmann::json& k, const sc::KindExpect& e, const char* name) {
   EXPECT_EQ(k["current"], e.current) << name;
@@ -49,6 +55,7 @@ void expect_scenario(const nlohmann::json& s) {
   EXPECT_EQ(s["live_at_exit"]["count"], sc::kLiveAtExitCount);
   EXPECT_EQ(s["live_at_exit"]["bytes"], sc::kLiveAtExitBytes);
   EXPECT_EQ(s["events"]["lost"], 0);
+  EXPECT_EQ(s["oom"], nlohmann::json({{"failures", 1}, {"bundles_written", 1}, {"recovered", 0}}));
 }
 
 class Scenario : public ::testing::TestWithParam<const char*> {};
@@ -57,7 +64,9 @@ TEST_P(Scenario, ExactFiguresThroughEveryAccessPath) {
   Sandbox box;
   RunResult r = box.run({Paths::bin(GetParam())});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_EQ(r.err, "");  // nothing printed by the profiler in a clean run
+  // The scenario's deliberate 1 TiB request is the profiler's only message: the OOM bundle.
+  EXPECT_EQ(r.err.find(kScenarioOomLine), 0u) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1);
   const std::string dir = box.only_run_dir();
   const auto summary = read_json_file(dir + "/summary.json");
   EXPECT_EQ(summary["clean_exit"], true);
@@ -92,9 +101,11 @@ TEST(ScenarioOptions, InvalidVariableIsReportedOnceAndTheDefaultUsed) {
   Sandbox box;
   RunResult r = box.run({Paths::bin("prog_dlsym")}, {{"GPUMEMPROF_RING_EVENTS", "1000"}});
   ASSERT_EQ(r.exit_code, 0);
-  EXPECT_EQ(r.err,
-            "gpumemprof: invalid GPUMEMPROF_RING_EVENTS='1000': expected a power of two from 1024 to 67108864; "
-            "using the default 1048576\n");
+  EXPECT_EQ(r.err.find("gpumemprof: invalid GPUMEMPROF_RING_EVENTS='1000': expected a power of two from 1024 to "
+                       "67108864; using the default 1048576\n"),
+            0u)
+      << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 2);  // that line, then the scenario's OOM line
   const auto manifest = read_json_file(box.only_run_dir() + "/manifest.json");
   EXPECT_EQ(manifest["config"]["ring_events"], 1 << 20);
   expect_scenario(read_json_file(box.only_run_dir() + "/summary.json"));

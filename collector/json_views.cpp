@@ -1,0 +1,78 @@
+#include "json_views.h"
+
+namespace gmp {
+namespace {
+
+nlohmann::json kind_json(const KindStats& k) {
+  return {{"current", k.bytes.current}, {"peak", k.bytes.peak}, {"allocs", k.allocs}, {"frees", k.frees}};
+}
+
+uint64_t since(uint64_t ts, uint64_t start) { return ts > start ? ts - start : 0; }
+
+}  // namespace
+
+nlohmann::json counter_json(const Counter& c) { return {{"current", c.current}, {"peak", c.peak}}; }
+
+std::string cuda_error_name(int code) {
+  switch (code) {
+    case 0: return "CUDA_SUCCESS";
+    case 1: return "CUDA_ERROR_INVALID_VALUE";
+    case 2: return "CUDA_ERROR_OUT_OF_MEMORY";
+    case 3: return "CUDA_ERROR_NOT_INITIALIZED";
+    case 201: return "CUDA_ERROR_INVALID_CONTEXT";
+    case 800: return "CUDA_ERROR_NOT_PERMITTED";
+    case 801: return "CUDA_ERROR_NOT_SUPPORTED";
+    default: return "CUresult " + std::to_string(code);
+  }
+}
+
+nlohmann::json event_json(const Event& e, uint64_t start_ns) {
+  return {{"t_ns", since(e.timestamp_ns, start_ns)},
+          {"op", std::string(op_name(e.op))},
+          {"kind", std::string(kind_name(e.kind))},
+          {"api", std::string(api_name(e.api))},
+          {"device", e.device},
+          {"address", e.address},
+          {"size", e.size},
+          {"stream", e.stream},
+          {"object", e.object},
+          {"value", e.value},
+          {"result", e.result},
+          {"thread", e.thread_id},
+          {"stack_id", e.stack_id}};
+}
+
+nlohmann::json allocation_json(const LiveAllocation& a, uint64_t now_ns) {
+  return {{"address", a.address},
+          {"size", a.size},
+          {"kind", std::string(kind_name(a.kind))},
+          {"device", a.device},
+          {"api", std::string(api_name(a.api))},
+          {"thread", a.thread_id},
+          {"age_ms", since(now_ns, a.timestamp_ns) / 1'000'000},
+          {"stack_id", a.stack_id}};
+}
+
+nlohmann::json device_json(const DeviceStats& d, const std::string& name, uint64_t start_ns) {
+  nlohmann::json by_kind = {
+      {"linear", kind_json(d.kind(Kind::Linear))}, {"pool", kind_json(d.kind(Kind::Pool))},
+      {"vmm", kind_json(d.kind(Kind::Vmm))},       {"array", kind_json(d.kind(Kind::Array))},
+      {"managed", kind_json(d.kind(Kind::Managed))},
+  };
+  by_kind["pool"]["reserved"] = counter_json(d.pool_reserved);
+  by_kind["pool"]["released_by_pool_destroy"] = d.released_by_pool_destroy;
+  by_kind["vmm"]["physical"] = counter_json(d.vmm_physical);
+  return {{"device", d.device},
+          {"name", name},
+          {"total_bytes", d.total_bytes},
+          {"allocated_bytes", counter_json(d.allocated)},
+          {"reserved_bytes", counter_json(d.reserved)},
+          {"allocated_peak_at_ns", since(d.allocated_peak_ns, start_ns)},
+          {"reserved_peak_at_ns", since(d.reserved_peak_ns, start_ns)},
+          {"by_kind", by_kind},
+          {"alloc_count", d.alloc_count},
+          {"free_count", d.free_count},
+          {"failed_alloc_count", d.failed_alloc_count}};
+}
+
+}  // namespace gmp

@@ -1,0 +1,43 @@
+// Writing OOM bundles to disk (docs/oom-bundles.md): a temporary directory filled and renamed into
+// place, so a bundle is either complete or absent; directories 0700, files 0600, and no path that
+// exists as a symlink is ever followed.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace gmp {
+
+struct BundleFile {
+  std::string name;  // e.g. "metadata.json"
+  nlohmann::json content;
+};
+
+// Creates `dir` (mode 0700) if needed; refuses one that is a symlink or not a directory.
+bool ensure_bundle_dir(const std::string& dir, std::string& error);
+
+// Writes <dir>/<name>/ with `files`; returns the bundle's path, or nullopt with `error`.
+std::optional<std::string> write_bundle(const std::string& dir, const std::string& name,
+                                        const std::vector<BundleFile>& files, std::string& error);
+
+// Replaces one file of an existing bundle atomically.
+bool rewrite_bundle_file(const std::string& bundle, const BundleFile& file);
+
+// Removes the oldest bundles of `dir` (by modification time, then name) until at most `max_dumps`
+// remain and they hold at most `max_bytes`; never `keep`. Returns the paths removed.
+std::vector<std::string> apply_retention(const std::string& dir, uint64_t max_dumps, uint64_t max_bytes,
+                                         const std::string& keep);
+
+// True when an environment variable's name suggests a secret (TOKEN, SECRET, KEY, PASSWORD,
+// CREDENTIAL, AUTH, in any case).
+bool is_secret_name(std::string_view name);
+
+// {NAME: value} of `envp`, with secret-looking values replaced by "<redacted>".
+nlohmann::json redacted_environment(char** envp);
+
+}  // namespace gmp

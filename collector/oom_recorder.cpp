@@ -1,0 +1,194 @@
+#include "oom_recorder.h"
+
+#include <algorithm>
+
+#include "clock.h"
+#include "json_views.h"
+#include "log.h"
+#include "oom_bundle.h"
+
+extern char** environ;
+
+namespace gmp {
+namespace {
+
+std::string human(uint64_t bytes) {
+  char buf[32];
+  const double gib = static_cast<double>(bytes) / (1ull << 30);
+  if (bytes >= (1ull << 30)) snprintf(buf, sizeof buf, "%.2f GiB", gib);
+  else snprintf(buf, sizeof buf, "%.2f MiB", static_cast<double>(bytes) / (1 << 20));
+  return buf;
+}
+
+bool is_allocation(const Event& e) { return e.op == Op::Alloc || e.op == Op::VmmCreate; }
+
+}  // namespace
+
+OomRecorder::OomRecorder(const Config& config, const ProcessInfo& info, const DeviceTable& devices)
+    : config_(config), info_(info), devices_(devices) {
+  history_.reserve(config_.oom_events);
+}
+
+void OomRecorder::set_run_dir(const std::string& run_dir) { run_dir_ = run_dir; }
+
+std::string OomRecorder::bundle_dir() const { return config_.oom_dir.empty() ? run_dir_ + "/oom" : config_.oom_dir; }
+
+void OomRecorder::remember(const Event& e) {
+  if (config_.oom_events == 0) return;
+  if (history_.size() < config_.oom_events) {
+    history_.push_back(e);
+  } else {
+    history_[history_next_] = e;
+    history_next_ = (history_next_ + 1) % history_.size();
+  }
+}
+
+nlohmann::json OomRecorder::history_json() const {
+  nlohmann::json out = nlohmann::json::array();
+  for (size_t i = 0; i < history_.size(); ++i) {
+    out.push_back(event_json(history_[(history_next_ + i) % history_.size()], info_.start_monotonic_ns));
+  }
+  return out;
+}
+
+nlohmann::json OomRecorder::environment_json() const {
+  nlohmann::json devices = nlohmann::json::array();
+  for (int d = 0; d < kMaxDevices; ++d) {
+    if (devices_.seen.load(std::memory_order_acquire) & (1ull << d)) {
+      devices.push_back({{"ordinal", d}, {"name", devices_.entries[d].name}, {"total_bytes", devices_.entries[d].total_bytes}});
+    }
+  }
+  return {{"host", info_.host},     {"pid", info_.pid},   {"ppid", info_.ppid},
+          {"exe", info_.exe},       {"argv", info_.argv}, {"cwd", info_.cwd},
+          {"rank", info_.rank},     {"cuda_driver_version", info_.cuda_driver_version},
+          {"devices", devices},     {"environment", redacted_environment(environ)}};
+}
+
+void OomRecorder::after(const Event& e, const Accounting& acc, std::vector<Event>& out) {
+  remember(e);
+  if (e.op == Op::DriverMemory) {
+    driver_memory_[e.device] = {e.value, e.size};
+    return;
+  }
+  if (!is_allocation(e)) return;
+  const int key = e.kind == Kind::HostPinned ? -1 : e.device;
+  if (e.result == kOutOfMemory) {
+    Episode& ep = episodes_[key];
+    if (ep.open && e.timestamp_ns - ep.last_failure_ns <= kEpisodeGapNs) {
+      ep.last_failure_ns = e.timestamp_ns;
+      ep.failed_size = std::min(ep.failed_size, e.size);
+      ep.metadata["failures"] = ep.metadata["failures"].get<uint64_t>() + 1;
+      update_metadata(ep);
+    } else {
+      open_episode(ep, e, acc, out);
+    }
+    return;
+  }
+  if (e.result != 0) return;
+  auto it = episodes_.find(key);
+  if (it == episodes_.end() || !it->second.open || e.size < it->second.failed_size) return;
+  Episode& ep = it->second;
+  ep.open = false;
+  ep.metadata["recovered"] = true;
+  ep.metadata["recovered_by"] = event_json(e, info_.start_monotonic_ns);
+  update_metadata(ep);
+  Event r{};
+  r.timestamp_ns = e.timestamp_ns;
+  r.op = Op::OomRecovered;
+  r.api = Api::Collector;
+  r.device = e.device;
+  r.size = e.size;
+  out.push_back(r);
+}
+
+void OomRecorder::open_episode(Episode& ep, const Event& e, const Accounting& acc, std::vector<Event>& out) {
+  ep = Episode{};
+  ep.open = true;
+  ep.failed_size = e.size;
+  ep.last_failure_ns = e.timestamp_ns;
+
+  nlohmann::json devices = nlohmann::json::array();
+  for (const auto& [ordinal, d] : acc.devices()) {
+    if (ordinal >= 0) devices.push_back(device_json(d, devices_.entries[ordinal].name, info_.start_monotonic_ns));
+  }
+  std::vector<LiveAllocation> live = acc.live_allocations();
+  std::sort(live.begin(), live.end(), [](const auto& a, const auto& b) { return a.size > b.size; });
+  nlohmann::json largest = nlohmann::json::array(), all = nlohmann::json::array();
+  uint64_t live_bytes = 0;
+  for (const auto& a : live) {
+    nlohmann::json j = allocation_json(a, e.timestamp_ns);
+    if (largest.size() < kLargestShown) largest.push_back(j);
+    all.push_back(std::move(j));
+    live_bytes += a.size;
+  }
+  const std::string where = e.kind == Kind::HostPinned ? "pinned host memory" : "device " + std::to_string(e.device);
+  const std::string reason = "CUDA_ERROR_OUT_OF_MEMORY: " + std::string(api_name(e.api)) + " of " + human(e.size) +
+                             " (" + std::to_string(e.size) + " bytes) on " + where;
+  auto dm = driver_memory_.find(e.device);
+  ep.metadata = {
+      {"schema_version", 1},
+      {"reason", reason},
+      {"request",
+       {{"api", std::string(api_name(e.api))}, {"kind", std::string(kind_name(e.kind))}, {"size", e.size},
+        {"device", e.device}, {"stream", e.stream}, {"thread", e.thread_id}, {"error", e.result},
+        {"error_name", cuda_error_name(e.result)}, {"t_ns", e.timestamp_ns - info_.start_monotonic_ns}}},
+      {"devices", devices},
+      {"host_pinned_bytes", counter_json(acc.host_pinned())},
+      {"driver_memory", dm == driver_memory_.end()
+                            ? nlohmann::json(nullptr)
+                            : nlohmann::json{{"device", e.device}, {"free", dm->second.first}, {"total", dm->second.second}}},
+      {"live_count", live.size()},
+      {"live_bytes", live_bytes},
+      {"largest_live", largest},
+      {"recovered", false},
+      {"failures", 1},
+      {"episode", bundles_ + 1},
+  };
+  const nlohmann::json events = history_json();
+  const std::string name = "oom_dump_" + utc_timestamp(realtime_ns()) + "_" + std::to_string(info_.pid) + "_cuda_" +
+                           std::to_string(bundles_ + 1);
+  std::vector<BundleFile> files = {
+      {"metadata.json", ep.metadata},
+      {"events.json", events},
+      {"allocations.json", all},
+      {"environment.json", environment_json()},
+  };
+  nlohmann::json names = nlohmann::json::array({"manifest.json"});
+  for (const auto& f : files) names.push_back(f.name);
+  files.push_back({"manifest.json",
+                   {{"schema_version", 1},
+                    {"bundle_name", name},
+                    {"created_at_utc", iso8601_utc(realtime_ns())},
+                    {"reason", reason},
+                    {"backend", "cuda"},
+                    {"event_count", events.size()},
+                    {"files", names},
+                    {"tool", "gpumemprof"},
+                    {"pid", info_.pid}}});
+  const std::string dir = bundle_dir();
+  std::string error;
+  std::optional<std::string> path;
+  if (ensure_bundle_dir(dir, error)) path = write_bundle(dir, name, files, error);
+  if (!path) {
+    log::error("out of memory, but the OOM bundle could not be written: {}", error);
+    return;
+  }
+  ep.bundle = *path;
+  ++bundles_;
+  log::warn("{}; OOM bundle written to {}", reason, *path);
+  apply_retention(dir, config_.oom_max_dumps, config_.oom_max_total_mb << 20, *path);
+  Event b{};
+  b.timestamp_ns = e.timestamp_ns;
+  b.op = Op::OomBundle;
+  b.api = Api::Collector;
+  b.device = e.device;
+  b.address = bundles_;
+  b.size = e.size;
+  out.push_back(b);
+}
+
+void OomRecorder::update_metadata(Episode& ep) {
+  if (!ep.bundle.empty()) rewrite_bundle_file(ep.bundle, {"metadata.json", ep.metadata});
+}
+
+}  // namespace gmp
