@@ -39,6 +39,9 @@ void Accounting::apply(const Event& e) {
     case Op::OomBundle: ++oom_.bundles_written; break;
     case Op::OomRecovered: ++oom_.recovered; break;
     case Op::DriverMemory: break;
+    case Op::Alert:
+      if (e.result == 1 && e.value < alerts_.size()) ++alerts_[e.value];
+      break;
     case Op::None: break;
   }
 }

@@ -94,6 +94,8 @@ class Accounting {
     uint64_t failures = 0, bundles_written = 0, recovered = 0;
   };
   const OomCounts& oom() const { return oom_; }
+  // Alerts fired, by AlertType value (1 warning, 2 critical, 3 fragmentation, 4 growth).
+  const std::array<uint64_t, 5>& alerts_fired() const { return alerts_; }
   uint64_t failed_releases() const { return failed_releases_; }
   uint64_t events() const { return events_; }
   uint64_t first_timestamp_ns() const { return first_ns_; }
@@ -170,6 +172,7 @@ class Accounting {
   uint64_t pinned_allocs_ = 0, pinned_frees_ = 0;
   uint64_t unknown_frees_ = 0, failed_releases_ = 0;
   OomCounts oom_;
+  std::array<uint64_t, 5> alerts_{};
   uint64_t events_ = 0, first_ns_ = 0, last_ns_ = 0;
 };
 

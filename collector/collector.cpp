@@ -34,7 +34,8 @@ void sleep_ns(uint64_t ns) {
 }  // namespace
 
 Collector::Collector(const Config& config, const ProcessInfo& info, Ring& ring, const DeviceTable& devices)
-    : config_(config), info_(info), ring_(ring), devices_(devices), oom_(config, info, devices), batch_(kBatch) {}
+    : config_(config), info_(info), ring_(ring), devices_(devices), oom_(config, info, devices),
+      alerts_(config), alert_command_(config.on_alert), batch_(kBatch) {}
 
 bool Collector::start() {
   auto dir = create_run_directory(expand_output_template(config_.output, info_), error_);
@@ -106,6 +107,7 @@ void Collector::run() {
       trace_.flush();
       last_flush = now;
     }
+    alert_command_.reap();
     if (drained > 0) {
       idle_rounds = 0;
       sleep_or_wake(kBusySleepNs);
@@ -117,14 +119,10 @@ void Collector::run() {
 
 void Collector::process(Event& e) {
   e.timestamp_ns = ticks_.to_ns(e.timestamp_ns);
-  if (e.op == Op::DeviceInfo) {
-    if (std::find(device_order_.begin(), device_order_.end(), e.device) == device_order_.end()) {
-      device_order_.push_back(e.device);
-    }
-    accounting_.apply(e);
-    trace_.append(e);
+  if (e.op == Op::DeviceInfo &&
+      std::find(device_order_.begin(), device_order_.end(), e.device) == device_order_.end()) {
+    device_order_.push_back(e.device);
     write_manifest();
-    return;
   }
   accounting_.apply(e);
   trace_.append(e);
@@ -135,6 +133,29 @@ void Collector::process(Event& e) {
     trace_.append(s);
   }
   if (!synthesized_.empty()) trace_.flush();  // a bundle's events reach the disk with it
+  evaluate_alerts(e.timestamp_ns);
+}
+
+void Collector::evaluate_alerts(uint64_t now_ns) {
+  fired_.clear();
+  for (const auto& [ordinal, d] : accounting_.devices()) alerts_.evaluate(d, now_ns, fired_);
+  for (const Alert& a : fired_) {
+    Event e{};
+    e.timestamp_ns = a.t_ns;
+    e.op = Op::Alert;
+    e.api = Api::Collector;
+    e.device = static_cast<int16_t>(a.device);
+    e.value = static_cast<uint64_t>(a.type);
+    e.result = a.fired ? 1 : 0;
+    e.size = a.allocated;
+    e.object = a.reserved;
+    e.address = a.threshold_bytes;
+    accounting_.apply(e);
+    trace_.append(e);
+    log::warn("{}", alert_message(a, config_));
+    const std::string name = a.device >= 0 && a.device < kMaxDevices ? devices_.entries[a.device].name : "";
+    alert_command_.run(a, alert_json(a, name, info_, run_dir_, config_).dump());
+  }
 }
 
 void Collector::sleep_or_wake(uint64_t ns) {

@@ -12,6 +12,8 @@
 #include "clock.h"
 #include "config.h"
 #include "device_table.h"
+#include "alert_actions.h"
+#include "alerts.h"
 #include "oom_recorder.h"
 #include "process_info.h"
 #include "ring.h"
@@ -45,6 +47,7 @@ class Collector {
   size_t drain_once();
   void process(Event& e);
   void sleep_or_wake(uint64_t ns);
+  void evaluate_alerts(uint64_t now_ns);
   void wake();
   void write_manifest();
   void write_summary(bool clean_exit, int signal);
@@ -56,6 +59,9 @@ class Collector {
   TickConverter ticks_{g_event_clock_is_tsc};
   Accounting accounting_;
   OomRecorder oom_;
+  AlertEngine alerts_;
+  AlertCommand alert_command_;
+  std::vector<Alert> fired_;
   std::vector<Event> synthesized_;
   TraceWriter trace_;
   std::string run_dir_;

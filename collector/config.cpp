@@ -158,6 +158,10 @@ Config parse_config(const EnvLookup& env) {
     c.leak_bytes = *v;
     return true;
   });
+  r.read("GPUMEMPROF_ON_ALERT", "none", "a command (program and arguments separated by spaces)", [&](std::string_view s) {
+    c.on_alert = std::string(trim(s));
+    return true;
+  });
   r.read("GPUMEMPROF_OOM_DIR", "<run dir>/oom", "a non-empty directory path", [&](std::string_view s) {
     if (trim(s).empty()) return false;
     c.oom_dir = std::string(s);
@@ -191,6 +195,7 @@ nlohmann::json config_to_json(const Config& c) {
       {"critical_percent", c.critical_percent},
       {"fragmentation", c.fragmentation},
       {"leak_bytes", c.leak_bytes},
+      {"on_alert", c.on_alert.empty() ? nlohmann::json(nullptr) : nlohmann::json(c.on_alert)},
       {"oom_dir", c.oom_dir.empty() ? nlohmann::json(nullptr) : nlohmann::json(c.oom_dir)},
       {"oom_events", c.oom_events},
       {"oom_max_dumps", c.oom_max_dumps},

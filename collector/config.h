@@ -26,7 +26,8 @@ struct Config {
   double critical_percent = 95;
   double fragmentation = 0.3;
   uint64_t leak_bytes = 100ull << 20;
-  std::string oom_dir;  // empty: <run dir>/oom
+  std::string on_alert;  // command run on every alert; empty: none
+  std::string oom_dir;   // empty: <run dir>/oom
   uint64_t oom_events = 10000;
   uint64_t oom_max_dumps = 5;
   uint64_t oom_max_total_mb = 256;

@@ -33,6 +33,7 @@ std::string_view op_name(Op o) {
     case Op::DriverMemory: return "driver_memory";
     case Op::OomBundle: return "oom_bundle";
     case Op::OomRecovered: return "oom_recovered";
+    case Op::Alert: return "alert";
     case Op::None: break;
   }
   return "none";

@@ -33,6 +33,8 @@ enum class Op : uint8_t {
   DriverMemory = 12,  // device, size = total, value = free, as cuMemGetInfo said just after a failure
   OomBundle = 13,     // written by the collector: an OOM bundle was written; address = its sequence number
   OomRecovered = 14,  // written by the collector: an OOM episode ended by a successful retry
+  Alert = 15,         // written by the collector: device, value = AlertType, result = 1 fired / 0 cleared,
+                      // size = allocated, object = reserved, address = threshold bytes
 };
 
 // Which driver entry point produced the event. Stored as a number in the trace: append only.

@@ -51,6 +51,8 @@ nlohmann::json build_summary(const Accounting& acc, const SummaryContext& ctx) {
                       {"at_ns", since_start(f.timestamp_ns, ctx.start_monotonic_ns)}});
   }
   s["failed_allocations"] = failed;
+  const auto& alerts = acc.alerts_fired();
+  s["alerts"] = {{"warning", alerts[1]}, {"critical", alerts[2]}, {"fragmentation", alerts[3]}, {"growth", alerts[4]}};
   s["oom"] = {{"failures", acc.oom().failures},
               {"bundles_written", acc.oom().bundles_written},
               {"recovered", acc.oom().recovered}};

@@ -1,0 +1,98 @@
+#include "alerts.h"
+
+#include <algorithm>
+
+namespace gmp {
+namespace {
+
+constexpr double kClearFraction = 0.95;          // warning/critical clear below 95% of the threshold
+constexpr double kFragmentationClear = 0.9;      // ... fragmentation below 90% of its ratio
+constexpr uint64_t kFragmentationFloor = 1ull << 30;  // reserved must reach min(1 GiB, 10% of total)
+
+}  // namespace
+
+std::string alert_type_name(AlertType t) {
+  switch (t) {
+    case AlertType::Warning: return "warning";
+    case AlertType::Critical: return "critical";
+    case AlertType::Fragmentation: return "fragmentation";
+    case AlertType::Growth: return "growth";
+  }
+  return "unknown";
+}
+
+AlertEngine::AlertEngine(const Config& config)
+    : config_(config), window_ns_((config.sample_ms == 0 ? 100 : config.sample_ms) * 10ull * 1'000'000ull) {}
+
+void AlertEngine::edge(State& s, AlertType t, bool on, bool off, const Alert& base, std::vector<Alert>& out) {
+  bool& active = s.active[static_cast<int>(t)];
+  if (!active && on) {
+    active = true;
+  } else if (active && off) {
+    active = false;
+  } else {
+    return;
+  }
+  Alert a = base;
+  a.type = t;
+  a.fired = active;
+  out.push_back(a);
+}
+
+void AlertEngine::evaluate(const DeviceStats& d, uint64_t now_ns, std::vector<Alert>& out) {
+  if (d.device < 0) return;
+  State& s = states_[d.device];
+  const uint64_t allocated = d.allocated.current, reserved = d.reserved.current;
+  Alert base{AlertType::Warning, true, d.device, now_ns, allocated, reserved, d.total_bytes, 0, 0, 0.0};
+  growth(s, d, now_ns, base, out);
+  if (allocated == s.last_allocated && reserved == s.last_reserved) return;
+  s.last_allocated = allocated;
+  s.last_reserved = reserved;
+
+  if (d.total_bytes > 0) {
+    for (auto [type, percent] : {std::pair{AlertType::Warning, config_.warn_percent},
+                                 std::pair{AlertType::Critical, config_.critical_percent}}) {
+      const auto threshold = static_cast<uint64_t>(static_cast<double>(d.total_bytes) * percent / 100.0);
+      base.threshold_bytes = threshold;
+      edge(s, type, allocated >= threshold, static_cast<double>(allocated) < threshold * kClearFraction, base, out);
+    }
+  }
+  const uint64_t floor = d.total_bytes > 0 ? std::min(kFragmentationFloor, d.total_bytes / 10) : kFragmentationFloor;
+  const double ratio = reserved > 0 ? static_cast<double>(reserved - std::min(allocated, reserved)) / reserved : 0.0;
+  base.ratio = ratio;
+  base.threshold_bytes = floor;
+  edge(s, AlertType::Fragmentation, reserved >= floor && ratio > config_.fragmentation,
+       ratio < config_.fragmentation * kFragmentationClear || reserved < floor * kFragmentationClear, base, out);
+}
+
+// Growth is judged on the floor of allocated over each window: memory that "comes back" between
+// steps keeps the floor down, so only growth that stays is reported.
+void AlertEngine::growth(State& s, const DeviceStats& d, uint64_t now_ns, const Alert& base, std::vector<Alert>& out) {
+  const uint64_t allocated = d.allocated.current;
+  if (s.window_start == 0) {
+    s.window_start = now_ns;
+    s.window_floor = allocated;
+    return;
+  }
+  if (now_ns - s.window_start < window_ns_) {
+    s.window_floor = std::min(s.window_floor, allocated);
+    return;
+  }
+  const uint64_t floor = s.window_floor;
+  s.window_start = now_ns;
+  s.window_floor = allocated;
+  if (!s.has_baseline) {
+    s.has_baseline = true;
+    s.baseline = floor;
+    return;
+  }
+  Alert a = base;
+  a.baseline = s.baseline;
+  a.threshold_bytes = s.baseline + config_.leak_bytes;
+  a.allocated = floor;
+  edge(s, AlertType::Growth, floor > s.baseline + config_.leak_bytes, floor <= s.baseline + config_.leak_bytes / 2, a,
+       out);
+  if (!s.active[static_cast<int>(AlertType::Growth)]) s.baseline = std::min(s.baseline, floor);
+}
+
+}  // namespace gmp

@@ -1,0 +1,53 @@
+// Threshold alerts from the exact accounting (docs/alerts.md). Each condition has hysteresis: it
+// fires once when it starts and reports `cleared` once when it ends, never once per event.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "accounting.h"
+#include "config.h"
+
+namespace gmp {
+
+enum class AlertType : uint8_t { Warning = 1, Critical = 2, Fragmentation = 3, Growth = 4 };
+std::string alert_type_name(AlertType t);
+
+struct Alert {
+  AlertType type;
+  bool fired;  // false: cleared
+  int device;
+  uint64_t t_ns;
+  uint64_t allocated, reserved, total;
+  uint64_t threshold_bytes;  // warning/critical: the byte threshold; growth: baseline + leak bytes
+  uint64_t baseline;         // growth only
+  double ratio;              // fragmentation only: (reserved - allocated) / reserved
+};
+
+class AlertEngine {
+ public:
+  explicit AlertEngine(const Config& config);
+
+  // Evaluates one device after an event changed it; state changes are appended to `out`.
+  void evaluate(const DeviceStats& d, uint64_t now_ns, std::vector<Alert>& out);
+
+  uint64_t growth_window_ns() const { return window_ns_; }
+
+ private:
+  struct State {
+    bool active[5] = {};
+    uint64_t last_allocated = UINT64_MAX, last_reserved = UINT64_MAX;
+    uint64_t window_start = 0, window_floor = 0, baseline = 0;
+    bool has_baseline = false;
+  };
+  void edge(State& s, AlertType t, bool on, bool off, const Alert& base, std::vector<Alert>& out);
+  void growth(State& s, const DeviceStats& d, uint64_t now_ns, const Alert& base, std::vector<Alert>& out);
+
+  Config config_;
+  uint64_t window_ns_;
+  std::map<int, State> states_;
+};
+
+}  // namespace gmp
