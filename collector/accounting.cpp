@@ -39,6 +39,18 @@ void Accounting::apply(const Event& e) {
     case Op::OomBundle: ++oom_.bundles_written; break;
     case Op::OomRecovered: ++oom_.recovered; break;
     case Op::DriverMemory: break;
+    case Op::Sample: {
+      auto& t = dev(e.device).nvml;
+      ++t.samples;
+      t.device_used = e.size;
+      t.device_total = e.object;
+      t.process_known = e.value != UINT64_MAX;
+      if (t.process_known) {
+        t.process_used = e.value;
+        t.process_used_peak = std::max(t.process_used_peak, e.value);
+      }
+      break;
+    }
     case Op::Alert:
       if (e.result == 1 && e.value < alerts_.size()) ++alerts_[e.value];
       break;

@@ -49,6 +49,11 @@ struct DeviceStats {
   uint64_t free_count = 0;
   uint64_t failed_alloc_count = 0;
   uint64_t released_by_pool_destroy = 0;
+  // The latest NVML sample: the device as nvidia-smi sees it, and this process's share of it.
+  struct Telemetry {
+    uint64_t samples = 0, device_used = 0, device_total = 0, process_used = 0, process_used_peak = 0;
+    bool process_known = false;
+  } nvml;
 
   KindStats& kind(Kind k) { return by_kind[static_cast<size_t>(k)]; }
   const KindStats& kind(Kind k) const { return by_kind[static_cast<size_t>(k)]; }

@@ -35,7 +35,7 @@ void sleep_ns(uint64_t ns) {
 
 Collector::Collector(const Config& config, const ProcessInfo& info, Ring& ring, const DeviceTable& devices)
     : config_(config), info_(info), ring_(ring), devices_(devices), oom_(config, info, devices),
-      alerts_(config), alert_command_(config.on_alert), batch_(kBatch) {}
+      alerts_(config), alert_command_(config.on_alert), sampler_(config.sample_ms, info.pid), batch_(kBatch) {}
 
 bool Collector::start() {
   auto dir = create_run_directory(expand_output_template(config_.output, info_), error_);
@@ -108,6 +108,12 @@ void Collector::run() {
       last_flush = now;
     }
     alert_command_.reap();
+    synthesized_.clear();
+    sampler_.maybe_sample(now, devices_, synthesized_);
+    for (const Event& s : synthesized_) {
+      accounting_.apply(s);
+      trace_.append(s);
+    }
     if (drained > 0) {
       idle_rounds = 0;
       sleep_or_wake(kBusySleepNs);

@@ -14,6 +14,7 @@
 #include "device_table.h"
 #include "alert_actions.h"
 #include "alerts.h"
+#include "nvml_sampler.h"
 #include "oom_recorder.h"
 #include "process_info.h"
 #include "ring.h"
@@ -62,6 +63,7 @@ class Collector {
   AlertEngine alerts_;
   AlertCommand alert_command_;
   std::vector<Alert> fired_;
+  NvmlSampler sampler_;
   std::vector<Event> synthesized_;
   TraceWriter trace_;
   std::string run_dir_;

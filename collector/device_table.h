@@ -14,6 +14,7 @@ inline constexpr int kMaxDevices = 64;
 struct DeviceTable {
   struct Entry {
     char name[128];
+    char pci_bus_id[32];  // "0000:65:00.0": how NVML finds the same device
     uint64_t total_bytes;
   };
   std::array<Entry, kMaxDevices> entries{};

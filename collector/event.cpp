@@ -34,6 +34,7 @@ std::string_view op_name(Op o) {
     case Op::OomBundle: return "oom_bundle";
     case Op::OomRecovered: return "oom_recovered";
     case Op::Alert: return "alert";
+    case Op::Sample: return "sample";
     case Op::None: break;
   }
   return "none";

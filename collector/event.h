@@ -35,6 +35,8 @@ enum class Op : uint8_t {
   OomRecovered = 14,  // written by the collector: an OOM episode ended by a successful retry
   Alert = 15,         // written by the collector: device, value = AlertType, result = 1 fired / 0 cleared,
                       // size = allocated, object = reserved, address = threshold bytes
+  Sample = 16,        // written by the collector from NVML: device, size = device used, object = device
+                      // total, value = this process's usage (UINT64_MAX when NVML does not say)
 };
 
 // Which driver entry point produced the event. Stored as a number in the trace: append only.

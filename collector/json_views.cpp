@@ -62,7 +62,7 @@ nlohmann::json device_json(const DeviceStats& d, const std::string& name, uint64
   by_kind["pool"]["reserved"] = counter_json(d.pool_reserved);
   by_kind["pool"]["released_by_pool_destroy"] = d.released_by_pool_destroy;
   by_kind["vmm"]["physical"] = counter_json(d.vmm_physical);
-  return {{"device", d.device},
+  nlohmann::json j = {{"device", d.device},
           {"name", name},
           {"total_bytes", d.total_bytes},
           {"allocated_bytes", counter_json(d.allocated)},
@@ -73,6 +73,14 @@ nlohmann::json device_json(const DeviceStats& d, const std::string& name, uint64
           {"alloc_count", d.alloc_count},
           {"free_count", d.free_count},
           {"failed_alloc_count", d.failed_alloc_count}};
+  if (d.nvml.samples > 0) {
+    j["nvml"] = {{"samples", d.nvml.samples},
+                 {"device_used_bytes", d.nvml.device_used},
+                 {"device_total_bytes", d.nvml.device_total},
+                 {"process_used_bytes", d.nvml.process_known ? nlohmann::json(d.nvml.process_used) : nlohmann::json(nullptr)},
+                 {"process_used_peak_bytes", d.nvml.process_used_peak}};
+  }
+  return j;
 }
 
 }  // namespace gmp

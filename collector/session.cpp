@@ -156,7 +156,8 @@ void session_note_device(Session* s, int device) {
   auto& entry = s->devices.entries[static_cast<size_t>(device)];
   uint64_t total = 0;
   if (g_hooks.device_info == nullptr ||
-      !g_hooks.device_info(device, entry.name, static_cast<int>(sizeof entry.name), &total)) {
+      !g_hooks.device_info(device, entry.name, static_cast<int>(sizeof entry.name), entry.pci_bus_id,
+                           static_cast<int>(sizeof entry.pci_bus_id), &total)) {
     std::snprintf(entry.name, sizeof entry.name, "device %d", device);
   }
   entry.name[sizeof entry.name - 1] = '\0';

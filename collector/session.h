@@ -14,7 +14,8 @@ namespace gmp {
 // Driver access the session needs, supplied by the shim (the collector never resolves CUDA).
 struct DriverHooks {
   // Name and total memory of a device; false if unknown.
-  bool (*device_info)(int device, char* name, int name_len, uint64_t* total_bytes) = nullptr;
+  bool (*device_info)(int device, char* name, int name_len, char* pci_bus_id, int pci_len,
+                      uint64_t* total_bytes) = nullptr;
   // Re-reads every known pool's reserved bytes (emitting PoolReserved events) while the driver is
   // still loaded, just before exit.
   void (*refresh_pools)() = nullptr;

@@ -25,7 +25,7 @@
   X(cuCtxGetDevice) X(cuStreamGetDevice) X(cuDeviceGetMemPool) X(cuMemPoolGetAttribute)          \
   X(cuArrayGetMemoryRequirements) X(cuMipmappedArrayGetMemoryRequirements) X(cuDeviceGetName)    \
   X(cuDeviceTotalMem_v2) X(cuDeviceGetCount) \
-  X(cuMemGetInfo_v2) X(cuDriverGetVersion)
+  X(cuMemGetInfo_v2) X(cuDriverGetVersion) X(cuDeviceGetPCIBusId)
 
 namespace gmp::shim {
 

@@ -9,14 +9,16 @@
 
 namespace {
 
-bool device_info(int device, char* name, int name_len, uint64_t* total) {
+bool device_info(int device, char* name, int name_len, char* pci, int pci_len, uint64_t* total) {
   auto get_name = GMP_REAL(cuDeviceGetName);
   auto get_total = GMP_REAL(cuDeviceTotalMem_v2);
+  auto get_pci = GMP_REAL(cuDeviceGetPCIBusId);
   size_t bytes = 0;
   if (get_name == nullptr || get_total == nullptr || get_name(name, name_len, device) != CUDA_SUCCESS ||
       get_total(&bytes, device) != CUDA_SUCCESS) {
     return false;
   }
+  if (get_pci == nullptr || get_pci(pci, pci_len, device) != CUDA_SUCCESS) pci[0] = '\0';
   *total = bytes;
   return true;
 }

@@ -54,6 +54,15 @@ CUresult cuDeviceGetName(char* name, int len, CUdevice dev) {
   return CUDA_SUCCESS;
 }
 
+// Bus N for device N, in the driver's "domain:bus:device.function" form.
+CUresult cuDeviceGetPCIBusId(char* pci_bus_id, int len, CUdevice dev) {
+  FAKE_REQUIRE_INIT(lock);
+  if (pci_bus_id == nullptr || len <= 0) return CUDA_ERROR_INVALID_VALUE;
+  if (!valid_device(dev)) return CUDA_ERROR_INVALID_DEVICE;
+  std::snprintf(pci_bus_id, static_cast<size_t>(len), "0000:%02X:00.0", dev + 1);
+  return CUDA_SUCCESS;
+}
+
 CUresult cuDeviceTotalMem_v2(size_t* bytes, CUdevice dev) {
   FAKE_REQUIRE_INIT(lock);
   if (bytes == nullptr) return CUDA_ERROR_INVALID_VALUE;

@@ -45,6 +45,7 @@ const Entry kEntries[] = {
     FAKE_ENTRY("cuDeviceGet", cuDeviceGet, 2000),
     FAKE_ENTRY("cuDeviceGetCount", cuDeviceGetCount, 2000),
     FAKE_ENTRY("cuDeviceGetName", cuDeviceGetName, 2000),
+    FAKE_ENTRY("cuDeviceGetPCIBusId", cuDeviceGetPCIBusId, 4010),
     FAKE_ENTRY("cuDeviceTotalMem", cuDeviceTotalMem_v2, 3020),
     FAKE_ENTRY("cuDeviceGetAttribute", cuDeviceGetAttribute, 2000),
     // contexts
