@@ -60,8 +60,15 @@ uint64_t mipmapped_bytes(CUmipmappedArray a, int device, uint64_t fallback) {
   return fallback;
 }
 
-void record_array(Api api, CUresult r, uint64_t handle, uint64_t size, int device) {
-  record_alloc(api, Kind::Array, r, handle, size, device);
+// Records an array creation: the driver's own footprint for a created array (`driver_size`), else
+// what the descriptor implies.
+template <typename Handle, typename DriverSize>
+void record_array(Api api, CUresult r, Handle* handle, uint64_t descriptor_size, DriverSize driver_size) {
+  ErrnoKeeper keep;
+  const int device = current_device();
+  const bool ok = r == CUDA_SUCCESS && handle != nullptr;
+  const uint64_t size = ok ? driver_size(*handle, device, descriptor_size) : descriptor_size;
+  record_alloc(api, Kind::Array, r, ok ? reinterpret_cast<uint64_t>(*handle) : 0, size, device);
 }
 
 }  // namespace
@@ -71,12 +78,8 @@ GMP_EXPORT CUresult cuArrayCreate_v2(CUarray* handle, const CUDA_ARRAY_DESCRIPTO
   if (real == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
   const CUresult r = real(handle, desc);
   if (recording()) {
-    ErrnoKeeper keep;
-    const int device = current_device();
     const CUDA_ARRAY3D_DESCRIPTOR d3 = as_3d(desc);
-    uint64_t size = descriptor_bytes(desc ? &d3 : nullptr, 1);
-    if (r == CUDA_SUCCESS) size = array_bytes(*handle, device, size);
-    record_array(Api::cuArrayCreate_v2, r, r == CUDA_SUCCESS ? reinterpret_cast<uint64_t>(*handle) : 0, size, device);
+    record_array(Api::cuArrayCreate_v2, r, handle, descriptor_bytes(desc ? &d3 : nullptr, 1), array_bytes);
   }
   return r;
 }
@@ -85,14 +88,7 @@ GMP_EXPORT CUresult cuArray3DCreate_v2(CUarray* handle, const CUDA_ARRAY3D_DESCR
   auto real = GMP_REAL(cuArray3DCreate_v2);
   if (real == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
   const CUresult r = real(handle, desc);
-  if (recording()) {
-    ErrnoKeeper keep;
-    const int device = current_device();
-    uint64_t size = descriptor_bytes(desc, 1);
-    if (r == CUDA_SUCCESS) size = array_bytes(*handle, device, size);
-    record_array(Api::cuArray3DCreate_v2, r, r == CUDA_SUCCESS ? reinterpret_cast<uint64_t>(*handle) : 0, size,
-                 device);
-  }
+  if (recording()) record_array(Api::cuArray3DCreate_v2, r, handle, descriptor_bytes(desc, 1), array_bytes);
   return r;
 }
 
@@ -102,12 +98,7 @@ GMP_EXPORT CUresult cuMipmappedArrayCreate(CUmipmappedArray* handle, const CUDA_
   if (real == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
   const CUresult r = real(handle, desc, levels);
   if (recording()) {
-    ErrnoKeeper keep;
-    const int device = current_device();
-    uint64_t size = descriptor_bytes(desc, levels);
-    if (r == CUDA_SUCCESS) size = mipmapped_bytes(*handle, device, size);
-    record_array(Api::cuMipmappedArrayCreate, r, r == CUDA_SUCCESS ? reinterpret_cast<uint64_t>(*handle) : 0, size,
-                 device);
+    record_array(Api::cuMipmappedArrayCreate, r, handle, descriptor_bytes(desc, levels), mipmapped_bytes);
   }
   return r;
 }
