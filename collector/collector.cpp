@@ -110,10 +110,7 @@ void Collector::run() {
     alert_command_.reap();
     synthesized_.clear();
     sampler_.maybe_sample(now, devices_, synthesized_);
-    for (const Event& s : synthesized_) {
-      accounting_.apply(s);
-      trace_.append(s);
-    }
+    for (const Event& s : synthesized_) add_own(s);
     if (drained > 0) {
       idle_rounds = 0;
       sleep_or_wake(kBusySleepNs);
@@ -134,12 +131,14 @@ void Collector::process(Event& e) {
   trace_.append(e);
   synthesized_.clear();
   oom_.after(e, accounting_, synthesized_);
-  for (const Event& s : synthesized_) {
-    accounting_.apply(s);
-    trace_.append(s);
-  }
+  for (const Event& s : synthesized_) add_own(s);
   if (!synthesized_.empty()) trace_.flush();  // a bundle's events reach the disk with it
   evaluate_alerts(e.timestamp_ns);
+}
+
+void Collector::add_own(const Event& e) {
+  accounting_.apply(e);
+  trace_.append(e);
 }
 
 void Collector::evaluate_alerts(uint64_t now_ns) {
@@ -156,8 +155,7 @@ void Collector::evaluate_alerts(uint64_t now_ns) {
     e.size = a.allocated;
     e.object = a.reserved;
     e.address = a.threshold_bytes;
-    accounting_.apply(e);
-    trace_.append(e);
+    add_own(e);
     log::warn("{}", alert_message(a, config_));
     const std::string name = a.device >= 0 && a.device < kMaxDevices ? devices_.entries[a.device].name : "";
     alert_command_.run(a, alert_json(a, name, info_, run_dir_, config_).dump());

@@ -49,6 +49,9 @@ class Collector {
   void process(Event& e);
   void sleep_or_wake(uint64_t ns);
   void evaluate_alerts(uint64_t now_ns);
+  // Events the collector itself adds (OOM bundles and recoveries, alerts, NVML samples): into the
+  // accounting and the trace, where they happened.
+  void add_own(const Event& e);
   void wake();
   void write_manifest();
   void write_summary(bool clean_exit, int signal);
