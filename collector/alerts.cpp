@@ -24,15 +24,22 @@ std::string alert_type_name(AlertType t) {
 AlertEngine::AlertEngine(const Config& config)
     : config_(config), window_ns_((config.sample_ms == 0 ? 100 : config.sample_ms) * 10ull * 1'000'000ull) {}
 
-void AlertEngine::edge(State& s, AlertType t, bool on, bool off, const Alert& base, std::vector<Alert>& out) {
-  bool& active = s.active[static_cast<int>(t)];
-  if (!active && on) {
-    active = true;
-  } else if (active && off) {
-    active = false;
-  } else {
+void AlertEngine::edge(State& s, AlertType t, bool on, bool off, uint64_t fire_after, uint64_t clear_after,
+                       const Alert& base, std::vector<Alert>& out) {
+  const int i = static_cast<int>(t);
+  const uint64_t now = base.t_ns;
+  bool& active = s.active[i];
+  // The start (or end) of the condition is dated by the first event that shows it; it counts
+  // once it has lasted long enough, checked at each later event.
+  uint64_t& since = active ? s.off_since[i] : s.on_since[i];
+  if (!(active ? off : on)) {
+    since = 0;
     return;
   }
+  if (since == 0) since = now;
+  if (now - since < (active ? clear_after : fire_after)) return;
+  active = !active;
+  s.on_since[i] = s.off_since[i] = 0;
   Alert a = base;
   a.type = t;
   a.fired = active;
@@ -45,16 +52,18 @@ void AlertEngine::evaluate(const DeviceStats& d, uint64_t now_ns, std::vector<Al
   const uint64_t allocated = d.allocated.current, reserved = d.reserved.current;
   Alert base{AlertType::Warning, true, d.device, now_ns, allocated, reserved, d.total_bytes, 0, 0, 0.0};
   growth(s, d, now_ns, base, out);
-  if (allocated == s.last_allocated && reserved == s.last_reserved) return;
-  s.last_allocated = allocated;
-  s.last_reserved = reserved;
 
+  // Warning and critical fire the moment memory crosses; fragmentation only once it has lasted a
+  // window (a pool between a free and the next synchronisation is not fragmented); every alert
+  // clears only once its end has lasted a window. Together with the bands this keeps a training
+  // loop whose peak crosses a threshold every step from firing every step.
   if (d.total_bytes > 0) {
     for (auto [type, percent] : {std::pair{AlertType::Warning, config_.warn_percent},
                                  std::pair{AlertType::Critical, config_.critical_percent}}) {
       const auto threshold = static_cast<uint64_t>(static_cast<double>(d.total_bytes) * percent / 100.0);
       base.threshold_bytes = threshold;
-      edge(s, type, allocated >= threshold, static_cast<double>(allocated) < threshold * kClearFraction, base, out);
+      edge(s, type, allocated >= threshold, static_cast<double>(allocated) < threshold * kClearFraction, 0, window_ns_,
+           base, out);
     }
   }
   const uint64_t floor = d.total_bytes > 0 ? std::min(kFragmentationFloor, d.total_bytes / 10) : kFragmentationFloor;
@@ -62,7 +71,8 @@ void AlertEngine::evaluate(const DeviceStats& d, uint64_t now_ns, std::vector<Al
   base.ratio = ratio;
   base.threshold_bytes = floor;
   edge(s, AlertType::Fragmentation, reserved >= floor && ratio > config_.fragmentation,
-       ratio < config_.fragmentation * kFragmentationClear || reserved < floor * kFragmentationClear, base, out);
+       ratio < config_.fragmentation * kFragmentationClear || reserved < floor * kFragmentationClear, window_ns_,
+       window_ns_, base, out);
 }
 
 // Growth is judged on the floor of allocated over each window: memory that "comes back" between
@@ -90,8 +100,9 @@ void AlertEngine::growth(State& s, const DeviceStats& d, uint64_t now_ns, const 
   a.baseline = s.baseline;
   a.threshold_bytes = s.baseline + config_.leak_bytes;
   a.allocated = floor;
-  edge(s, AlertType::Growth, floor > s.baseline + config_.leak_bytes, floor <= s.baseline + config_.leak_bytes / 2, a,
-       out);
+  // Windows already make growth durable: no further delay.
+  edge(s, AlertType::Growth, floor > s.baseline + config_.leak_bytes, floor <= s.baseline + config_.leak_bytes / 2, 0, 0,
+       a, out);
   if (!s.active[static_cast<int>(AlertType::Growth)]) s.baseline = std::min(s.baseline, floor);
 }
 

@@ -38,11 +38,13 @@ class AlertEngine {
  private:
   struct State {
     bool active[5] = {};
-    uint64_t last_allocated = UINT64_MAX, last_reserved = UINT64_MAX;
+    uint64_t on_since[5] = {}, off_since[5] = {};  // when the condition (or its end) was first seen
     uint64_t window_start = 0, window_floor = 0, baseline = 0;
     bool has_baseline = false;
   };
-  void edge(State& s, AlertType t, bool on, bool off, const Alert& base, std::vector<Alert>& out);
+  // Fires once `on` has held for `fire_after` ns and clears once `off` has held for `clear_after`.
+  void edge(State& s, AlertType t, bool on, bool off, uint64_t fire_after, uint64_t clear_after, const Alert& base,
+            std::vector<Alert>& out);
   void growth(State& s, const DeviceStats& d, uint64_t now_ns, const Alert& base, std::vector<Alert>& out);
 
   Config config_;

@@ -20,15 +20,13 @@ else
   env_lib=(LD_LIBRARY_PATH="$PWD/build/tests/fake${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}")
 fi
 
-before=$(ls -1 "$runs" 2>/dev/null | wc -l)
-env "${env_lib[@]}" LD_PRELOAD="$PWD/build/lib/libgpumemprof.so" \
-  GPUMEMPROF_OUTPUT="$runs/gpumemprof.%e.%p" build/bin/gpumemprof-demo
-dir=$(ls -1dt "$runs"/gpumemprof.* | head -n 1)
-[ "$(ls -1 "$runs" | wc -l)" -gt "$before" ] || { echo "demo: no run directory was written" >&2; exit 1; }
-
+root="$runs/$(date -u +%Y%m%dT%H%M%SZ)"
+env "${env_lib[@]}" build/bin/gpumemprof run -o "$root" -- build/bin/gpumemprof-demo
+dir=$(ls -1d "$root"/* 2>/dev/null | head -n 1)
+[ -n "$dir" ] || { echo "demo: no run directory was written" >&2; exit 1; }
 echo
 echo "demo: the run directory is $dir"
 build/bin/gpumemprof report "$dir"
 echo
 echo "Next: build/bin/gpumemprof report --json $dir    (machine-readable)"
-echo "      LD_PRELOAD=$PWD/build/lib/libgpumemprof.so your_program    (profile your own)"
+echo "      build/bin/gpumemprof run -- your_program    (profile your own)"

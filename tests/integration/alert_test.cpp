@@ -42,22 +42,46 @@ std::vector<std::pair<uint64_t, int>> alert_events(const std::string& run) {
   return out;
 }
 
+// Alert windows of 200 ms (10 x SAMPLE_MS); growth kept out of the way.
+const std::map<std::string, std::string> kFastWindows = {{"GPUMEMPROF_SAMPLE_MS", "20"},
+                                                         {"GPUMEMPROF_LEAK_BYTES", "100G"}};
+
 TEST(Alerts, ThresholdsFireOnceAndClearOnce) {
   Sandbox box;
-  // 830 MiB crosses 80% (819.2); back to 800 stays inside the 5% band, so 830 again is no new
-  // alert; 980 crosses 95% (972.8); 830 clears critical; free_all frees the oldest first, so
-  // warning clears at 30 MiB.
-  RunResult r = ops(box, {"alloc:800M", "alloc:30M", "free_last", "alloc:30M", "alloc:150M", "free_last", "free_all"});
+  // 830 MiB crosses 80% (819.2) and fires at once; back to 800 stays inside the 5% band and 830
+  // again is no new alert; 980 crosses 95% (972.8). A clear needs its end to last a window: the
+  // sleeps provide that, and the next event reports it.
+  RunResult r = ops(box,
+                    {"alloc:800M", "alloc:30M", "free_last", "alloc:30M", "alloc:150M", "free_last", "sleep:250",
+                     "alloc:1K", "free_all", "sleep:250", "alloc:1K"},
+                    kFastWindows);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(lines(r.err), (std::vector<std::string>{
                               "gpumemprof: WARNING device 0: allocated 830.00 MiB is 81.1% of 1.00 GiB (threshold 80.0%)",
                               "gpumemprof: CRITICAL device 0: allocated 980.00 MiB is 95.7% of 1.00 GiB (threshold 95.0%)",
                               "gpumemprof: cleared CRITICAL device 0: allocated 830.00 MiB is 81.1% of 1.00 GiB (threshold 95.0%)",
-                              "gpumemprof: cleared WARNING device 0: allocated 30.00 MiB is 2.9% of 1.00 GiB (threshold 80.0%)"}));
+                              "gpumemprof: cleared WARNING device 0: allocated 0.00 MiB is 0.0% of 1.00 GiB (threshold 80.0%)"}));
   const std::string run = box.only_run_dir();
   EXPECT_EQ(alert_events(run), (std::vector<std::pair<uint64_t, int>>{{1, 1}, {2, 1}, {2, 0}, {1, 0}}));
   auto s = read_json_file(run + "/summary.json");
   EXPECT_EQ(s["alerts"], nlohmann::json({{"warning", 1}, {"critical", 1}, {"fragmentation", 0}, {"growth", 0}}));
+}
+
+TEST(Alerts, APeakEveryStepIsOneAlertNotAStorm) {
+  Sandbox box;
+  std::vector<std::string> steps;
+  for (int i = 0; i < 10; ++i) {
+    steps.push_back("alloc:850M");  // 83%: above the warning threshold for a moment each step
+    steps.push_back("free_last");
+  }
+  steps.push_back("sleep:250");
+  steps.push_back("alloc:1K");
+  RunResult r = ops(box, steps, kFastWindows);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto l = lines(r.err);
+  ASSERT_EQ(l.size(), 2u) << r.err;
+  EXPECT_EQ(l[0].find("gpumemprof: WARNING device 0"), 0u);
+  EXPECT_EQ(l[1].find("gpumemprof: cleared WARNING device 0"), 0u);
 }
 
 TEST(Alerts, CommandGetsTheAlertAsJsonOnStdinAndInTheEnvironment) {
@@ -90,10 +114,19 @@ TEST(Alerts, CommandGetsTheAlertAsJsonOnStdinAndInTheEnvironment) {
   EXPECT_EQ(std::string(std::istreambuf_iterator<char>(enable), {}), "0");  // the command is not profiled
 }
 
-TEST(Alerts, FragmentationFiresAndClearsWhenThePoolShrinks) {
+TEST(Alerts, FragmentationMustLastAWindow) {
   Sandbox box;
-  // 600 MiB from the default pool, freed: 600 MiB reserved, nothing allocated; the sync shrinks it.
-  RunResult r = ops(box, {"alloc_async:600M", "free_last", "sync"});
+  // Five quick alloc/free/sync cycles leave 600 MiB of idle pool memory for moments only: no alert.
+  // Then the same memory stays reserved and unused past a window: one alert, cleared a window
+  // after the pool shrinks.
+  std::vector<std::string> steps;
+  for (int i = 0; i < 5; ++i) {
+    for (const char* op : {"alloc_async:600M", "free_last", "sync"}) steps.push_back(op);
+  }
+  for (const char* op : {"alloc_async:600M", "free_last", "sleep:250", "alloc:1K", "sync", "sleep:250", "alloc:1K"}) {
+    steps.push_back(op);
+  }
+  RunResult r = ops(box, steps, kFastWindows);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(lines(r.err), (std::vector<std::string>{
                               "gpumemprof: FRAGMENTATION device 0: 100.0% of 600.00 MiB reserved is not allocated (threshold 30.0%)",

@@ -3,14 +3,16 @@
 #include <cstring>
 
 #include "report.h"
+#include "run_command.h"
 
 namespace {
 
 constexpr const char* kUsage =
     "usage: gpumemprof COMMAND [ARGS]\n"
+    "  run [options] -- CMD  profile CMD and the processes it starts; prints the next commands\n"
     "  report DIR [--json]   figures of one run directory\n"
     "  --version             print the version\n"
-    "Profile a program with: LD_PRELOAD=/path/to/libgpumemprof.so PROGRAM [ARGS]\n";
+    "Each command has --help.\n";
 
 }  // namespace
 
@@ -24,6 +26,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (!std::strcmp(argv[1], "report")) return gmp::tool::report_main(argc - 2, argv + 2);
-  std::fprintf(stderr, "gpumemprof: unknown command '%s'; accepted: report, --version, --help\n", argv[1]);
+  if (!std::strcmp(argv[1], "run")) return gmp::tool::run_main(argc - 2, argv + 2);
+  std::fprintf(stderr, "gpumemprof: unknown command '%s'; accepted: run, report, --version, --help\n", argv[1]);
   return 2;
 }

@@ -1,0 +1,131 @@
+// `gpumemprof run`: the launcher around a profiled command.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <fstream>
+
+#include "harness.h"
+
+namespace gmp::test {
+namespace {
+
+// The tool itself is never preloaded; the fake driver is on the library path for the command.
+std::map<std::string, std::string> tool_env(std::map<std::string, std::string> extra = {}) {
+  extra.emplace("LD_PRELOAD", "<unset>");
+  extra.emplace("GPUMEMPROF_OUTPUT", "<unset>");
+  return extra;
+}
+
+std::vector<std::string> run_args(const std::string& root, std::vector<std::string> cmd,
+                                  std::vector<std::string> options = {}) {
+  std::vector<std::string> a{Paths::tool(), "run", "-o", root};
+  a.insert(a.end(), options.begin(), options.end());
+  a.push_back("--");
+  a.insert(a.end(), cmd.begin(), cmd.end());
+  return a;
+}
+
+std::vector<std::string> dirs_under(const std::string& root) {
+  std::vector<std::string> out;
+  const std::string cmd = "ls -1 " + root + " 2>/dev/null";
+  if (FILE* p = popen(cmd.c_str(), "r")) {
+    char line[512];
+    while (fgets(line, sizeof line, p)) {
+      std::string s(line);
+      if (!s.empty() && s.back() == '\n') s.pop_back();
+      out.push_back(root + "/" + s);
+    }
+    pclose(p);
+  }
+  return out;
+}
+
+TEST(RunCommand, KeepsTheExitStatusAndPrintsTheNextCommand) {
+  Sandbox box;
+  const std::string root = box.dir() + "/runs";
+  RunResult r = box.run(run_args(root, {Paths::bin("prog_lifecycle"), "exit-thread"}), tool_env());
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+  auto dirs = dirs_under(root);
+  ASSERT_EQ(dirs.size(), 1u);
+  EXPECT_NE(r.err.find("gpumemprof: 1 profiled process under " + root), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("device 0: peak allocated 3.00 MiB, peak reserved 3.00 MiB"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("next: gpumemprof report " + dirs[0]), std::string::npos) << r.err;
+  EXPECT_EQ(read_json_file(dirs[0] + "/summary.json")["devices"][0]["alloc_count"], 2);
+}
+
+TEST(RunCommand, EveryCudaProcessOfAScriptGetsItsOwnDirectory) {
+  Sandbox box;
+  const std::string script = box.dir() + "/two.sh";
+  {
+    std::ofstream f(script);
+    f << "#!/bin/sh\necho \"$LD_PRELOAD\" > " << box.dir() << "/preload.txt\n"
+      << Paths::bin("prog_ops") << " alloc:1M >/dev/null\n"
+      << Paths::bin("prog_ops") << " alloc:2M >/dev/null\n"
+      << Paths::bin("prog_lifecycle") << " no-cuda\n";
+  }
+  chmod(script.c_str(), 0755);
+  const std::string root = box.dir() + "/runs";
+  RunResult r = box.run(run_args(root, {script}), tool_env({{"LD_PRELOAD", "/lib/x86_64-linux-gnu/libm.so.6"}}));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(dirs_under(root).size(), 2u);  // the process that never used CUDA left nothing
+  EXPECT_NE(r.err.find("2 profiled processes"), std::string::npos) << r.err;
+  std::ifstream p(box.dir() + "/preload.txt");
+  std::string preload;
+  std::getline(p, preload);
+  EXPECT_EQ(preload, Paths::shim() + ":/lib/x86_64-linux-gnu/libm.so.6");  // prepended, not replaced
+}
+
+TEST(RunCommand, ACommandKilledByASignalTakesTheLauncherWithIt) {
+  Sandbox box;
+  RunResult r = box.run(run_args(box.dir() + "/runs", {Paths::bin("prog_lifecycle"), "sigterm"}), tool_env());
+  EXPECT_EQ(r.term_signal, SIGTERM) << r.err;
+}
+
+TEST(RunCommand, SignalsArePassedToTheCommand) {
+  Sandbox box;
+  const std::string root = box.dir() + "/runs";
+  int out = -1;
+  pid_t pid = box.spawn(run_args(root, {Paths::bin("prog_lifecycle"), "wait-signal"}), tool_env(), &out);
+  ASSERT_EQ(read_line(out, 30000), "ready");
+  kill(pid, SIGINT);
+  RunResult r = wait_for(pid, out, -1, 30);
+  close(out);
+  EXPECT_EQ(r.term_signal, SIGINT);
+  auto dirs = dirs_under(root);
+  ASSERT_EQ(dirs.size(), 1u);
+  EXPECT_EQ(read_json_file(dirs[0] + "/summary.json")["terminated_by_signal"], SIGINT);
+}
+
+TEST(RunCommand, OptionsReachTheProfiledProcess) {
+  Sandbox box;
+  const std::string root = box.dir() + "/runs";
+  RunResult r = box.run(run_args(root, {Paths::bin("prog_ops"), "alloc:100M"}, {"--warn-percent", "1", "--sample-ms", "0"}),
+                        tool_env({{"FAKE_CUDA_CAPACITY", "1G"}}));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto dirs = dirs_under(root);
+  ASSERT_EQ(dirs.size(), 1u);
+  auto m = read_json_file(dirs[0] + "/manifest.json");
+  EXPECT_EQ(m["config"]["warn_percent"], 1.0);
+  EXPECT_EQ(m["config"]["sample_ms"], 0);
+  EXPECT_EQ(read_json_file(dirs[0] + "/summary.json")["alerts"]["warning"], 1);
+  EXPECT_NE(r.err.find("alerts 1"), std::string::npos) << r.err;
+}
+
+TEST(RunCommand, BadCommandLinesGetOneLineAndStatus2) {
+  Sandbox box;
+  for (const auto& args : std::vector<std::vector<std::string>>{
+           {Paths::tool(), "run"},
+           {Paths::tool(), "run", "--bogus", "--", "true"},
+           {Paths::tool(), "run", "-o"},
+           {Paths::tool(), "run", "--shim", box.dir() + "/missing.so", "--", "true"}}) {
+    RunResult r = box.run(args, tool_env());
+    EXPECT_EQ(r.exit_code, 2) << args.back();
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  }
+  EXPECT_EQ(box.run({Paths::tool(), "run", "--help"}, tool_env()).exit_code, 0);
+}
+
+}  // namespace
+}  // namespace gmp::test

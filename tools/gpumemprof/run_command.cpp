@@ -1,0 +1,216 @@
+// `gpumemprof run`: profile a command and everything it starts. Preloads the shim (prepended to
+// any LD_PRELOAD), points every process's run directory into one root, passes terminating signals
+// to the command, exits with its status, and prints what each CUDA process used and the next
+// commands to run.
+#include "run_command.h"
+
+#include <dirent.h>
+#include <limits.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "format.h"
+#include "run_directory_reader.h"
+
+namespace gmp::tool {
+namespace {
+
+constexpr const char* kUsage =
+    "usage: gpumemprof run [options] -- COMMAND [ARGS...]\n"
+    "  Runs COMMAND with libgpumemprof.so preloaded. Every process it starts that uses GPU memory\n"
+    "  gets a run directory under ROOT; the summary and the next commands are printed at the end.\n"
+    "options:\n"
+    "  -o, --output ROOT        where run directories go (default gpumemprof.<command>.<UTC time>)\n"
+    "  --warn-percent N         warning alert threshold, % of device memory (default 80)\n"
+    "  --critical-percent N     critical alert threshold (default 95)\n"
+    "  --sample-ms N            NVML telemetry period in ms, 0 = off (default 100)\n"
+    "  --on-alert 'CMD ARGS'    command started on every alert (no shell)\n"
+    "  --oom-dir DIR            where OOM bundles go (default <run dir>/oom)\n"
+    "  --log-level LEVEL        trace, debug, info, warn (default), error, critical, off\n"
+    "  --shim PATH              libgpumemprof.so to preload (default: next to this program)\n"
+    "Exit status: the command's (a command killed by a signal kills gpumemprof with it); 2 for a\n"
+    "bad command line.\n";
+
+// Options that map one-to-one onto the profiled processes' environment.
+const std::map<std::string, std::string> kEnvOptions = {
+    {"--warn-percent", "GPUMEMPROF_WARN_PERCENT"}, {"--critical-percent", "GPUMEMPROF_CRITICAL_PERCENT"},
+    {"--sample-ms", "GPUMEMPROF_SAMPLE_MS"},       {"--on-alert", "GPUMEMPROF_ON_ALERT"},
+    {"--oom-dir", "GPUMEMPROF_OOM_DIR"},           {"--log-level", "GPUMEMPROF_LOG_LEVEL"},
+};
+
+volatile sig_atomic_t g_child = 0;
+
+void forward_signal(int sig) {
+  if (g_child > 0) kill(g_child, sig);
+}
+
+std::string default_shim() {
+  char exe[PATH_MAX];
+  const ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  if (n <= 0) return "libgpumemprof.so";
+  std::string dir(exe, static_cast<size_t>(n));
+  dir = dir.substr(0, dir.rfind('/'));
+  return dir + "/../lib/libgpumemprof.so";
+}
+
+std::string absolute(const std::string& path) {
+  char resolved[PATH_MAX];
+  return realpath(path.c_str(), resolved) != nullptr ? resolved : path;
+}
+
+std::string utc_now() {
+  time_t t = time(nullptr);
+  tm utc{};
+  gmtime_r(&t, &utc);
+  char buf[32];
+  strftime(buf, sizeof buf, "%Y%m%dT%H%M%SZ", &utc);
+  return buf;
+}
+
+std::vector<std::string> run_dirs_under(const std::string& root) {
+  std::vector<std::string> out;
+  if (DIR* d = opendir(root.c_str())) {
+    while (dirent* e = readdir(d)) {
+      const std::string path = root + "/" + e->d_name;
+      struct stat st {};
+      if (e->d_name[0] != '.' && stat((path + "/manifest.json").c_str(), &st) == 0) out.push_back(path);
+    }
+    closedir(d);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+uint64_t u64(const nlohmann::json& j, std::initializer_list<const char*> path) {
+  const nlohmann::json* p = &j;
+  for (const char* k : path) {
+    if (!p->is_object() || !p->contains(k)) return 0;
+    p = &(*p)[k];
+  }
+  return p->is_number() ? p->get<uint64_t>() : 0;
+}
+
+void print_run(const std::string& dir) {
+  std::string error;
+  auto run = reader::open_run_directory(dir, error);
+  if (!run) {
+    std::fprintf(stderr, "gpumemprof run: %s\n", error.c_str());
+    return;
+  }
+  const auto& s = run->summary;
+  std::string exe = run->manifest.is_object() ? run->manifest.value("exe", std::string("?")) : "?";
+  std::fprintf(stderr, "  %s (pid %llu)%s\n", exe.c_str(), (unsigned long long)u64(run->manifest, {"pid"}),
+               run->summary_rebuilt ? "  [no summary.json: rebuilt from the trace]" : "");
+  for (const auto& d : s["devices"]) {
+    std::fprintf(stderr, "    device %llu: peak allocated %s, peak reserved %s\n", (unsigned long long)u64(d, {"device"}),
+                 human_bytes(u64(d, {"allocated_bytes", "peak"})).c_str(),
+                 human_bytes(u64(d, {"reserved_bytes", "peak"})).c_str());
+  }
+  const uint64_t alerts = u64(s, {"alerts", "warning"}) + u64(s, {"alerts", "critical"}) +
+                          u64(s, {"alerts", "fragmentation"}) + u64(s, {"alerts", "growth"});
+  std::fprintf(stderr, "    out-of-memory failures %llu (bundles %llu), alerts %llu, lost events %llu\n",
+               (unsigned long long)u64(s, {"oom", "failures"}), (unsigned long long)u64(s, {"oom", "bundles_written"}),
+               (unsigned long long)alerts, (unsigned long long)u64(s, {"events", "lost"}));
+  std::fprintf(stderr, "    next: gpumemprof report %s\n", dir.c_str());
+}
+
+}  // namespace
+
+int run_main(int argc, char** argv) {
+  std::string root, shim = default_shim();
+  std::vector<std::pair<std::string, std::string>> env;
+  int i = 0;
+  for (; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--") {
+      ++i;
+      break;
+    }
+    if (a == "-h" || a == "--help") {
+      std::fputs(kUsage, stdout);
+      return 0;
+    }
+    const bool takes_value = a == "-o" || a == "--output" || a == "--shim" || kEnvOptions.count(a);
+    if (!takes_value) {
+      std::fprintf(stderr, "gpumemprof run: unknown option '%s'; see gpumemprof run --help (COMMAND goes after --)\n",
+                   a.c_str());
+      return 2;
+    }
+    if (i + 1 >= argc) {
+      std::fprintf(stderr, "gpumemprof run: option %s needs a value\n", a.c_str());
+      return 2;
+    }
+    const std::string v = argv[++i];
+    if (a == "-o" || a == "--output") root = v;
+    else if (a == "--shim") shim = v;
+    else env.emplace_back(kEnvOptions.at(a), v);
+  }
+  if (i >= argc) {
+    std::fprintf(stderr, "gpumemprof run: no command given; usage: gpumemprof run [options] -- COMMAND [ARGS...]\n");
+    return 2;
+  }
+  struct stat st {};
+  if (stat(shim.c_str(), &st) != 0) {
+    std::fprintf(stderr, "gpumemprof run: cannot find the shim %s; give its path with --shim\n", shim.c_str());
+    return 2;
+  }
+  if (root.empty()) {
+    const std::string cmd = argv[i];
+    root = "gpumemprof." + cmd.substr(cmd.rfind('/') + 1) + "." + utc_now();
+  }
+  const std::string preload_prev = std::getenv("LD_PRELOAD") ? std::getenv("LD_PRELOAD") : "";
+  const std::string preload = absolute(shim) + (preload_prev.empty() ? "" : ":" + preload_prev);
+  mkdir(root.c_str(), 0777);
+  root = absolute(root);
+
+  struct sigaction sa {};
+  sa.sa_handler = forward_signal;
+  sigemptyset(&sa.sa_mask);
+  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT}) sigaction(sig, &sa, nullptr);
+  const pid_t child = fork();
+  if (child == 0) {
+    for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT}) signal(sig, SIG_DFL);
+    setenv("LD_PRELOAD", preload.c_str(), 1);
+    setenv("GPUMEMPROF_OUTPUT", (root + "/%e.%p").c_str(), 1);
+    for (auto& [k, v] : env) setenv(k.c_str(), v.c_str(), 1);
+    execvp(argv[i], argv + i);
+    std::fprintf(stderr, "gpumemprof run: cannot run %s: %s\n", argv[i], std::strerror(errno));
+    _exit(127);
+  }
+  if (child < 0) {
+    std::fprintf(stderr, "gpumemprof run: fork failed: %s\n", std::strerror(errno));
+    return 2;
+  }
+  g_child = child;
+  int status = 0;
+  while (waitpid(child, &status, 0) < 0 && errno == EINTR) {
+  }
+  g_child = 0;
+
+  const auto dirs = run_dirs_under(root);
+  std::fprintf(stderr, "\ngpumemprof: %zu profiled process%s under %s\n", dirs.size(), dirs.size() == 1 ? "" : "es",
+               root.c_str());
+  for (const auto& d : dirs) print_run(d);
+  if (dirs.empty()) std::fprintf(stderr, "  (no process allocated GPU memory)\n");
+
+  if (WIFSIGNALED(status)) {
+    // Die the same way, so that callers see the command's fate, not ours.
+    signal(WTERMSIG(status), SIG_DFL);
+    raise(WTERMSIG(status));
+  }
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+}
+
+}  // namespace gmp::tool
