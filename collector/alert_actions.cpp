@@ -11,6 +11,7 @@
 #include "clock.h"
 #include "file_io.h"
 #include "log.h"
+#include "units.h"
 
 extern char** environ;
 
@@ -18,13 +19,6 @@ namespace gmp {
 namespace {
 
 constexpr uint64_t kMinIntervalNs = 1'000'000'000ull;
-
-std::string gib(uint64_t bytes) {
-  char buf[32];
-  if (bytes >= (1ull << 30)) snprintf(buf, sizeof buf, "%.2f GiB", static_cast<double>(bytes) / (1ull << 30));
-  else snprintf(buf, sizeof buf, "%.2f MiB", static_cast<double>(bytes) / (1 << 20));
-  return buf;
-}
 
 std::string percent(double v) {
   char buf[16];
@@ -43,15 +37,15 @@ std::string alert_message(const Alert& a, const Config& c) {
   switch (a.type) {
     case AlertType::Warning:
     case AlertType::Critical:
-      return head + "allocated " + gib(a.allocated) + " is " + percent(share(a.allocated, a.total)) + " of " +
-             gib(a.total) + " (threshold " + percent(a.type == AlertType::Warning ? c.warn_percent : c.critical_percent) +
+      return head + "allocated " + mib_or_gib(a.allocated) + " is " + percent(share(a.allocated, a.total)) + " of " +
+             mib_or_gib(a.total) + " (threshold " + percent(a.type == AlertType::Warning ? c.warn_percent : c.critical_percent) +
              ")";
     case AlertType::Fragmentation:
-      return head + percent(100.0 * a.ratio) + " of " + gib(a.reserved) + " reserved is not allocated (threshold " +
+      return head + percent(100.0 * a.ratio) + " of " + mib_or_gib(a.reserved) + " reserved is not allocated (threshold " +
              percent(100.0 * c.fragmentation) + ")";
     case AlertType::Growth:
-      return head + "allocated stayed at " + gib(a.allocated) + " or more, against a baseline of " + gib(a.baseline) +
-             " (threshold +" + gib(c.leak_bytes) + ")";
+      return head + "allocated stayed at " + mib_or_gib(a.allocated) + " or more, against a baseline of " + mib_or_gib(a.baseline) +
+             " (threshold +" + mib_or_gib(c.leak_bytes) + ")";
   }
   return head;
 }

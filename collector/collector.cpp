@@ -183,10 +183,7 @@ void Collector::wait_processed(uint64_t target) {
 
 void Collector::write_manifest() {
   nlohmann::json devices = nlohmann::json::array();
-  for (int d : device_order_) {
-    const auto& entry = devices_.entries[static_cast<size_t>(d)];
-    devices.push_back({{"ordinal", d}, {"name", entry.name}, {"total_bytes", entry.total_bytes}});
-  }
+  for (int d : device_order_) devices.push_back(devices_.entry_json(d));
   nlohmann::json m = {
       {"schema_version", 1},
       {"tool", "gpumemprof"},

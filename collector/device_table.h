@@ -7,6 +7,8 @@
 #include <atomic>
 #include <cstdint>
 
+#include <nlohmann/json.hpp>
+
 namespace gmp {
 
 inline constexpr int kMaxDevices = 64;
@@ -19,6 +21,12 @@ struct DeviceTable {
   };
   std::array<Entry, kMaxDevices> entries{};
   std::atomic<uint64_t> seen{0};  // bit per ordinal
+
+  // {"ordinal", "name", "total_bytes"}: how manifests and OOM bundles list a device.
+  nlohmann::json entry_json(int device) const {
+    const Entry& e = entries[static_cast<size_t>(device)];
+    return {{"ordinal", device}, {"name", e.name}, {"total_bytes", e.total_bytes}};
+  }
 
   // True for exactly one caller per ordinal.
   bool claim(int device) {

@@ -54,10 +54,7 @@ bool ensure_bundle_dir(const std::string& dir, std::string& error) {
     }
     return true;
   }
-  for (size_t pos = dir.find('/', 1); pos != std::string::npos; pos = dir.find('/', pos + 1)) {
-    mkdir(dir.substr(0, pos).c_str(), 0777);  // parents; failures show up at the final mkdir
-  }
-  if (mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) {
+  if (!make_parent_dirs(dir) || (mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST)) {
     error = "cannot create OOM directory " + dir + ": " + std::strerror(errno);
     return false;
   }

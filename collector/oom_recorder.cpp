@@ -6,19 +6,12 @@
 #include "json_views.h"
 #include "log.h"
 #include "oom_bundle.h"
+#include "units.h"
 
 extern char** environ;
 
 namespace gmp {
 namespace {
-
-std::string human(uint64_t bytes) {
-  char buf[32];
-  const double gib = static_cast<double>(bytes) / (1ull << 30);
-  if (bytes >= (1ull << 30)) snprintf(buf, sizeof buf, "%.2f GiB", gib);
-  else snprintf(buf, sizeof buf, "%.2f MiB", static_cast<double>(bytes) / (1 << 20));
-  return buf;
-}
 
 bool is_allocation(const Event& e) { return e.op == Op::Alloc || e.op == Op::VmmCreate; }
 
@@ -54,9 +47,7 @@ nlohmann::json OomRecorder::history_json() const {
 nlohmann::json OomRecorder::environment_json() const {
   nlohmann::json devices = nlohmann::json::array();
   for (int d = 0; d < kMaxDevices; ++d) {
-    if (devices_.seen.load(std::memory_order_acquire) & (1ull << d)) {
-      devices.push_back({{"ordinal", d}, {"name", devices_.entries[d].name}, {"total_bytes", devices_.entries[d].total_bytes}});
-    }
+    if (devices_.seen.load(std::memory_order_acquire) & (1ull << d)) devices.push_back(devices_.entry_json(d));
   }
   return {{"host", info_.host},     {"pid", info_.pid},   {"ppid", info_.ppid},
           {"exe", info_.exe},       {"argv", info_.argv}, {"cwd", info_.cwd},
@@ -122,7 +113,7 @@ void OomRecorder::open_episode(Episode& ep, const Event& e, const Accounting& ac
     live_bytes += a.size;
   }
   const std::string where = e.kind == Kind::HostPinned ? "pinned host memory" : "device " + std::to_string(e.device);
-  const std::string reason = "CUDA_ERROR_OUT_OF_MEMORY: " + std::string(api_name(e.api)) + " of " + human(e.size) +
+  const std::string reason = "CUDA_ERROR_OUT_OF_MEMORY: " + std::string(api_name(e.api)) + " of " + mib_or_gib(e.size) +
                              " (" + std::to_string(e.size) + " bytes) on " + where;
   auto dm = driver_memory_.find(e.device);
   ep.metadata = {

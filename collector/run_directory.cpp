@@ -1,5 +1,7 @@
 #include "run_directory.h"
 
+#include "file_io.h"
+
 #include <sys/stat.h>
 
 #include <cerrno>
@@ -27,20 +29,9 @@ std::string expand_output_template(const std::string& tpl, const ProcessInfo& in
   return out;
 }
 
-namespace {
-
-bool make_parents(const std::string& path) {
-  for (size_t pos = path.find('/', 1); pos != std::string::npos; pos = path.find('/', pos + 1)) {
-    const std::string parent = path.substr(0, pos);
-    if (mkdir(parent.c_str(), 0777) != 0 && errno != EEXIST) return false;
-  }
-  return true;
-}
-
-}  // namespace
 
 std::optional<std::string> create_run_directory(const std::string& path, std::string& error) {
-  if (!make_parents(path)) {
+  if (!make_parent_dirs(path)) {
     error = "cannot create parent directories of '" + path + "': " + std::strerror(errno);
     return std::nullopt;
   }

@@ -7,10 +7,9 @@ Nothing allocates after the figures are read, and the interpreter then exits nor
 os._exit) so the shim writes summary.json from its atexit path.
 """
 import ctypes
-import json
-import os
 import sys
-import traceback
+
+import torch_truth
 
 
 def pool_attributes():
@@ -73,36 +72,14 @@ def workload(torch):
     return model, opt, kept, more
 
 
+def finish(torch, out):
+    out["total_memory"] = torch.cuda.get_device_properties(0).total_memory
+    if out["backend"] == "cudaMallocAsync":
+        out["pool"] = pool_attributes()
+
+
 def main():
-    out = {"workload": os.environ.get("GPU_CHECK_NAME", "torch"), "pid": os.getpid(), "ok": False,
-           "alloc_conf": os.environ.get("PYTORCH_CUDA_ALLOC_CONF", "")}
-    try:
-        import torch
-        out["torch"] = torch.__version__
-        out["cuda"] = torch.version.cuda
-        keep = workload(torch)  # noqa: F841 (kept alive until exit, like a real program)
-        torch.cuda.synchronize()
-        stats = torch.cuda.memory_stats(0)
-        out["backend"] = torch.cuda.get_allocator_backend()
-        out["max_memory_reserved"] = torch.cuda.max_memory_reserved(0)
-        out["memory_reserved"] = torch.cuda.memory_reserved(0)
-        out["max_memory_allocated"] = torch.cuda.max_memory_allocated(0)
-        out["memory_allocated"] = torch.cuda.memory_allocated(0)
-        out["total_memory"] = torch.cuda.get_device_properties(0).total_memory
-        out["stats"] = {k: v for k, v in stats.items() if isinstance(v, int)}
-        if out["backend"] == "cudaMallocAsync":
-            out["pool"] = pool_attributes()
-        out["ok"] = True
-    except Exception:  # report, do not hide: the table shows FAIL with this text
-        out["errors"] = [traceback.format_exc(limit=3)]
-        traceback.print_exc()
-    path = os.environ.get("GROUND_TRUTH")
-    if path:
-        with open(path, "w") as f:
-            json.dump(out, f, indent=1)
-    else:
-        print(json.dumps(out, indent=1))
-    return 0 if out["ok"] else 1
+    return torch_truth.record("torch", lambda torch, out: workload(torch), finish)
 
 
 if __name__ == "__main__":

@@ -12,10 +12,9 @@ Then everything is freed (tensors deleted, cache emptied), PyTorch's figures are
 $GROUND_TRUTH (the same fields as torch_alloc.py, so compare.py's torch rows apply, plus "oom":
 the expectations for the bundle) and the interpreter exits normally.
 """
-import json
-import os
 import sys
-import traceback
+
+import torch_truth
 
 GiB = 1 << 30
 MiB = 1 << 20
@@ -64,32 +63,7 @@ def workload(torch, out):
 
 
 def main():
-    out = {"workload": os.environ.get("GPU_CHECK_NAME", "torch_oom"), "pid": os.getpid(),
-           "ok": False, "alloc_conf": os.environ.get("PYTORCH_CUDA_ALLOC_CONF", "")}
-    try:
-        import torch
-        out["torch"] = torch.__version__
-        out["cuda"] = torch.version.cuda
-        workload(torch, out)
-        torch.cuda.synchronize()
-        stats = torch.cuda.memory_stats(0)
-        out["backend"] = torch.cuda.get_allocator_backend()
-        out["max_memory_reserved"] = torch.cuda.max_memory_reserved(0)
-        out["memory_reserved"] = torch.cuda.memory_reserved(0)
-        out["max_memory_allocated"] = torch.cuda.max_memory_allocated(0)
-        out["memory_allocated"] = torch.cuda.memory_allocated(0)
-        out["stats"] = {k: v for k, v in stats.items() if isinstance(v, int)}
-        out["ok"] = True
-    except Exception:  # report, do not hide: the table shows FAIL with this text
-        out["errors"] = [traceback.format_exc(limit=3)]
-        traceback.print_exc()
-    path = os.environ.get("GROUND_TRUTH")
-    if path:
-        with open(path, "w") as f:
-            json.dump(out, f, indent=1)
-    else:
-        print(json.dumps(out, indent=1))
-    return 0 if out["ok"] else 1
+    return torch_truth.record("torch_oom", workload)
 
 
 if __name__ == "__main__":

@@ -18,22 +18,12 @@ constexpr const char* kUsage =
     "  failed allocations; unknown frees; event counts. DIR is a run directory written by\n"
     "  libgpumemprof.so. Without summary.json (a killed process) the figures are rebuilt from the trace.\n";
 
-uint64_t u64(const nlohmann::json& j, const char* a, const char* b = nullptr) {
-  const nlohmann::json* p = &j;
-  for (const char* k : {a, b}) {
-    if (k == nullptr) break;
-    if (!p->is_object() || !p->contains(k)) return 0;
-    p = &(*p)[k];
-  }
-  return p->is_number_unsigned() || p->is_number_integer() ? p->get<uint64_t>() : 0;
-}
-
 void print_text(const reader::RunDirectory& run) {
   const auto& s = run.summary;
   std::printf("gpumemprof report: %s\n", run.path.c_str());
   if (run.manifest.is_object()) {
     std::printf("  process %s (pid %llu)\n", run.manifest.value("exe", std::string("?")).c_str(),
-                static_cast<unsigned long long>(u64(run.manifest, "pid")));
+                static_cast<unsigned long long>(json_u64(run.manifest, {"pid"})));
   }
   if (run.summary_rebuilt) {
     std::printf("  note: %s; figures rebuilt from the trace", run.rebuild_reason.c_str());
@@ -41,30 +31,30 @@ void print_text(const reader::RunDirectory& run) {
     std::printf("\n");
   }
   for (const auto& d : s["devices"]) {
-    std::printf("\ndevice %llu  %s  (%s total)\n", (unsigned long long)u64(d, "device"),
-                d.value("name", std::string()).c_str(), human_bytes(u64(d, "total_bytes")).c_str());
-    std::printf("  allocated  peak %-12s final %s\n", human_bytes(u64(d, "allocated_bytes", "peak")).c_str(),
-                human_bytes(u64(d, "allocated_bytes", "current")).c_str());
-    std::printf("  reserved   peak %-12s final %s\n", human_bytes(u64(d, "reserved_bytes", "peak")).c_str(),
-                human_bytes(u64(d, "reserved_bytes", "current")).c_str());
+    std::printf("\ndevice %llu  %s  (%s total)\n", (unsigned long long)json_u64(d, {"device"}),
+                d.value("name", std::string()).c_str(), human_bytes(json_u64(d, {"total_bytes"})).c_str());
+    std::printf("  allocated  peak %-12s final %s\n", human_bytes(json_u64(d, {"allocated_bytes", "peak"})).c_str(),
+                human_bytes(json_u64(d, {"allocated_bytes", "current"})).c_str());
+    std::printf("  reserved   peak %-12s final %s\n", human_bytes(json_u64(d, {"reserved_bytes", "peak"})).c_str(),
+                human_bytes(json_u64(d, {"reserved_bytes", "current"})).c_str());
     for (const char* kind : {"linear", "pool", "vmm", "array", "managed"}) {
       const auto& k = d["by_kind"][kind];
-      if (u64(k, "allocs") == 0 && u64(k, "peak") == 0) continue;
-      std::printf("    %-8s peak %-12s final %-12s allocs %llu frees %llu\n", kind, human_bytes(u64(k, "peak")).c_str(),
-                  human_bytes(u64(k, "current")).c_str(), (unsigned long long)u64(k, "allocs"),
-                  (unsigned long long)u64(k, "frees"));
+      if (json_u64(k, {"allocs"}) == 0 && json_u64(k, {"peak"}) == 0) continue;
+      std::printf("    %-8s peak %-12s final %-12s allocs %llu frees %llu\n", kind, human_bytes(json_u64(k, {"peak"})).c_str(),
+                  human_bytes(json_u64(k, {"current"})).c_str(), (unsigned long long)json_u64(k, {"allocs"}),
+                  (unsigned long long)json_u64(k, {"frees"}));
     }
-    std::printf("  allocations %llu, frees %llu, failed allocations %llu\n", (unsigned long long)u64(d, "alloc_count"),
-                (unsigned long long)u64(d, "free_count"), (unsigned long long)u64(d, "failed_alloc_count"));
+    std::printf("  allocations %llu, frees %llu, failed allocations %llu\n", (unsigned long long)json_u64(d, {"alloc_count"}),
+                (unsigned long long)json_u64(d, {"free_count"}), (unsigned long long)json_u64(d, {"failed_alloc_count"}));
   }
-  std::printf("\npinned host memory  peak %s final %s\n", human_bytes(u64(s, "host_pinned_bytes", "peak")).c_str(),
-              human_bytes(u64(s, "host_pinned_bytes", "current")).c_str());
-  std::printf("live at exit        %llu allocations, %s\n", (unsigned long long)u64(s, "live_at_exit", "count"),
-              human_bytes(u64(s, "live_at_exit", "bytes")).c_str());
-  std::printf("unknown frees       %llu\n", (unsigned long long)u64(s, "unknown_frees"));
+  std::printf("\npinned host memory  peak %s final %s\n", human_bytes(json_u64(s, {"host_pinned_bytes", "peak"})).c_str(),
+              human_bytes(json_u64(s, {"host_pinned_bytes", "current"})).c_str());
+  std::printf("live at exit        %llu allocations, %s\n", (unsigned long long)json_u64(s, {"live_at_exit", "count"}),
+              human_bytes(json_u64(s, {"live_at_exit", "bytes"})).c_str());
+  std::printf("unknown frees       %llu\n", (unsigned long long)json_u64(s, {"unknown_frees"}));
   std::printf("events             %llu recorded, %llu lost, %llu producer waits\n",
-              (unsigned long long)u64(s, "events", "recorded"), (unsigned long long)u64(s, "events", "lost"),
-              (unsigned long long)u64(s, "events", "producer_waits"));
+              (unsigned long long)json_u64(s, {"events", "recorded"}), (unsigned long long)json_u64(s, {"events", "lost"}),
+              (unsigned long long)json_u64(s, {"events", "producer_waits"}));
 }
 
 }  // namespace

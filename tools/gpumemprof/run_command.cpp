@@ -93,15 +93,6 @@ std::vector<std::string> run_dirs_under(const std::string& root) {
   return out;
 }
 
-uint64_t u64(const nlohmann::json& j, std::initializer_list<const char*> path) {
-  const nlohmann::json* p = &j;
-  for (const char* k : path) {
-    if (!p->is_object() || !p->contains(k)) return 0;
-    p = &(*p)[k];
-  }
-  return p->is_number() ? p->get<uint64_t>() : 0;
-}
-
 void print_run(const std::string& dir) {
   std::string error;
   auto run = reader::open_run_directory(dir, error);
@@ -111,18 +102,18 @@ void print_run(const std::string& dir) {
   }
   const auto& s = run->summary;
   std::string exe = run->manifest.is_object() ? run->manifest.value("exe", std::string("?")) : "?";
-  std::fprintf(stderr, "  %s (pid %llu)%s\n", exe.c_str(), (unsigned long long)u64(run->manifest, {"pid"}),
+  std::fprintf(stderr, "  %s (pid %llu)%s\n", exe.c_str(), (unsigned long long)json_u64(run->manifest, {"pid"}),
                run->summary_rebuilt ? "  [no summary.json: rebuilt from the trace]" : "");
   for (const auto& d : s["devices"]) {
-    std::fprintf(stderr, "    device %llu: peak allocated %s, peak reserved %s\n", (unsigned long long)u64(d, {"device"}),
-                 human_bytes(u64(d, {"allocated_bytes", "peak"})).c_str(),
-                 human_bytes(u64(d, {"reserved_bytes", "peak"})).c_str());
+    std::fprintf(stderr, "    device %llu: peak allocated %s, peak reserved %s\n", (unsigned long long)json_u64(d, {"device"}),
+                 human_bytes(json_u64(d, {"allocated_bytes", "peak"})).c_str(),
+                 human_bytes(json_u64(d, {"reserved_bytes", "peak"})).c_str());
   }
-  const uint64_t alerts = u64(s, {"alerts", "warning"}) + u64(s, {"alerts", "critical"}) +
-                          u64(s, {"alerts", "fragmentation"}) + u64(s, {"alerts", "growth"});
+  const uint64_t alerts = json_u64(s, {"alerts", "warning"}) + json_u64(s, {"alerts", "critical"}) +
+                          json_u64(s, {"alerts", "fragmentation"}) + json_u64(s, {"alerts", "growth"});
   std::fprintf(stderr, "    out-of-memory failures %llu (bundles %llu), alerts %llu, lost events %llu\n",
-               (unsigned long long)u64(s, {"oom", "failures"}), (unsigned long long)u64(s, {"oom", "bundles_written"}),
-               (unsigned long long)alerts, (unsigned long long)u64(s, {"events", "lost"}));
+               (unsigned long long)json_u64(s, {"oom", "failures"}), (unsigned long long)json_u64(s, {"oom", "bundles_written"}),
+               (unsigned long long)alerts, (unsigned long long)json_u64(s, {"events", "lost"}));
   std::fprintf(stderr, "    next: gpumemprof report %s\n", dir.c_str());
 }
 
