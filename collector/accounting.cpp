@@ -5,10 +5,11 @@
 namespace gmp {
 
 DeviceStats& Accounting::dev(int d) {
-  if (last_dev_ != nullptr && last_dev_->device == d) return *last_dev_;
+  const bool small = d >= 0 && d < static_cast<int>(by_ordinal_.size());
+  if (small && by_ordinal_[d] != nullptr) return *by_ordinal_[d];
   auto [it, inserted] = devices_.try_emplace(d);
   if (inserted) it->second.device = d;
-  last_dev_ = &it->second;  // map nodes never move
+  if (small) by_ordinal_[d] = &it->second;  // map nodes never move
   return it->second;
 }
 
@@ -21,6 +22,8 @@ AddressMap<LiveAllocation>& Accounting::table_for(Kind k) {
 }
 
 void Accounting::apply(const Event& e) {
+  // A record read from a damaged file may carry any byte: never index by_kind with it.
+  if (static_cast<size_t>(e.kind) >= static_cast<size_t>(kKindCount)) return;
   ++events_;
   if (events_ == 1) first_ns_ = e.timestamp_ns;
   last_ns_ = std::max(last_ns_, e.timestamp_ns);
@@ -54,6 +57,8 @@ void Accounting::apply(const Event& e) {
     case Op::Alert:
       if (e.result == 1 && e.value < alerts_.size()) ++alerts_[e.value];
       break;
+    case Op::Mark: case Op::RangePush: case Op::RangePop: case Op::Pause: case Op::Resume:
+      break;  // attribution only: the tools replay them (tools/analysis)
     case Op::None: break;
   }
 }

@@ -83,7 +83,7 @@ struct FailedAllocation {
 class Accounting {
  public:
   Accounting() = default;
-  Accounting(const Accounting&) = delete;  // last_dev_ points into this object's map
+  Accounting(const Accounting&) = delete;  // by_ordinal_ points into this object's map
   Accounting& operator=(const Accounting&) = delete;
 
   void apply(const Event& e);
@@ -162,7 +162,7 @@ class Accounting {
   void refresh_totals(int device, uint64_t ts);
 
   std::map<int, DeviceStats> devices_;
-  DeviceStats* last_dev_ = nullptr;  // most events hit the device of the previous one
+  std::array<DeviceStats*, 16> by_ordinal_{};  // devices_ without a tree walk, for the usual ordinals
   AddressMap<LiveAllocation> device_ptrs_;  // linear, pool, managed
   AddressMap<LiveAllocation> arrays_;
   AddressMap<LiveAllocation> pinned_;

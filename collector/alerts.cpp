@@ -11,16 +11,6 @@ constexpr uint64_t kFragmentationFloor = 1ull << 30;  // reserved must reach min
 
 }  // namespace
 
-std::string alert_type_name(AlertType t) {
-  switch (t) {
-    case AlertType::Warning: return "warning";
-    case AlertType::Critical: return "critical";
-    case AlertType::Fragmentation: return "fragmentation";
-    case AlertType::Growth: return "growth";
-  }
-  return "unknown";
-}
-
 AlertEngine::AlertEngine(const Config& config)
     : config_(config), window_ns_((config.sample_ms == 0 ? 100 : config.sample_ms) * 10ull * 1'000'000ull) {}
 

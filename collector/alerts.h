@@ -12,8 +12,6 @@
 
 namespace gmp {
 
-enum class AlertType : uint8_t { Warning = 1, Critical = 2, Fragmentation = 3, Growth = 4 };
-std::string alert_type_name(AlertType t);
 
 struct Alert {
   AlertType type;

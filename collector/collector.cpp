@@ -45,6 +45,7 @@ bool Collector::start() {
   log::attach_file(run_dir_ + "/gpumemprof.log");
   write_manifest();
   const std::string trace_path = run_dir_ + "/" + kTraceFileName;
+  attribution_.set_path(run_dir_ + "/attribution.jsonl");
   if (!trace_.open(trace_path, make_trace_header(static_cast<uint32_t>(info_.pid), info_.start_realtime_ns,
                                                  info_.start_monotonic_ns))) {
     log::error("cannot create {}; events are counted but not traced", trace_path);
@@ -128,6 +129,7 @@ void Collector::process(Event& e) {
     write_manifest();
   }
   accounting_.apply(e);
+  attribution_.note(e, e.timestamp_ns);  // before the event, so readers find what it refers to
   trace_.append(e);
   synthesized_.clear();
   oom_.after(e, accounting_, synthesized_);
@@ -174,9 +176,9 @@ void Collector::wake() {
   syscall(SYS_futex, reinterpret_cast<uint32_t*>(&wake_), FUTEX_WAKE_PRIVATE, 1, nullptr, nullptr, 0);
 }
 
-void Collector::wait_processed(uint64_t target) {
+void Collector::wait_processed(uint64_t target, uint64_t timeout_ms) {
   if (finished_.load(std::memory_order_acquire)) return;
-  const uint64_t deadline = now_ns() + config_.oom_wait_ms * 1'000'000ull;
+  const uint64_t deadline = now_ns() + (timeout_ms == UINT64_MAX ? config_.oom_wait_ms : timeout_ms) * 1'000'000ull;
   wake();
   while (processed_.load(std::memory_order_acquire) < target && now_ns() < deadline) sleep_ns(100'000);
 }

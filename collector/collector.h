@@ -14,6 +14,7 @@
 #include "device_table.h"
 #include "alert_actions.h"
 #include "alerts.h"
+#include "attribution_writer.h"
 #include "nvml_sampler.h"
 #include "oom_recorder.h"
 #include "process_info.h"
@@ -36,8 +37,8 @@ class Collector {
   bool checkpoint(int signal, uint64_t timeout_ms);
 
   // Waits until every event up to ring position `target` is processed (OOM bundles included), at
-  // most the configured GPUMEMPROF_OOM_WAIT_MS.
-  void wait_processed(uint64_t target);
+  // most `timeout_ms` (the configured GPUMEMPROF_OOM_WAIT_MS when UINT64_MAX).
+  void wait_processed(uint64_t target, uint64_t timeout_ms = UINT64_MAX);
 
   // Final drain and summary; the thread ends. Waits at most `timeout_ms`.
   bool stop(uint64_t timeout_ms);
@@ -69,6 +70,7 @@ class Collector {
   NvmlSampler sampler_;
   std::vector<Event> synthesized_;
   TraceWriter trace_;
+  AttributionWriter attribution_;
   std::string run_dir_;
   std::string error_;
   std::vector<Event> batch_;

@@ -147,7 +147,12 @@ Config parse_config(const EnvLookup& env) {
     c.ring_events = *v;
     return true;
   });
-  r.read("GPUMEMPROF_STACKS", "0", "an integer from 0 to 128", uint_in(c.stacks, 0, 128));
+  r.read("GPUMEMPROF_STACKS", "16", "an integer from 0 (off) to 128", uint_in(c.stacks, 0, 128));
+  r.read("GPUMEMPROF_PYTHON_STACKS", "1", "0 or 1 (also true/false, yes/no, on/off)", [&](std::string_view s) {
+    auto v = parse_bool(s);
+    if (v) c.python_stacks = *v;
+    return v.has_value();
+  });
   r.read("GPUMEMPROF_SAMPLE_MS", "100", "an integer from 0 (off) to 3600000", uint_in(c.sample_ms, 0, 3'600'000));
   r.read("GPUMEMPROF_WARN_PERCENT", "80", "a number in (0, 100]", double_in(c.warn_percent, 0, 100));
   r.read("GPUMEMPROF_CRITICAL_PERCENT", "95", "a number in (0, 100]", double_in(c.critical_percent, 0, 100));
@@ -190,6 +195,7 @@ nlohmann::json config_to_json(const Config& c) {
       {"log_level", std::string(log_level_name(c.log_level))},
       {"ring_events", c.ring_events},
       {"stacks", c.stacks},
+      {"python_stacks", c.python_stacks},
       {"sample_ms", c.sample_ms},
       {"warn_percent", c.warn_percent},
       {"critical_percent", c.critical_percent},

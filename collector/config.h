@@ -20,7 +20,8 @@ struct Config {
   std::string output = "gpumemprof.%e.%p";
   LogLevel log_level = LogLevel::Warn;
   uint64_t ring_events = 1u << 20;
-  uint32_t stacks = 0;
+  uint32_t stacks = 16;       // return addresses per allocation event; 0: no stacks
+  bool python_stacks = true;  // Python frames too, where the allocating thread holds the GIL
   uint32_t sample_ms = 100;
   double warn_percent = 80;
   double critical_percent = 95;

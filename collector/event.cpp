@@ -35,6 +35,11 @@ std::string_view op_name(Op o) {
     case Op::OomRecovered: return "oom_recovered";
     case Op::Alert: return "alert";
     case Op::Sample: return "sample";
+    case Op::Mark: return "mark";
+    case Op::RangePush: return "range_push";
+    case Op::RangePop: return "range_pop";
+    case Op::Pause: return "pause";
+    case Op::Resume: return "resume";
     case Op::None: break;
   }
   return "none";
@@ -50,10 +55,20 @@ std::string_view api_name(Api a) {
       "cuArrayCreate_v2", "cuArray3DCreate_v2", "cuArrayDestroy", "cuMipmappedArrayCreate",
       "cuMipmappedArrayDestroy", "cuMemHostAlloc", "cuMemAllocHost_v2", "cuMemFreeHost",
       "cuStreamSynchronize", "cuStreamSynchronize_ptsz", "cuCtxSynchronize", "cuEventSynchronize",
-      "cuDeviceSetMemPool", "collector",
+      "cuDeviceSetMemPool", "collector", "gpumemprof_api", "nvtx",
   };
   auto i = static_cast<size_t>(a);
   return i < names.size() ? names[i] : "unknown";
+}
+
+std::string alert_type_name(AlertType t) {
+  switch (t) {
+    case AlertType::Warning: return "warning";
+    case AlertType::Critical: return "critical";
+    case AlertType::Fragmentation: return "fragmentation";
+    case AlertType::Growth: return "growth";
+  }
+  return "unknown";
 }
 
 }  // namespace gmp

@@ -2,6 +2,7 @@
 // Layout is part of the trace format (docs/trace-format.md); change it only with a version bump.
 #pragma once
 #include <cstdint>
+#include <string>
 #include <string_view>
 
 namespace gmp {
@@ -37,6 +38,12 @@ enum class Op : uint8_t {
                       // size = allocated, object = reserved, address = threshold bytes
   Sample = 16,        // written by the collector from NVML: device, size = device used, object = device
                       // total, value = this process's usage (UINT64_MAX when NVML does not say)
+  // Attribution (docs/attribution.md): names are ids in attribution.jsonl.
+  Mark = 17,          // address = name id
+  RangePush = 18,     // address = name id; the thread's innermost range until its RangePop
+  RangePop = 19,
+  Pause = 20,         // allocations stop being recorded (frees still are) until Resume
+  Resume = 21,
 };
 
 // Which driver entry point produced the event. Stored as a number in the trace: append only.
@@ -50,8 +57,13 @@ enum class Api : uint16_t {
   cuMemHostAlloc, cuMemAllocHost_v2, cuMemFreeHost,
   cuStreamSynchronize, cuStreamSynchronize_ptsz, cuCtxSynchronize, cuEventSynchronize,
   cuDeviceSetMemPool, Collector,
+  gpumemprof_api,  // marks, ranges, pause and resume from include/gpumemprof.h
+  nvtx,            // ranges and marks from NVTX, through the injection interface
   Count_
 };
+
+// The alert in an Op::Alert event's value field (docs/alerts.md).
+enum class AlertType : uint8_t { Warning = 1, Critical = 2, Fragmentation = 3, Growth = 4 };
 
 inline constexpr int16_t kOutOfMemory = 2;  // CUDA_ERROR_OUT_OF_MEMORY
 
@@ -63,7 +75,7 @@ struct Event {
   uint64_t object;        // pool handle (pool ops), physical handle (VmmMap)
   uint64_t value;         // op-specific, see Op
   uint32_t thread_id;     // kernel tid
-  uint32_t stack_id;      // 0 = no stack captured
+  uint32_t stack_id;      // 0 = no stack captured; else a stack id in attribution.jsonl
   int16_t device;         // CUDA ordinal, -1 when not a device (pinned host memory) or unknown
   Kind kind;
   Op op;
@@ -75,5 +87,6 @@ static_assert(sizeof(Event) == 64, "Event is a 64-byte record in the trace forma
 std::string_view kind_name(Kind k);
 std::string_view op_name(Op o);
 std::string_view api_name(Api a);
+std::string alert_type_name(AlertType t);  // "warning", ...; "unknown" for other values
 
 }  // namespace gmp

@@ -110,6 +110,9 @@ bool session_enabled() {
   return e == 1;
 }
 
+std::atomic<uint32_t> g_stack_depth{0};
+std::atomic<bool> g_python_stacks{false};
+
 Session* session_start() {
   if (g_state.load(std::memory_order_acquire) == kDone || !session_enabled()) return nullptr;
   std::lock_guard<std::mutex> lock(*g_start_mutex);
@@ -141,6 +144,8 @@ Session* session_start() {
   install_process_hooks();
   install_signal_flush();
   log::info("recording to {}", s->collector.run_dir());
+  g_stack_depth.store(config.stacks, std::memory_order_relaxed);
+  g_python_stacks.store(config.python_stacks, std::memory_order_relaxed);
   g_state.store(kRunning, std::memory_order_release);
   g_active_session.store(s, std::memory_order_release);
   errno = saved_errno;
@@ -175,6 +180,14 @@ void session_note_device(Session* s, int device) {
 void session_wait_for_collector() {
   Session* s = g_active_session.load(std::memory_order_acquire);
   if (s != nullptr && s->owner_pid == getpid()) s->collector.wait_processed(s->ring.claimed());
+}
+
+void session_before_unload() {
+  constexpr uint64_t kUnloadWaitMs = 200;
+  Session* s = g_active_session.load(std::memory_order_acquire);
+  if (s != nullptr && s->owner_pid == getpid() && g_stack_depth.load(std::memory_order_relaxed) != 0) {
+    s->collector.wait_processed(s->ring.claimed(), kUnloadWaitMs);
+  }
 }
 
 void session_checkpoint() {

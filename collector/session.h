@@ -54,12 +54,26 @@ inline void session_record(int device, Fill&& fill) {
   session_publish(s, pos);
 }
 
+// The running session, starting it if needed; nullptr when profiling is off.
+inline Session* session_get() {
+  Session* s = g_active_session.load(std::memory_order_acquire);
+  return s != nullptr ? s : session_start();
+}
+
+// What allocation events carry besides the call (docs/attribution.md), from the configuration,
+// set before the session is published.
+extern std::atomic<uint32_t> g_stack_depth;      // GPUMEMPROF_STACKS
+extern std::atomic<bool> g_python_stacks;        // GPUMEMPROF_PYTHON_STACKS
+
 // True once a session is running in this process (pool refreshes at sync points need no start).
 inline bool session_running() { return g_active_session.load(std::memory_order_acquire) != nullptr; }
 
 // After an allocation failed with out-of-memory: returns once the collector has handled every
 // event recorded so far (so the OOM bundle is on disk), or after GPUMEMPROF_OOM_WAIT_MS.
 void session_wait_for_collector();
+// Before a library is unloaded: the collector writes the stacks recorded so far while their
+// module is still mapped (docs/attribution.md). Bounded to a fraction of a second.
+void session_before_unload();
 
 // Drains and writes summary.json now, keeping the session alive (before exec).
 void session_checkpoint();

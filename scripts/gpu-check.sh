@@ -8,8 +8,12 @@
 #   GPU_CHECK_ONLY="hotpath_costs bench_async" scripts/gpu-check.sh    only these (globs allowed:
 #                                   "torch_*", "bench_*"); the table then holds only them. Names:
 #     rt_static rt_shared driver_api async_pools vmm torch_default torch_expandable torch_async
-#     torch_oom rt_oom_exit hotpath_costs bench_async bench_malloc
+#     torch_oom rt_oom_exit torch_train hotpath_costs bench_async bench_malloc bench_train
 #                                   (default: all; commas work as separators too)
+# torch_train runs tests/gpu/train.py through `gpumemprof run` (the launcher, NVTX injection,
+# marks) and keeps its report, report.json, Perfetto export, folded stacks and HTML report.
+# bench_train times training steps without the shim, with it at default settings, and with
+# GPUMEMPROF_STACKS=0 (what stack capture costs).
 # torch_oom and rt_oom_exit run out of device memory on purpose: their OOM bundles
 # (<run dir>/oom/oom_dump_*/) are checked against their ground truth by compare.py.
 #
@@ -33,7 +37,8 @@ ROUNDS=${GPU_CHECK_BENCH_ROUNDS:-4}      # A/B rounds per benchmark
 ASYNC_PAIRS=${GPU_CHECK_ASYNC_PAIRS:-200000}
 MALLOC_PAIRS=${GPU_CHECK_MALLOC_PAIRS:-2000}
 REPS=5                                   # timed repetitions per benchmark process (median)
-ALL_NAMES="rt_static rt_shared driver_api async_pools vmm torch_default torch_expandable torch_async torch_oom rt_oom_exit hotpath_costs bench_async bench_malloc"
+ALL_NAMES="rt_static rt_shared driver_api async_pools vmm torch_default torch_expandable torch_async torch_oom rt_oom_exit torch_train hotpath_costs bench_async bench_malloc bench_train"
+TOOL=$ROOT/build/bin/gpumemprof
 # Words of GPU_CHECK_ONLY (commas allowed too), read without glob expansion against the cwd.
 ONLY_WORDS=${GPU_CHECK_ONLY:-}
 read -r -a ONLY <<<"${ONLY_WORDS//,/ }"
@@ -97,7 +102,7 @@ prereqs() {
   NVCC=$(readlink -f "$NVCC")
   if [ -x "$NVCC" ]; then "$NVCC" --version | tail -n 2; else say "MISSING nvcc"; bad=1; fi
   CUDA_HOME=$(dirname "$(dirname "$(readlink -f "$NVCC")")")
-  if want torch_default || want torch_expandable || want torch_async || want torch_oom; then
+  if want "torch_*" || want bench_train; then
     timeout 60 "$PY" -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda, "available", torch.cuda.is_available())' \
       || say "WARNING: $PY cannot import torch; the torch workloads will show FAIL"
   fi
@@ -180,9 +185,60 @@ workloads() {
   want torch_oom && run_workload torch_oom torch 120 -- "$PY" "$ROOT/tests/gpu/torch_oom.py"
   # Static cudart: a failed cudaMalloc, then exit(3) with nothing freed (rc 3 is expected).
   want rt_oom_exit && run_workload rt_oom_exit c 60 -- "$BIN/rt_oom_exit"
+  want torch_train && train_run
   oom_listing
   want hotpath_costs && hotpath
   return 0
+}
+
+# torch_train: the training job through the launcher, then every post-mortem command on its run
+# directory; compare.py checks the report against PyTorch's counters and the attribution.
+train_run() {
+  local name=torch_train d=$WORK/torch_train t0=$SECONDS rc run f
+  mkdir -p "$d"
+  echo "$name train" >>"$WORK/plan.txt"
+  (cd "$d" && timeout -k 5 "$(budget 180)" env -u PYTORCH_CUDA_ALLOC_CONF GROUND_TRUTH="$d/gt.json" \
+    GPU_CHECK_NAME=$name "$TOOL" run -o "$d/runs" -- "$PY" "$ROOT/tests/gpu/train.py" >"$d/stdout.txt" 2>"$d/stderr.txt")
+  rc=$?
+  echo "$rc" >"$d/rc"
+  run=$(find "$d/runs" -mindepth 1 -maxdepth 1 -type d | head -n 1)
+  if [ -n "$run" ]; then
+    "$TOOL" report "$run" >"$d/report.txt" 2>"$d/report.stderr"
+    "$TOOL" report "$run" --json >"$d/report.json" 2>>"$d/report.stderr"
+    "$TOOL" export "$run" --format perfetto -o "$d/perfetto.json" 2>>"$d/report.stderr"
+    "$TOOL" export "$run" --format folded -o "$d/folded.txt" 2>>"$d/report.stderr"
+    "$TOOL" html "$run" -o "$d/report.html" 2>>"$d/report.stderr"
+    for f in attribution.jsonl; do cp "$run/$f" "$d/$f.txt" 2>/dev/null; done
+  fi
+  printf '%-18s rc=%-4s %3ds  %s\n' "$name" "$rc" $((SECONDS - t0)) "$(head -n 12 "$d/report.txt" 2>/dev/null | tr '\n' '|' | head -c 300)"
+  if [ "$rc" != 0 ] && [ -s "$d/stderr.txt" ]; then tail -n 5 "$d/stderr.txt" | sed 's/^/    /'; fi
+}
+
+# bench_train: median step time of train.py --bench, without the shim, at default settings, and
+# with stacks off; variants interleaved over the rounds.
+bench_train() {
+  local r v stem limit order rd
+  mkdir -p "$WORK/bench"
+  for ((r = 1; r <= ROUNDS; r++)); do
+    order=(base shim nostacks)
+    ((r % 2 == 0)) && order=(nostacks shim base)
+    for v in "${order[@]}"; do
+      stem=$WORK/bench/train.$v.$r
+      rd=$WORK/bench/rd.train.$r
+      limit=$(budget 90)
+      if ((limit < 10)); then echo -1 >"$stem.rc"; continue; fi
+      case $v in
+        base) timeout -k 5 "$limit" "$PY" "$ROOT/tests/gpu/train.py" --bench 40 >"$stem.json" 2>"$stem.stderr" ;;
+        shim) timeout -k 5 "$limit" env GPUMEMPROF_OUTPUT="$rd/run.%p" LD_PRELOAD="$SHIM" \
+          "$PY" "$ROOT/tests/gpu/train.py" --bench 40 >"$stem.json" 2>"$stem.stderr" ;;
+        nostacks) timeout -k 5 "$limit" env GPUMEMPROF_STACKS=0 GPUMEMPROF_OUTPUT="$rd/run.%p" LD_PRELOAD="$SHIM" \
+          "$PY" "$ROOT/tests/gpu/train.py" --bench 40 >"$stem.json" 2>"$stem.stderr" ;;
+      esac
+      echo $? >"$stem.rc"
+      rm -rf "$rd"
+      printf '  train  %-8s round %s %s\n' "$v" "$r" "$(cat "$stem.json" 2>/dev/null)"
+    done
+  done
 }
 
 # The OOM bundles written (name, mode, size of each file), for the log; compare.py judges them.
@@ -250,6 +306,7 @@ bench_one() {
 }
 
 bench() {
+  want bench_train && { phase "benchmark: training steps"; bench_train; }
   needs bench_async_pair || return 0
   phase "benchmark: $ROUNDS A/B rounds, $REPS timed repetitions per process"
   [ -x "$BIN/bench_async_pair" ] || { say "bench_async_pair not built"; return; }

@@ -7,6 +7,8 @@ packages=(
   g++ cmake ninja-build make python3
   nlohmann-json3-dev libspdlog-dev libfmt-dev libunwind-dev
   libgtest-dev libgmock-dev libbenchmark-dev
+  chromium fonts-dejavu-core  # headless rendering of the HTML report (tests/html)
+  clang libclang-rt-dev       # the libFuzzer targets (tests/fuzz/): -fsanitize=fuzzer needs compiler-rt
 )
 
 missing=()

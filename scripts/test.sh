@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Sets up, builds and runs the whole test suite: the collector and ring unit tests under
 # AddressSanitizer+UBSan and ThreadSanitizer, then every test (unit, fake driver, integration
-# through the preloaded shim) with CTest.
+# through the preloaded shim) with CTest, then a short run of the libFuzzer targets (tests/fuzz/).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs="$(nproc)"
@@ -21,5 +21,7 @@ TSAN_OPTIONS=halt_on_error=1 sanitize tsan thread
 
 echo "== full suite"
 scripts/build.sh
-cd build
-ctest --output-on-failure -j "$jobs" --timeout 600
+(cd build && ctest --output-on-failure -j "$jobs" --timeout 600)
+
+echo "== fuzz targets (short run)"
+tests/fuzz/build.sh

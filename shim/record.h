@@ -10,6 +10,7 @@
 
 #include "../collector/event.h"
 #include "../collector/session.h"
+#include "markers.h"
 #include "real_driver.h"
 
 namespace gmp::shim {
@@ -58,6 +59,8 @@ inline void record_driver_memory(int device) {
 // until the collector has written the OOM bundle (bounded by GPUMEMPROF_OOM_WAIT_MS).
 inline void record_alloc(Api api, Kind kind, CUresult r, uint64_t address, uint64_t size, int device,
                          uint64_t stream = 0, uint64_t pool = 0, uint64_t pool_reserved = 0) {
+  uint32_t stack;
+  if (!prepare_allocation_event(&stack)) return;
   const bool oom = r == CUDA_ERROR_OUT_OF_MEMORY;
   if (oom && kind != Kind::HostPinned) record_driver_memory(device);
   session_record(device, [&](Event& e) {
@@ -70,6 +73,7 @@ inline void record_alloc(Api api, Kind kind, CUresult r, uint64_t address, uint6
     e.stream = stream;
     e.object = pool;
     e.value = pool_reserved;
+    e.stack_id = stack;
   });
   if (oom) session_wait_for_collector();
 }

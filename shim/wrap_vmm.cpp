@@ -11,8 +11,10 @@ GMP_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle* handle, size_t siz
   auto real = GMP_REAL(cuMemCreate);
   if (real == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
   const CUresult r = real(handle, size, prop, flags);
+  uint32_t stack;
   if (recording()) {
     ErrnoKeeper keep;
+    if (!prepare_allocation_event(&stack)) return r;
     const int device =
         prop != nullptr && prop->location.type == CU_MEM_LOCATION_TYPE_DEVICE ? prop->location.id : -1;
     if (r == CUDA_ERROR_OUT_OF_MEMORY) record_driver_memory(device);
@@ -23,6 +25,7 @@ GMP_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle* handle, size_t siz
       e.result = static_cast<int16_t>(r);
       e.address = r == CUDA_SUCCESS && handle != nullptr ? *handle : 0;
       e.size = size;
+      e.stack_id = stack;
     });
     if (r == CUDA_ERROR_OUT_OF_MEMORY) session_wait_for_collector();
   }
@@ -40,8 +43,10 @@ GMP_EXPORT CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset, CUmemG
   auto real = GMP_REAL(cuMemMap);
   if (real == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
   const CUresult r = real(ptr, size, offset, handle, flags);
+  uint32_t stack;
   if (recording()) {
     ErrnoKeeper keep;
+    if (!prepare_allocation_event(&stack)) return r;
     // Device -1: the mapping's device is its handle's, which the collector knows.
     session_record(-1, [&](Event& e) {
       e.op = Op::VmmMap;
@@ -52,6 +57,7 @@ GMP_EXPORT CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset, CUmemG
       e.size = size;
       e.object = handle;
       e.value = offset;
+      e.stack_id = stack;
     });
   }
   return r;

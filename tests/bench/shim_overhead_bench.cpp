@@ -1,6 +1,8 @@
 // Added cost per intercepted call, on the fake driver. The shim is dlopen'ed RTLD_LOCAL next to
 // the fake driver, so one process holds both the driver's own functions (the baseline) and the
 // shim's wrappers of them (which resolve the same driver), and every ratio comes from one run.
+// A second copy of the shim, loaded from another path, is an independent profiler whose session
+// starts with GPUMEMPROF_STACKS set: stacks off and on are timed in the same process.
 #include <benchmark/benchmark.h>
 #include <cuda.h>
 #include <dlfcn.h>
@@ -25,7 +27,8 @@ struct Api {
 
 void* g_driver = nullptr;
 void* g_shim = nullptr;
-Api g_direct{}, g_shimmed{};
+void* g_shim_stacks = nullptr;
+Api g_direct{}, g_shimmed{}, g_shimmed_stacks{};
 CUstream g_stream = nullptr;
 
 template <typename T>
@@ -59,6 +62,21 @@ void setup() {
   sym<CUresult (*)(CUstream*, unsigned)>(g_driver, "cuStreamCreate")(&g_stream, 0);
   g_direct = resolve(g_driver);
   g_shimmed = resolve(g_shim);
+  CUdeviceptr p;
+  setenv("GPUMEMPROF_STACKS", "0", 1);
+  g_shimmed.alloc(&p, 256);  // starts this copy's session with stacks off
+  g_shimmed.free(p);
+  const std::string copy = std::string(dir) + "/libgpumemprof-stacks.so";
+  if (std::system(("cp " + std::string(GMP_SHIM_PATH) + " " + copy).c_str()) != 0 ||
+      (g_shim_stacks = dlopen(copy.c_str(), RTLD_NOW | RTLD_LOCAL)) == nullptr) {
+    std::fprintf(stderr, "bench: cannot load a second copy of the shim\n");
+    std::exit(1);
+  }
+  const char* depth = std::getenv("GMP_BENCH_STACKS");
+  setenv("GPUMEMPROF_STACKS", depth != nullptr ? depth : "16", 1);
+  g_shimmed_stacks = resolve(g_shim_stacks);
+  g_shimmed_stacks.alloc(&p, 256);
+  g_shimmed_stacks.free(p);
 }
 
 void AllocFreePair(benchmark::State& state, const Api* api) {
@@ -102,8 +120,10 @@ void RingPush(benchmark::State& state) {
 
 BENCHMARK_CAPTURE(AllocFreePair, direct, &g_direct);
 BENCHMARK_CAPTURE(AllocFreePair, shim, &g_shimmed);
+BENCHMARK_CAPTURE(AllocFreePair, shim_stacks, &g_shimmed_stacks);
 BENCHMARK_CAPTURE(AsyncPair, direct, &g_direct);
 BENCHMARK_CAPTURE(AsyncPair, shim, &g_shimmed);
+BENCHMARK_CAPTURE(AsyncPair, shim_stacks, &g_shimmed_stacks);
 BENCHMARK(RingPush);
 
 int main(int argc, char** argv) {

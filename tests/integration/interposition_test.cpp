@@ -44,14 +44,16 @@ TEST(Interposition, DlsymForwardsForeignLookupsAsTheCaller) {
 TEST(Interposition, ExportsOnlyInterposedSymbolsAndNeedsOnlyLibc) {
   const auto exported = words(command_output("nm -D --defined-only " + Paths::shim() + " | awk '{print $3}'"));
   const std::set<std::string> expected = {
-      "dlsym", "execve", "execv", "execvp", "execvpe", "fexecve", "execl", "execlp", "execle",
+      "dlsym", "dlclose", "execve", "execv", "execvp", "execvpe", "fexecve", "execl", "execlp", "execle",
       "cuGetProcAddress", "cuGetProcAddress_v2", "cuMemAlloc_v2", "cuMemFree_v2", "cuMemAllocPitch_v2",
       "cuMemAllocManaged", "cuMemAllocAsync", "cuMemAllocAsync_ptsz", "cuMemAllocFromPoolAsync",
       "cuMemAllocFromPoolAsync_ptsz", "cuMemFreeAsync", "cuMemFreeAsync_ptsz", "cuMemPoolCreate",
       "cuMemPoolDestroy", "cuMemPoolTrimTo", "cuDeviceSetMemPool", "cuMemCreate", "cuMemRelease", "cuMemMap",
       "cuMemUnmap", "cuArrayCreate_v2", "cuArray3DCreate_v2", "cuArrayDestroy", "cuMipmappedArrayCreate",
       "cuMipmappedArrayDestroy", "cuMemHostAlloc", "cuMemAllocHost_v2", "cuMemFreeHost", "cuStreamSynchronize",
-      "cuStreamSynchronize_ptsz", "cuCtxSynchronize", "cuCtxSynchronize_v2", "cuEventSynchronize"};
+      "cuStreamSynchronize_ptsz", "cuCtxSynchronize", "cuCtxSynchronize_v2", "cuEventSynchronize",
+      "gpumemprof_mark", "gpumemprof_range_push", "gpumemprof_range_pop", "gpumemprof_pause", "gpumemprof_resume",
+      "InitializeInjectionNvtx2", "InitializeInjectionNvtxExtension"};
   EXPECT_EQ(exported, expected);
   const auto needed = words(command_output("readelf -d " + Paths::shim() +
                                            " | sed -n 's/.*Shared library: \\[\\(.*\\)\\]/\\1/p'"));

@@ -7,6 +7,7 @@
 #include <fstream>
 
 #include "harness.h"
+#include "trace_reader.h"
 
 namespace gmp::test {
 namespace {
@@ -111,6 +112,45 @@ TEST(RunCommand, OptionsReachTheProfiledProcess) {
   EXPECT_EQ(m["config"]["sample_ms"], 0);
   EXPECT_EQ(read_json_file(dirs[0] + "/summary.json")["alerts"]["warning"], 1);
   EXPECT_NE(r.err.find("alerts 1"), std::string::npos) << r.err;
+}
+
+// RangePush events in the only run directory under `root` (prog_nvtx's all come from NVTX).
+int range_pushes(const std::string& root) {
+  auto dirs = dirs_under(root);
+  EXPECT_EQ(dirs.size(), 1u);
+  if (dirs.size() != 1) return -1;
+  reader::TraceReader trace;
+  EXPECT_TRUE(trace.open(dirs[0] + "/trace.gmpt")) << trace.error();
+  int n = 0;
+  Event e;
+  while (trace.next(e)) n += e.op == Op::RangePush;
+  return n;
+}
+
+TEST(RunCommand, RecordsNvtxRangesAndChainsTheNvtxToolAlreadySet) {
+  Sandbox box;
+  // prog_nvtx pushes 9 ranges (the first, opened before any CUDA memory call, is replayed).
+  RunResult r = box.run(run_args(box.dir() + "/plain", {Paths::bin("prog_nvtx")}),
+                        tool_env({{"NVTX_INJECTION64_PATH", "<unset>"}}));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(nlohmann::json::parse(r.out)["returns"][0], 0);  // the shim answered NVTX
+  EXPECT_EQ(range_pushes(box.dir() + "/plain"), 9);
+
+  // Another tool named in NVTX_INJECTION64_PATH keeps seeing every call.
+  const std::string counts = box.dir() + "/fake_nvtx.json";
+  r = box.run(run_args(box.dir() + "/chained", {Paths::bin("prog_nvtx")}),
+              tool_env({{"NVTX_INJECTION64_PATH", Paths::bin("libfake_nvtx_tool.so")}, {"FAKE_NVTX_OUT", counts}}));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(nlohmann::json::parse(r.out)["returns"][0], 100);  // the chained tool's answer
+  EXPECT_EQ(read_json_file(counts)["push_a"], 4);
+  EXPECT_EQ(range_pushes(box.dir() + "/chained"), 9);
+
+  // NVTX_INJECTION64_PATH already naming the shim is not chained to itself.
+  r = box.run(run_args(box.dir() + "/self", {Paths::bin("prog_nvtx")}),
+              tool_env({{"NVTX_INJECTION64_PATH", Paths::shim()}}));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(nlohmann::json::parse(r.out)["returns"][0], 0);
+  EXPECT_EQ(range_pushes(box.dir() + "/self"), 9);
 }
 
 TEST(RunCommand, BadCommandLinesGetOneLineAndStatus2) {

@@ -18,7 +18,7 @@ TEST(Tool, ReportOfAScenarioRun) {
   EXPECT_NE(text.out.find("device 0  Fake CUDA Device 0  (16.00 GiB total)"), std::string::npos) << text.out;
   EXPECT_NE(text.out.find("allocated  peak 23.00 MiB"), std::string::npos) << text.out;
   EXPECT_NE(text.out.find("reserved   peak 24.00 MiB"), std::string::npos) << text.out;
-  EXPECT_NE(text.out.find("live at exit        1 allocations, 8.00 MiB"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("leaks: live at exit 1 allocation, 8.00 MiB"), std::string::npos) << text.out;
   RunResult json = run_tool({"report", dir, "--json"});
   ASSERT_EQ(json.exit_code, 0);
   auto s = nlohmann::json::parse(json.out);

@@ -38,7 +38,8 @@ TEST(Config, AcceptsValidValues) {
                     {"GPUMEMPROF_OUTPUT", "/tmp/x.%p"},
                     {"GPUMEMPROF_LOG_LEVEL", "DEBUG"},
                     {"GPUMEMPROF_RING_EVENTS", "4096"},
-                    {"GPUMEMPROF_STACKS", "16"},
+                    {"GPUMEMPROF_STACKS", "8"},
+                    {"GPUMEMPROF_PYTHON_STACKS", "off"},
                     {"GPUMEMPROF_SAMPLE_MS", "0"},
                     {"GPUMEMPROF_WARN_PERCENT", "70.5"},
                     {"GPUMEMPROF_CRITICAL_PERCENT", "90"},
@@ -53,7 +54,8 @@ TEST(Config, AcceptsValidValues) {
   EXPECT_EQ(c.output, "/tmp/x.%p");
   EXPECT_EQ(c.log_level, LogLevel::Debug);
   EXPECT_EQ(c.ring_events, 4096u);
-  EXPECT_EQ(c.stacks, 16u);
+  EXPECT_EQ(c.stacks, 8u);
+  EXPECT_FALSE(c.python_stacks);
   EXPECT_EQ(c.sample_ms, 0u);
   EXPECT_DOUBLE_EQ(c.warn_percent, 70.5);
   EXPECT_EQ(c.leak_bytes, 1536ull << 20);

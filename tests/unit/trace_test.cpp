@@ -5,7 +5,9 @@
 #include <cstdio>
 #include <fstream>
 #include <string>
+#include <vector>
 
+#include "accounting.h"
 #include "run_directory_reader.h"
 #include "trace_reader.h"
 #include "trace_writer.h"
@@ -68,6 +70,37 @@ TEST(Trace, ATruncatedTailKeepsEveryWholeRecord) {
   while (r.next(e)) ++n;
   EXPECT_EQ(n, 7);
   EXPECT_EQ(r.truncated_bytes(), 30u);
+}
+
+// A corrupt record with a kind outside 0..6 would index the accounting's per-kind tables out of
+// bounds (found by tests/fuzz/fuzz_trace_reader): the reader skips and counts it.
+TEST(Trace, RecordsOfAnUnknownKindAreSkippedAndCounted) {
+  TempDir d;
+  const std::string path = d.path + "/trace.gmpt";
+  TraceWriter w;
+  ASSERT_TRUE(w.open(path, make_trace_header(42, 1000, 2000)));
+  for (uint8_t kind : {1, 7, 200, 6, 255}) {
+    Event e{};
+    e.op = Op::Alloc;
+    e.kind = static_cast<Kind>(kind);
+    e.address = 0x1000 + kind;
+    e.size = 256;
+    w.append(e);
+  }
+  ASSERT_TRUE(w.flush());
+  reader::TraceReader r;
+  ASSERT_TRUE(r.open(path)) << r.error();
+  Accounting acc;
+  Event e;
+  std::vector<uint64_t> seen;
+  while (r.next(e)) {
+    seen.push_back(e.address);
+    acc.apply(e);
+  }
+  EXPECT_EQ(seen, (std::vector<uint64_t>{0x1001, 0x1006}));
+  EXPECT_EQ(r.events_read(), 2u);
+  EXPECT_EQ(r.invalid_events(), 3u);
+  EXPECT_EQ(acc.devices().at(0).allocated.current, 256u);
 }
 
 TEST(Trace, RejectsForeignShortAndFutureFiles) {

@@ -1,6 +1,9 @@
 #include "format.h"
 
+#include <cctype>
 #include <cstdio>
+
+#include "json_views.h"
 
 namespace gmp::tool {
 
@@ -23,6 +26,27 @@ std::string human_duration_ns(uint64_t ns) {
   if (ns >= 1'000'000'000ull) snprintf(buf, sizeof buf, "%.3f s", static_cast<double>(ns) / 1e9);
   else snprintf(buf, sizeof buf, "%.1f ms", static_cast<double>(ns) / 1e6);
   return buf;
+}
+
+std::string counted(uint64_t n, const std::string& noun) {
+  return std::to_string(n) + " " + noun + (n == 1 ? "" : "s");
+}
+
+std::string marker_label(const analysis::Marker& m) {
+  using Type = analysis::Marker::Type;
+  switch (m.type) {
+    case Type::AlertFired: {
+      std::string s = alert_type_name(m.alert);
+      for (char& c : s) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+      return s + " alert";
+    }
+    case Type::AlertCleared: return alert_type_name(m.alert) + " alert cleared";
+    case Type::AllocFailed:
+      return std::string(api_name(m.api)) + " of " + human_bytes(m.size) + " failed (" + cuda_error_name(m.result) + ")";
+    case Type::OomBundle: return "OOM bundle written";
+    case Type::OomRecovered: return "OOM recovered by a retry";
+  }
+  return "?";
 }
 
 uint64_t json_u64(const nlohmann::json& j, std::initializer_list<const char*> path) {

@@ -1,8 +1,9 @@
 // `gpumemprof run`: profile a command and everything it starts. Preloads the shim (prepended to
-// any LD_PRELOAD), points every process's run directory into one root, passes terminating signals
-// to the command, exits with its status, and prints what each CUDA process used and the next
-// commands to run.
-#include "run_command.h"
+// any LD_PRELOAD) and makes it the NVTX injection library (chaining to one already named in
+// NVTX_INJECTION64_PATH), points every process's run directory into one root, passes terminating
+// signals to the command, exits with its status, and prints what each CUDA process used and the
+// next commands to run.
+#include "commands.h"
 
 #include <dirent.h>
 #include <limits.h>
@@ -31,6 +32,8 @@ constexpr const char* kUsage =
     "usage: gpumemprof run [options] -- COMMAND [ARGS...]\n"
     "  Runs COMMAND with libgpumemprof.so preloaded. Every process it starts that uses GPU memory\n"
     "  gets a run directory under ROOT; the summary and the next commands are printed at the end.\n"
+    "  NVTX ranges and marks are recorded too: NVTX_INJECTION64_PATH is set to the shim, and a tool\n"
+    "  it already named (Nsight Systems) is chained through GPUMEMPROF_NVTX_CHAIN and keeps working.\n"
     "options:\n"
     "  -o, --output ROOT        where run directories go (default gpumemprof.<command>.<UTC time>)\n"
     "  --warn-percent N         warning alert threshold, % of device memory (default 80)\n"
@@ -162,7 +165,12 @@ int run_main(int argc, char** argv) {
     root = "gpumemprof." + cmd.substr(cmd.rfind('/') + 1) + "." + utc_now();
   }
   const std::string preload_prev = std::getenv("LD_PRELOAD") ? std::getenv("LD_PRELOAD") : "";
-  const std::string preload = absolute(shim) + (preload_prev.empty() ? "" : ":" + preload_prev);
+  const std::string shim_path = absolute(shim);
+  const std::string preload = shim_path + (preload_prev.empty() ? "" : ":" + preload_prev);
+  // NVTX: the shim is the injection library; another tool already named there is chained.
+  const char* nvtx_prev = std::getenv("NVTX_INJECTION64_PATH");
+  const std::string nvtx_chain =
+      nvtx_prev != nullptr && *nvtx_prev != '\0' && absolute(nvtx_prev) != shim_path ? nvtx_prev : "";
   mkdir(root.c_str(), 0777);
   root = absolute(root);
 
@@ -174,6 +182,8 @@ int run_main(int argc, char** argv) {
   if (child == 0) {
     for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT}) signal(sig, SIG_DFL);
     setenv("LD_PRELOAD", preload.c_str(), 1);
+    setenv("NVTX_INJECTION64_PATH", shim_path.c_str(), 1);
+    if (!nvtx_chain.empty()) setenv("GPUMEMPROF_NVTX_CHAIN", nvtx_chain.c_str(), 1);
     setenv("GPUMEMPROF_OUTPUT", (root + "/%e.%p").c_str(), 1);
     for (auto& [k, v] : env) setenv(k.c_str(), v.c_str(), 1);
     execvp(argv[i], argv + i);

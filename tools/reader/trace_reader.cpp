@@ -57,10 +57,17 @@ bool TraceReader::refill() {
 }
 
 bool TraceReader::next(Event& out) {
-  if (pos_ >= block_.size() && !refill()) return false;
-  out = block_[pos_++];
-  ++read_;
-  return true;
+  for (;;) {
+    if (pos_ >= block_.size() && !refill()) return false;
+    const Event& e = block_[pos_++];
+    if (static_cast<unsigned>(e.kind) >= static_cast<unsigned>(kKindCount)) {
+      ++invalid_;
+      continue;
+    }
+    out = e;
+    ++read_;
+    return true;
+  }
 }
 
 }  // namespace gmp::reader

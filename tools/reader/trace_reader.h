@@ -25,9 +25,12 @@ class TraceReader {
   const std::string& error() const { return error_; }
 
   // Next whole event; false at the end (check truncated_bytes() for a partial final record).
+  // Records whose kind is not one this reader knows (a corrupt file) are skipped and counted in
+  // invalid_events(), never returned: the accounting indexes its per-kind tables by kind.
   bool next(Event& out);
   uint64_t events_read() const { return read_; }
   uint64_t truncated_bytes() const { return truncated_; }
+  uint64_t invalid_events() const { return invalid_; }
 
  private:
   bool refill();
@@ -39,6 +42,7 @@ class TraceReader {
   size_t pos_ = 0;
   uint64_t read_ = 0;
   uint64_t truncated_ = 0;
+  uint64_t invalid_ = 0;
   bool eof_ = false;
 };
 

@@ -1,0 +1,46 @@
+// attribution.jsonl (docs/attribution.md): the stacks, names and Python frames that events refer
+// to by id, and the module map that lets the tools symbolise return addresses. Each record is
+// written before the first event that needs it reaches the trace, so a reader always finds it.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "event.h"
+
+namespace gmp {
+
+class AttributionWriter {
+ public:
+  ~AttributionWriter();
+  void set_path(std::string path) { path_ = std::move(path); }
+
+  // Writes what `e` refers to that is not in the file yet (stack, range or mark name).
+  void note(const Event& e, uint64_t now_ns);
+  uint64_t records() const { return records_; }
+
+ private:
+  struct Module {
+    std::string path;
+    uint64_t base, start, end;
+    bool present;
+  };
+
+  void write_line(const std::string& json);
+  bool first_time(uint32_t id);
+  void write_stack(uint32_t id, uint64_t now_ns);
+  void write_name(uint32_t id);
+  void write_pyframe(uint32_t id);
+  void refresh_modules(uint64_t now_ns);
+
+  std::string path_;
+  int fd_ = -1;
+  bool failed_ = false;
+  std::vector<bool> written_;  // by intern id
+  std::vector<Module> modules_;
+  unsigned long long adds_ = 0, subs_ = 0;  // the loader's counters at the last refresh
+  uint64_t records_ = 0;
+};
+
+}  // namespace gmp

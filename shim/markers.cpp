@@ -1,0 +1,99 @@
+#include "markers.h"
+
+#include <atomic>
+#include <cstring>
+
+#include "../collector/intern_table.h"
+#include "../collector/session.h"
+#include "export.h"
+#include "stack_capture.h"
+
+namespace gmp::shim {
+namespace {
+
+constexpr uint32_t kMaxOpenRanges = 128;  // deeper pushes are counted but not named
+
+std::atomic<bool> g_paused{false};
+
+// The calling thread's open ranges (name ids, outermost first) and the session that has seen them.
+struct ThreadRanges {
+  uint32_t ids[kMaxOpenRanges];
+  uint32_t depth;
+  Session* synced_with;
+};
+__attribute__((tls_model("initial-exec"))) thread_local ThreadRanges t_ranges{};
+
+uint32_t name_id(const char* name) {
+  if (name == nullptr) name = "";
+  const size_t n = strnlen(name, 4096);
+  return intern_table().intern(InternType::Name, name, static_cast<uint32_t>(n));
+}
+
+void record_named(Op op, Api source, uint32_t id) {
+  session_record(-1, [&](Event& e) {
+    e.op = op;
+    e.api = source;
+    e.address = id;
+  });
+}
+
+// Ranges this thread opened while no session (or another one, before a fork) was recording.
+void sync_ranges(Session* s) {
+  if (t_ranges.synced_with == s) return;
+  t_ranges.synced_with = s;
+  const uint32_t named = t_ranges.depth < kMaxOpenRanges ? t_ranges.depth : kMaxOpenRanges;
+  for (uint32_t i = 0; i < named; ++i) record_named(Op::RangePush, Api::gpumemprof_api, t_ranges.ids[i]);
+}
+
+}  // namespace
+
+bool prepare_allocation_event(uint32_t* stack) {
+  *stack = 0;
+  if (g_paused.load(std::memory_order_relaxed)) return false;
+  Session* s = session_get();
+  if (s == nullptr) return true;  // session_record will find no session either
+  if (t_ranges.depth != 0 && t_ranges.synced_with != s) sync_ranges(s);
+  *stack = capture_stack(g_stack_depth.load(std::memory_order_relaxed), g_python_stacks.load(std::memory_order_relaxed));
+  return true;
+}
+
+// Marks and ranges never start a session: a process that never uses CUDA writes nothing.
+void record_mark(Api source, const char* name) {
+  Session* s = g_active_session.load(std::memory_order_acquire);
+  if (s == nullptr) return;
+  if (t_ranges.depth != 0) sync_ranges(s);
+  record_named(Op::Mark, source, name_id(name));
+}
+
+void record_range_push(Api source, const char* name) {
+  const uint32_t id = name_id(name);
+  if (t_ranges.depth < kMaxOpenRanges) t_ranges.ids[t_ranges.depth] = id;
+  Session* s = g_active_session.load(std::memory_order_acquire);
+  if (s != nullptr) sync_ranges(s);  // the earlier ranges first, then this one
+  ++t_ranges.depth;
+  if (s != nullptr) record_named(Op::RangePush, source, id);
+}
+
+void record_range_pop(Api source) {
+  if (t_ranges.depth == 0) return;  // unbalanced: nothing of ours to close
+  Session* s = g_active_session.load(std::memory_order_acquire);
+  if (s != nullptr) sync_ranges(s);
+  --t_ranges.depth;
+  if (s != nullptr) record_named(Op::RangePop, source, 0);
+}
+
+void set_paused(Api source, bool paused) {
+  if (g_paused.exchange(paused, std::memory_order_relaxed) == paused) return;
+  Session* s = g_active_session.load(std::memory_order_acquire);
+  if (s != nullptr) record_named(paused ? Op::Pause : Op::Resume, source, 0);
+}
+
+}  // namespace gmp::shim
+
+// The C API (include/gpumemprof.h finds these at run time; see docs/attribution.md).
+using gmp::Api;
+GMP_EXPORT void gpumemprof_mark(const char* name) { gmp::shim::record_mark(Api::gpumemprof_api, name); }
+GMP_EXPORT void gpumemprof_range_push(const char* name) { gmp::shim::record_range_push(Api::gpumemprof_api, name); }
+GMP_EXPORT void gpumemprof_range_pop(void) { gmp::shim::record_range_pop(Api::gpumemprof_api); }
+GMP_EXPORT void gpumemprof_pause(void) { gmp::shim::set_paused(Api::gpumemprof_api, true); }
+GMP_EXPORT void gpumemprof_resume(void) { gmp::shim::set_paused(Api::gpumemprof_api, false); }

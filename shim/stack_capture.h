@@ -1,0 +1,13 @@
+// The allocating thread's call stack as an intern id (docs/attribution.md): native return
+// addresses, then Python frames when the thread runs CPython and holds the GIL. Captured in the
+// thread that allocates, before its event is claimed; symbolised later by the tools.
+#pragma once
+
+#include <cstdint>
+
+namespace gmp::shim {
+
+// 0 when `depth` is 0, or when the stack could not be interned.
+uint32_t capture_stack(uint32_t depth, bool python);
+
+}  // namespace gmp::shim

@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# Builds the libFuzzer targets with clang (not part of the main g++/CMake build) and runs each for
+# a short time on the checked-in seed corpus (tests/fuzz/corpus/<target>/).
+#
+#   tests/fuzz/build.sh                 build, then run each target FUZZ_TIME seconds (default 20)
+#   tests/fuzz/build.sh --build-only    build only
+#   tests/fuzz/build.sh --run-only      run the targets built last time
+#
+# FUZZ_OUT: build and work directory (default build-fuzz/). New inputs the fuzzer finds go to
+# $FUZZ_OUT/corpus/<target>/ (the checked-in seeds are only read); a crashing input is written to
+# $FUZZ_OUT/artifacts/ and the script exits 1. Reproduce one with: $FUZZ_OUT/<target> <file>.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+out="${FUZZ_OUT:-build-fuzz}"
+fuzz_time="${FUZZ_TIME:-20}"
+cxx="${FUZZ_CXX:-clang++}"
+mode="${1:-all}"
+
+targets=(fuzz_trace_reader fuzz_oom_bundle)
+
+# _GLIBCXX_ASSERTIONS bounds-checks std::array/std::vector indexing, which ASan cannot see inside
+# an object. GMP_READER_NO_BACKSTOP lets an exception escaping the bundle parser crash the target.
+flags=(-std=c++20 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
+       -D_GLIBCXX_ASSERTIONS -DGMP_READER_NO_BACKSTOP -Wall -Wextra -Wno-missing-field-initializers
+       -Icollector -Itools/reader -Itools/analysis -Itools/gpumemprof)
+core=(collector/event.cpp collector/accounting.cpp collector/summary.cpp collector/json_views.cpp)
+sources_fuzz_trace_reader=("${core[@]}" tools/reader/trace_reader.cpp tools/reader/run_directory_reader.cpp)
+sources_fuzz_oom_bundle=("${core[@]}" tools/reader/oom_bundle_reader.cpp tools/gpumemprof/oom_explain.cpp
+                         tools/gpumemprof/format.cpp)
+
+build() {
+  command -v "$cxx" >/dev/null || { echo "fuzz: $cxx not found (scripts/setup.sh installs clang)" >&2; exit 1; }
+  mkdir -p "$out/obj"
+  local t src obj objs pids=()
+  # Every source once, in parallel; then one link per target.
+  local all=("${sources_fuzz_trace_reader[@]}" "${sources_fuzz_oom_bundle[@]}" tests/fuzz/fuzz_trace_reader.cpp tests/fuzz/fuzz_oom_bundle.cpp)
+  local jobs; jobs="$(nproc)"
+  for src in $(printf '%s\n' "${all[@]}" | sort -u); do
+    obj="$out/obj/$(echo "$src" | tr / _).o"
+    # Up to date: newer than its source and than every header it could include.
+    if [ "$obj" -nt "$src" ] && [ "$obj" -nt "$0" ] &&
+       [ -z "$(find collector tools -name '*.h' -newer "$obj" -print -quit)" ]; then
+      continue
+    fi
+    "$cxx" "${flags[@]}" -c "$src" -o "$obj" &
+    pids+=($!)
+    if ((${#pids[@]} >= jobs)); then wait "${pids[0]}"; pids=("${pids[@]:1}"); fi
+  done
+  for p in "${pids[@]}"; do wait "$p"; done
+  for t in "${targets[@]}"; do
+    local -n srcs="sources_$t"
+    objs=()
+    for src in "${srcs[@]}" "tests/fuzz/$t.cpp"; do objs+=("$out/obj/$(echo "$src" | tr / _).o"); done
+    "$cxx" "${flags[@]}" "${objs[@]}" -o "$out/$t"
+    echo "fuzz: built $out/$t"
+  done
+}
+
+run() {
+  local t status=0
+  mkdir -p "$out/artifacts"
+  for t in "${targets[@]}"; do
+    mkdir -p "$out/corpus/$t"
+    echo "fuzz: $t for ${fuzz_time}s"
+    # -rss_limit_mb and -timeout turn runaway memory or a hang into a reported failure.
+    if ! "$out/$t" -max_total_time="$fuzz_time" -timeout=10 -rss_limit_mb=2048 -max_len=65536 -print_final_stats=1 \
+        -artifact_prefix="$out/artifacts/$t-" "$out/corpus/$t" "tests/fuzz/corpus/$t" >"$out/$t.log" 2>&1; then
+      status=1
+      echo "fuzz: $t FAILED; the last lines of $out/$t.log:" >&2
+      tail -n 40 "$out/$t.log" >&2
+      continue
+    fi
+    # The final line: executions, coverage (cov: edges, ft: features), corpus size, speed.
+    echo "fuzz: $t: $(grep -E '^#[0-9]+[[:space:]]+DONE' "$out/$t.log" | tail -n 1 | tr -s '[:space:]' ' ')"
+  done
+  return "$status"
+}
+
+case "$mode" in
+  --build-only) build ;;
+  --run-only) run ;;
+  all) build; run ;;
+  *) echo "usage: tests/fuzz/build.sh [--build-only|--run-only]" >&2; exit 2 ;;
+esac

@@ -1,0 +1,314 @@
+#!/usr/bin/env python3
+"""Renders `gpumemprof html` reports in headless Chromium and checks what the browser made of them.
+
+A deterministic run of prog_ops on the fake driver (1 GiB device, fake NVML): 100, 200 and 250 MiB
+allocated (peak 550.00 MiB), a 2 GiB request that fails (an OOM bundle), a warning alert at 50%.
+The report is loaded in Chromium twice, once for the DOM after its script ran (--dump-dom) and once
+for a screenshot, and the test checks:
+
+  * the script finished (<body data-rendered="ok">) without an error (window.onerror sets data-error);
+  * one SVG timeline with allocated, reserved and NVML series of more than a few points, and
+    vertical markers for the failed allocation, the OOM bundle and the alert;
+  * the peak figure "550.00 MiB", the embedded JSON's exact peak bytes, the `gpumemprof oom` hint;
+  * the hover tooltip (a copy of the page sweeps the pointer across the chart) shows the peak,
+    the failed allocation and NVML's figure;
+  * the flame graph hook section is shown exactly when the run has stack ids;
+  * nothing that would reach the network (src=, external href, url(), @import, <link>);
+  * the screenshot is a real page: many distinct colours, not a blank canvas.
+
+A second run from an executable whose path holds "</script><b>&\"'" checks that nothing it
+inserts escapes into the markup (without stacks: the flame graph section stays hidden). Exit status 0 pass, 1 fail, 77 skipped (no Chromium).
+
+Usage: render_check.py --tool GPUMEMPROF --shim LIBGPUMEMPROF --fake-dir DIR --fake-nvml-dir DIR
+                       --prog-ops PROG_OPS [--keep DIR] [--screenshot-out FILE.png]
+"""
+import argparse
+import glob
+import json
+import os
+import re
+import shutil
+import struct
+import subprocess
+import sys
+import tempfile
+import zlib
+
+MiB = 1 << 20
+SKIP = 77
+
+OPS = ["alloc:100M", "sleep:50", "alloc:200M", "sleep:50", "alloc:250M", "sleep:30", "free:1", "sleep:50",
+       "expect_fail:2G", "sleep:30", "free:0", "sleep:50"]
+
+failures = []
+
+# Appended to a copy of the page: moves the pointer across the first chart in 400 steps and keeps
+# every distinct tooltip text in <body data-tooltips>.
+HOVER_SWEEP = """<script>
+(function () {
+  var svg = document.querySelector("svg.timeline"), tip = document.querySelector(".chart .tooltip");
+  var r = svg.getBoundingClientRect(), seen = {};
+  for (var i = 0; i <= 400; i++) {
+    svg.dispatchEvent(new MouseEvent("mousemove", { clientX: r.left + r.width * i / 400, clientY: r.top + r.height / 2, bubbles: true }));
+    if (tip.style.display === "block") seen[tip.textContent] = 1;
+  }
+  document.body.dataset.tooltips = Object.keys(seen).join(" | ");
+})();
+</script>
+"""
+
+
+def check(ok, what):
+    print(("  ok    " if ok else "  FAIL  ") + what)
+    if not ok:
+        failures.append(what)
+    return ok
+
+
+def find_chromium():
+    explicit = os.environ.get("CHROMIUM")
+    if explicit:
+        return explicit if shutil.which(explicit) else None
+    for name in ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable"):
+        path = shutil.which(name)
+        if path:
+            return path
+    return None
+
+
+def profile(args, workdir, exe, ops, extra_env=None):
+    """Runs `exe OPS` under the shim on the fake driver; returns its run directory."""
+    runs = tempfile.mkdtemp(prefix="runs.", dir=workdir)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GPUMEMPROF_", "FAKE_CUDA_", "FAKE_NVML_"))}
+    env.update({
+        "LD_PRELOAD": args.shim,
+        "LD_LIBRARY_PATH": args.fake_dir + ":" + args.fake_nvml_dir,
+        "GPUMEMPROF_OUTPUT": runs + "/run.%p",
+        "GPUMEMPROF_SAMPLE_MS": "10",
+        "GPUMEMPROF_WARN_PERCENT": "50",
+        "FAKE_CUDA_CAPACITY": "1G",
+        "FAKE_NVML_USED": str(700 * MiB),
+        "FAKE_NVML_PROCESS_USED": str(600 * MiB),
+    })
+    env.update(extra_env or {})
+    r = subprocess.run([exe] + ops, env=env, capture_output=True, text=True, timeout=120)
+    if r.returncode != 0:
+        sys.exit("render_check: %s failed (%d): %s" % (exe, r.returncode, r.stderr.strip()))
+    dirs = glob.glob(runs + "/run.*")
+    if len(dirs) != 1:
+        sys.exit("render_check: expected one run directory under %s, found %s" % (runs, dirs))
+    return dirs[0]
+
+
+def html_report(args, run_dir, out):
+    r = subprocess.run([args.tool, "html", run_dir, "-o", out], capture_output=True, text=True, timeout=120)
+    if r.returncode != 0:
+        sys.exit("render_check: gpumemprof html failed (%d): %s" % (r.returncode, r.stderr.strip()))
+    with open(out, encoding="utf-8") as f:
+        return f.read()
+
+
+def chromium(browser, workdir, page, *extra):
+    profile_dir = tempfile.mkdtemp(prefix="chromium.", dir=workdir)
+    cmd = [browser, "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run",
+           "--user-data-dir=" + profile_dir, "--window-size=1280,2000", "--hide-scrollbars"] + list(extra) + \
+          ["file://" + os.path.abspath(page)]
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=180)
+    if r.returncode != 0:
+        sys.exit("render_check: chromium failed (%d): %s" % (r.returncode, r.stderr.strip()[-2000:]))
+    return r.stdout
+
+
+def embedded_json(page):
+    m = re.search(r'<script type="application/json" id="gmp-data">(.*?)</script>', page, re.S)
+    return json.loads(m.group(1)) if m else None
+
+
+def png_pixels(path):
+    """Decodes an 8-bit RGB or RGBA non-interlaced PNG (what Chromium writes); yields rows of bytes."""
+    with open(path, "rb") as f:
+        data = f.read()
+    if data[:8] != b"\x89PNG\r\n\x1a\n":
+        raise ValueError("not a PNG")
+    pos, idat, width = 8, [], 0
+    while pos < len(data):
+        length, kind = struct.unpack(">I4s", data[pos:pos + 8])
+        body = data[pos + 8:pos + 8 + length]
+        if kind == b"IHDR":
+            width, height, depth, color, _, _, interlace = struct.unpack(">IIBBBBB", body)
+            if depth != 8 or color not in (2, 6) or interlace:
+                raise ValueError("unsupported PNG: depth %d colour type %d interlace %d" % (depth, color, interlace))
+            bpp = 3 if color == 2 else 4
+        elif kind == b"IDAT":
+            idat.append(body)
+        pos += 12 + length
+    raw = zlib.decompress(b"".join(idat))
+    stride = width * bpp
+    prev = bytearray(stride)
+    for y in range(height):
+        start = y * (stride + 1)
+        ftype, line = raw[start], bytearray(raw[start + 1:start + 1 + stride])
+        if ftype == 1:
+            for i in range(bpp, stride):
+                line[i] = (line[i] + line[i - bpp]) & 0xFF
+        elif ftype == 2:
+            line = bytearray((a + b) & 0xFF for a, b in zip(line, prev))
+        elif ftype == 3:
+            for i in range(stride):
+                left = line[i - bpp] if i >= bpp else 0
+                line[i] = (line[i] + ((left + prev[i]) >> 1)) & 0xFF
+        elif ftype == 4:
+            for i in range(stride):
+                a = line[i - bpp] if i >= bpp else 0
+                b, c = prev[i], (prev[i - bpp] if i >= bpp else 0)
+                p = a + b - c
+                pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
+                line[i] = (line[i] + (a if pa <= pb and pa <= pc else b if pb <= pc else c)) & 0xFF
+        yield bytes(line), bpp
+        prev = line
+
+
+def png_colours(path):
+    """(distinct colours, fraction of pixels that are not white) over the whole image."""
+    colours, pixels, non_white = set(), 0, 0
+    for line, bpp in png_pixels(path):
+        for i in range(0, len(line), bpp):
+            rgb = line[i:i + 3]
+            colours.add(rgb)
+            pixels += 1
+            non_white += rgb != b"\xff\xff\xff"
+    return len(colours), non_white / max(1, pixels)
+
+
+def has_stacks(data):
+    sets = [d["live_at_peak"] for d in data["analysis"]["devices"]] + [data["analysis"]["leaks"]]
+    return any(site["stack_id"] != 0 for s in sets for site in s.get("by_stack", []))
+
+
+def no_network(page):
+    bad = []
+    for pattern, what in [(r"<(?:script|img|iframe|embed|object|audio|video|source)\b[^>]*\bsrc\s*=", "an element with src="),
+                          (r"\bhref\s*=\s*(?![\"']?#)", "a link that is not to an anchor in the page"),
+                          (r"<link\b", "a <link> element"), (r"url\s*\(", "a CSS url()"), (r"@import", "a CSS @import"),
+                          (r"\bfetch\s*\(|XMLHttpRequest|WebSocket|EventSource", "a network API in the script")]:
+        if re.search(pattern, page, re.I):
+            bad.append(what)
+    return bad
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    for name in ("--tool", "--shim", "--fake-dir", "--fake-nvml-dir", "--prog-ops"):
+        ap.add_argument(name, required=True)
+    ap.add_argument("--keep", help="keep the run directories, reports, DOM dumps and screenshots here")
+    ap.add_argument("--screenshot-out", help="copy the main report's screenshot to this file")
+    args = ap.parse_args()
+
+    browser = find_chromium()
+    if browser is None:
+        print("SKIP: no chromium on PATH (set CHROMIUM=...); scripts/setup.sh installs the Debian package "
+              "'chromium' so CI runs this test")
+        return SKIP
+
+    workdir = args.keep or tempfile.mkdtemp(prefix="gmp-html-")
+    os.makedirs(workdir, exist_ok=True)
+    print("render_check: %s, working in %s" % (browser, workdir))
+
+    # --- the deterministic run ---
+    run_dir = profile(args, workdir, args.prog_ops, OPS)
+    report = os.path.join(workdir, "report.html")
+    page = html_report(args, run_dir, report)
+    data = embedded_json(page)
+    print("report " + report)
+    check(data is not None, "the page embeds the data as <script type=\"application/json\" id=\"gmp-data\">")
+    if data:
+        dev = data["analysis"]["devices"][0]
+        check(dev["allocated_peak"]["bytes"] == 550 * MiB, "embedded allocated peak is exactly 550 MiB")
+        check(len(dev["timeline"]["t_ns"]) > 100, "embedded timeline has its buckets")
+        types = [m["type"] for m in data["analysis"]["markers"]]
+        check("alloc_failed" in types and "oom_bundle" in types and "alert" in types,
+              "embedded markers include the failed allocation, the OOM bundle and the alert")
+    check(no_network(page) == [], "nothing in the page reaches the network " + str(no_network(page)))
+    check("gpumemprof oom " + run_dir in page, "the page gives the `gpumemprof oom DIR` hint")
+
+    dom = chromium(browser, workdir, report, "--dump-dom")
+    with open(os.path.join(workdir, "report.dom.html"), "w", encoding="utf-8") as f:
+        f.write(dom)
+    body = re.search(r"<body[^>]*>", dom)
+    body = body.group(0) if body else ""
+    check('data-rendered="ok"' in body, "the script finished: <body data-rendered=\"ok\">")
+    err = re.search(r'data-error="([^"]*)"', body)
+    check(err is None, "no script error" + (": " + err.group(1) if err else ""))
+    check(len(re.findall(r'<svg[^>]*class="timeline"', dom)) == 1, "one timeline chart (one device)")
+    for series, min_points in (("allocated", 5), ("reserved", 5), ("nvml", 5)):
+        m = re.search(r'<path[^>]*class="series series-%s"[^>]*\bd="([^"]*)"' % series, dom)
+        points = len(re.findall(r"[MLHV]", m.group(1))) if m else 0
+        ys = set(re.findall(r"V([-\d.]+)", m.group(1))) if m else set()
+        check(points >= min_points, "%s series drawn with %d path commands (at least %d)" % (series, points, min_points))
+        if series != "nvml":
+            check(len(ys) >= 3, "%s series has %d distinct levels (at least 3)" % (series, len(ys)))
+    for marker in ("alloc_failed", "oom_bundle", "alert"):
+        check(re.search(r'<g[^>]*class="marker marker-%s"' % marker, dom) is not None, "the chart marks the %s event" % marker)
+    check(re.search(r'<g class="marker marker-alloc_failed"[^>]*>.*?failed 2\.00 GiB', dom, re.S) is not None,
+          "the failed allocation's marker is labelled 'failed 2.00 GiB'")
+    check("550.00 MiB" in dom, "the peak figure 550.00 MiB is on the page")
+    # The flame graph hook: shown exactly when some allocation carries a stack id (GPUMEMPROF_STACKS).
+    hidden = re.search(r'<section id="flame-graph"[^>]*\bhidden', dom) is not None
+    stacks = data is not None and has_stacks(data)
+    check(hidden != stacks, "the flame graph section is %s (stack data: %s)" % ("hidden" if hidden else "shown", stacks))
+    check(re.search(r"<[^>]*\bclass=\"tick-label\"[^>]*>[\d.]+ MiB<", dom) is not None, "the y axis is labelled in MiB")
+    check(re.search(r"<[^>]*\bclass=\"tick-label\"[^>]*>[\d.]+ s<", dom) is not None, "the x axis is labelled in seconds")
+
+    # The hover tooltip: sweep the pointer across the chart and collect what the tooltip said.
+    hover_page = os.path.join(workdir, "report.hover.html")
+    with open(hover_page, "w", encoding="utf-8") as f:
+        f.write(page.replace("</body>", HOVER_SWEEP + "</body>"))
+    hover = chromium(browser, workdir, hover_page, "--dump-dom")
+    tips = re.search(r'data-tooltips="([^"]*)"', hover)
+    tips = tips.group(1) if tips else ""
+    check("allocated: max 550.00 MiB" in tips, "hovering the peak shows 'allocated: max 550.00 MiB' in the tooltip")
+    check("2.00 GiB failed (CUDA_ERROR_OUT_OF_MEMORY)" in tips, "hovering the failed allocation's time shows it in the tooltip")
+    check("NVML process usage: 600.00 MiB" in tips, "the tooltip shows NVML's figure")
+
+    shot = os.path.join(workdir, "report.png")
+    chromium(browser, workdir, report, "--screenshot=" + shot)
+    check(os.path.exists(shot), "chromium wrote a screenshot")
+    if os.path.exists(shot):
+        size = os.path.getsize(shot)
+        check(size > 20 * 1024, "the screenshot is %d KiB (more than 20 KiB)" % (size // 1024))
+        colours, non_white = png_colours(shot)
+        check(colours >= 16, "the screenshot has %d distinct colours (at least 16)" % colours)
+        check(non_white > 0.03, "%.1f%% of the screenshot is not white (more than 3%%)" % (100 * non_white))
+        if args.screenshot_out:
+            shutil.copyfile(shot, args.screenshot_out)
+
+    # --- an executable whose path would break the markup if anything were inserted unescaped ---
+    hostile_dir = os.path.join(workdir, "x<")
+    os.makedirs(hostile_dir, exist_ok=True)
+    hostile = os.path.join(hostile_dir, "script><b id=\"injected\">&'y")
+    shutil.copy(args.prog_ops, hostile)
+    hostile_run = profile(args, workdir, hostile, ["alloc:1M", "expect_fail:2G"], {"GPUMEMPROF_STACKS": "0"})
+    report2 = os.path.join(workdir, "hostile.html")
+    page2 = html_report(args, hostile_run, report2)
+    check("</script><b" not in page2 and "<b " not in page2, "the hostile path is escaped in the markup")
+    data2 = embedded_json(page2)
+    check(data2 is not None and data2["run"]["exe"] == hostile, "the hostile path survives the JSON embedding unchanged")
+    dom2 = chromium(browser, workdir, report2, "--dump-dom")
+    body2 = re.search(r"<body[^>]*>", dom2)
+    check(body2 is not None and 'data-rendered="ok"' in body2.group(0) and "data-error" not in body2.group(0),
+          "the hostile report renders without a script error")
+    check('<b id="injected"' not in dom2, "no element was injected into the DOM")
+    check(re.search(r'<section id="flame-graph"[^>]*\bhidden', dom2) is not None,
+          "without stacks (GPUMEMPROF_STACKS=0) the flame graph section stays hidden")
+
+    if failures:
+        print("render_check: %d checks failed (artifacts in %s)" % (len(failures), workdir))
+        return 1
+    print("render_check: all checks passed")
+    if not args.keep:
+        shutil.rmtree(workdir, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

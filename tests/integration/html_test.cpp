@@ -1,0 +1,198 @@
+// `gpumemprof html` on run directories from prog_ops on the fake driver: one self-contained file
+// whose embedded JSON holds the exact figures, escaping of what it inserts, and the command line's
+// errors. The page as a browser renders it is checked by tests/html/render_check.py.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <fstream>
+#include <regex>
+#include <sstream>
+
+#include "../../tools/gpumemprof/html_escape.h"
+#include "harness.h"
+
+namespace gmp::test {
+namespace {
+
+constexpr uint64_t MiB = 1 << 20;
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+bool contains(const std::string& haystack, const std::string& needle) { return haystack.find(needle) != std::string::npos; }
+
+// Peak 550 MiB (100 + 200 + 250), then a 2 GiB request that fails on the 1 GiB device.
+std::string profile(const Sandbox& box, const std::string& exe = Paths::bin("prog_ops")) {
+  RunResult r = box.run({exe, "alloc:100M", "alloc:200M", "alloc:250M", "free:1", "expect_fail:2G"},
+                        {{"FAKE_CUDA_CAPACITY", "1G"}});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  return box.only_run_dir();
+}
+
+// The JSON the page embeds for its script.
+nlohmann::json embedded(const std::string& page) {
+  const std::string open = "<script type=\"application/json\" id=\"gmp-data\">";
+  const size_t start = page.find(open);
+  if (start == std::string::npos) return nullptr;
+  const size_t end = page.find("</script>", start);
+  if (end == std::string::npos) return nullptr;
+  return nlohmann::json::parse(page.substr(start + open.size(), end - start - open.size()), nullptr, false);
+}
+
+TEST(HtmlCommand, WritesOneSelfContainedPageWithTheExactFigures) {
+  Sandbox box;
+  const std::string dir = profile(box);
+  const std::string out = box.dir() + "/report.html";
+  RunResult r = run_tool({"html", dir, "-o", out});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(contains(r.err, "wrote " + out)) << r.err;
+  const std::string page = slurp(out);
+  EXPECT_EQ(page.rfind("<!DOCTYPE html>", 0), 0u);
+  EXPECT_TRUE(contains(page, "</html>"));
+
+  const auto summary = read_json_file(dir + "/summary.json");
+  const auto data = embedded(page);
+  ASSERT_TRUE(data.is_object()) << "no parseable #gmp-data";
+  EXPECT_EQ(data["schema"], "gpumemprof-html/1");
+  const auto& dev = data["analysis"]["devices"][0];
+  EXPECT_EQ(dev["allocated_peak"]["bytes"], 550 * MiB);
+  EXPECT_EQ(dev["allocated_peak"]["bytes"], summary["devices"][0]["allocated_bytes"]["peak"]);
+  EXPECT_EQ(dev["reserved_peak"]["bytes"], summary["devices"][0]["reserved_bytes"]["peak"]);
+  EXPECT_EQ(dev["live_at_peak"]["count"], 3);
+  EXPECT_EQ(dev["timeline"]["t_ns"].size(), 600u);
+  EXPECT_EQ(dev["timeline"]["allocated_max"].size(), 600u);
+  EXPECT_EQ(data["analysis"]["leaks"]["bytes"], 350 * MiB);  // 100 + 250 never freed
+  EXPECT_EQ(data["summary"]["oom"]["bundles_written"], summary["oom"]["bundles_written"]);
+  EXPECT_EQ(data["run"]["pid"], read_json_file(dir + "/manifest.json")["pid"]);
+  bool failed_marker = false;
+  for (const auto& m : data["analysis"]["markers"]) {
+    failed_marker |= m["type"] == "alloc_failed" && m["size"] == 2048 * MiB && m["error"] == "CUDA_ERROR_OUT_OF_MEMORY";
+  }
+  EXPECT_TRUE(failed_marker) << data["analysis"]["markers"].dump();
+
+  // The tables, in human units, and the way to the OOM explanation.
+  EXPECT_TRUE(contains(page, "550.00 MiB"));
+  EXPECT_TRUE(contains(page, "350.00 MiB"));
+  EXPECT_TRUE(contains(page, "cuMemAlloc_v2 of 2.00 GiB failed (CUDA_ERROR_OUT_OF_MEMORY)"));
+  EXPECT_TRUE(contains(page, "gpumemprof oom " + dir));
+  EXPECT_TRUE(contains(page, "id=\"flame-graph\""));  // the hook for a later flame graph
+
+  // Self-contained: no external script, style sheet, image or font.
+  EXPECT_FALSE(std::regex_search(page, std::regex(R"(\bsrc\s*=)", std::regex::icase)));
+  EXPECT_FALSE(std::regex_search(page, std::regex(R"(<link\b|@import|url\s*\()", std::regex::icase)));
+  EXPECT_FALSE(std::regex_search(page, std::regex(R"(\bhref\s*=\s*"(?!#))", std::regex::icase)));
+}
+
+TEST(HtmlCommand, WritesToStdoutWithDash) {
+  Sandbox box;
+  const std::string dir = profile(box);
+  RunResult r = run_tool({"html", dir, "-o", "-"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err, "");
+  EXPECT_EQ(r.out.rfind("<!DOCTYPE html>", 0), 0u);
+  EXPECT_EQ(embedded(r.out)["analysis"]["devices"][0]["allocated_peak"]["bytes"], 550 * MiB);
+  RunResult eq = run_tool({"html", "--output=-", dir});
+  ASSERT_EQ(eq.exit_code, 0) << eq.err;
+  EXPECT_EQ(embedded(eq.out)["analysis"], embedded(r.out)["analysis"]);
+}
+
+TEST(HtmlCommand, ReportOfAKilledProcessSaysItWasRebuilt) {
+  Sandbox box;
+  const std::string dir = profile(box);
+  ASSERT_EQ(unlink((dir + "/summary.json").c_str()), 0);
+  RunResult r = run_tool({"html", dir, "-o", "-"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(contains(r.out, "Rebuilt from the trace")) << r.out.substr(0, 4000);
+  const auto data = embedded(r.out);
+  EXPECT_EQ(data["run"]["rebuilt_from_trace"], true);
+  EXPECT_EQ(data["analysis"]["devices"][0]["allocated_peak"]["bytes"], 550 * MiB);
+}
+
+TEST(HtmlEscape, TextAndAttributes) {
+  EXPECT_EQ(tool::html::escape("</script><b>"), "&lt;/script&gt;&lt;b&gt;");
+  EXPECT_EQ(tool::html::escape("a&b \"c\" 'd'"), "a&amp;b &quot;c&quot; &#39;d&#39;");
+  EXPECT_EQ(tool::html::escape(std::string("x\x01y", 3)), "x\xEF\xBF\xBDy");
+  EXPECT_EQ(tool::html::escape("caf\xC3\xA9\ttab"), "caf\xC3\xA9\ttab");
+}
+
+TEST(HtmlEscape, JsonCannotEndTheScriptElement) {
+  const nlohmann::json label = {{"label", "</script><b>x</b><!-- & -->"}, {"line", "a\xE2\x80\xA8" "b"}, {"n", 550 * MiB}};
+  const std::string text = tool::html::script_json(label);
+  EXPECT_EQ(text.find('<'), std::string::npos) << text;
+  EXPECT_EQ(text.find('>'), std::string::npos) << text;
+  EXPECT_EQ(text.find('&'), std::string::npos) << text;
+  EXPECT_EQ(text.find("\xE2\x80\xA8"), std::string::npos) << text;
+  EXPECT_TRUE(contains(text, "\\u003c/script\\u003e\\u003cb\\u003e")) << text;
+  EXPECT_EQ(nlohmann::json::parse(text), label);  // JSON.parse gives back the same value
+  // Invalid UTF-8 does not throw; it becomes U+FFFD.
+  EXPECT_EQ(nlohmann::json::parse(tool::html::script_json({{"s", std::string("a\xFF")}}))["s"], "a\xEF\xBF\xBD");
+}
+
+TEST(HtmlCommand, AHostileExecutablePathIsEscaped) {
+  Sandbox box;
+  // A '/' cannot be in a file name, but it can come from a directory named "x<".
+  const std::string folder = box.dir() + "/x<";
+  ASSERT_EQ(mkdir(folder.c_str(), 0700), 0);
+  const std::string exe = folder + "/script><b>&\"'y";
+  {
+    std::ifstream src(Paths::bin("prog_ops"), std::ios::binary);
+    std::ofstream dst(exe, std::ios::binary);
+    dst << src.rdbuf();
+  }
+  ASSERT_EQ(chmod(exe.c_str(), 0700), 0);
+  const std::string dir = profile(box, exe);
+  RunResult r = run_tool({"html", dir, "-o", "-"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_FALSE(contains(r.out, "</script><b>"));
+  EXPECT_FALSE(contains(r.out, "<b>"));
+  EXPECT_TRUE(contains(r.out, "x&lt;/script&gt;&lt;b&gt;&amp;&quot;&#39;y"));
+  EXPECT_EQ(embedded(r.out)["run"]["exe"], exe);
+}
+
+TEST(HtmlCommand, BadUsageAndUnreadableInputGetOneLineAndStatus2) {
+  Sandbox box;
+  const std::string out = box.dir() + "/out.html";
+  for (const auto& args : std::vector<std::vector<std::string>>{
+           {"html"},
+           {"html", box.dir()},                                  // no -o
+           {"html", box.dir(), "-o"},                            // -o without a value
+           {"html", box.dir(), "-o", ""},
+           {"html", box.dir(), "-o", out, "--bogus"},
+           {"html", box.dir(), box.dir(), "-o", out},
+           {"html", box.dir() + "/nope", "-o", out},             // no such directory
+           {"html", box.dir(), "-o", out},                       // not a run directory
+       }) {
+    RunResult r = run_tool(args);
+    std::string joined;
+    for (const auto& a : args) joined += a + " ";
+    EXPECT_EQ(r.exit_code, 2) << joined;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << joined << ": " << r.err;
+    EXPECT_EQ(r.err.rfind("gpumemprof html: ", 0), 0u) << r.err;
+    EXPECT_FALSE(exists(out)) << joined;
+  }
+  std::ofstream(box.dir() + "/trace.gmpt") << std::string(100, 'x');  // corrupt: longer than a header
+  RunResult corrupt = run_tool({"html", box.dir(), "-o", out});
+  EXPECT_EQ(corrupt.exit_code, 2);
+  EXPECT_TRUE(contains(corrupt.err, "not a gpumemprof trace")) << corrupt.err;
+  EXPECT_EQ(std::count(corrupt.err.begin(), corrupt.err.end(), '\n'), 1) << corrupt.err;
+  EXPECT_FALSE(exists(out));
+
+  Sandbox good;
+  const std::string dir = profile(good);
+  RunResult unwritable = run_tool({"html", dir, "-o", box.dir() + "/no/such/dir/report.html"});
+  EXPECT_EQ(unwritable.exit_code, 2);
+  EXPECT_TRUE(contains(unwritable.err, "cannot create")) << unwritable.err;
+
+  RunResult help = run_tool({"html", "--help"});
+  EXPECT_EQ(help.exit_code, 0);
+  EXPECT_TRUE(contains(help.out, "usage: gpumemprof html DIR -o FILE")) << help.out;
+}
+
+}  // namespace
+}  // namespace gmp::test

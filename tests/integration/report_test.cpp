@@ -1,0 +1,191 @@
+// `gpumemprof report` and `gpumemprof diff` on run directories from prog_ops: the peak breakdown,
+// leaks and failures with exact figures, a golden text report, a SIGKILLed run, and corrupt input.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <sstream>
+#include <thread>
+
+#include "harness.h"
+
+namespace gmp::test {
+namespace {
+
+constexpr uint64_t MiB = 1ull << 20;
+
+// 100M and 200M linear, 50M from the default pool, free the 100M, 300M linear (the peak: 550 MiB
+// live in three allocations), a 2 GiB request the 1 GiB device refuses, then all freed but 10M.
+const std::vector<std::string> kOps = {"alloc:100M", "alloc:200M", "alloc_async:50M", "free:0", "alloc:300M",
+                                       "expect_fail:2G", "sync", "free_all", "alloc:10M"};
+
+std::string ops_run(Sandbox& box, std::vector<std::string> ops = kOps, std::map<std::string, std::string> env = {}) {
+  ops.insert(ops.begin(), Paths::bin("prog_ops"));
+  env.emplace("FAKE_CUDA_CAPACITY", "1G");
+  RunResult r = box.run(ops, env);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  return box.only_run_dir();
+}
+
+nlohmann::json report_json(const std::string& dir) {
+  RunResult r = run_tool({"report", dir, "--json"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  return nlohmann::json::parse(r.out);
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+TEST(Report, PeakBreakdownLeaksAndFailures) {
+  Sandbox box;
+  const std::string dir = ops_run(box);
+  auto j = report_json(dir);
+  const auto& d = j["analysis"]["devices"][0];
+  EXPECT_EQ(d["allocated_peak"]["bytes"], 550 * MiB);
+  EXPECT_EQ(d["allocated_peak"]["by_kind"]["linear"], 500 * MiB);
+  EXPECT_EQ(d["allocated_peak"]["by_kind"]["pool"], 50 * MiB);
+  EXPECT_EQ(d["reserved_peak"]["bytes"], 550 * MiB);
+  const auto& live = d["live_at_peak"];
+  EXPECT_EQ(live["count"], 3);
+  EXPECT_EQ(live["bytes"], 550 * MiB);
+  EXPECT_EQ(live["by_kind"]["linear"]["count"], 2);
+  EXPECT_EQ(live["by_kind"]["pool"]["bytes"], 50 * MiB);
+  ASSERT_EQ(live["largest"].size(), 3u);
+  EXPECT_EQ(live["largest"][0]["size"], 300 * MiB);
+  EXPECT_EQ(live["largest"][1]["size"], 200 * MiB);
+  EXPECT_EQ(live["largest"][2]["kind"], "pool");
+  const auto& leaks = j["analysis"]["leaks"];
+  EXPECT_EQ(leaks["count"], 1);
+  EXPECT_EQ(leaks["bytes"], 10 * MiB);
+  EXPECT_EQ(leaks["largest"][0]["api"], "cuMemAlloc_v2");
+  std::vector<std::string> markers;
+  for (const auto& m : j["analysis"]["markers"]) markers.push_back(m["type"]);
+  EXPECT_EQ(markers, (std::vector<std::string>{"alloc_failed", "oom_bundle"}));
+  EXPECT_EQ(j["analysis"]["markers"][0]["size"], 2048 * MiB);
+  EXPECT_EQ(j["analysis"]["markers"][0]["error"], "CUDA_ERROR_OUT_OF_MEMORY");
+  // The peak is after the 300M allocation and before the failed request.
+  EXPECT_LE(d["allocated_peak"]["at_ns"].get<uint64_t>(), j["analysis"]["markers"][0]["at_ns"].get<uint64_t>());
+}
+
+// The whole text report, with what changes from run to run (paths, pid, times, thread ids) masked.
+// Without stacks: call sites name source lines of this machine's C library (attribution_test.cpp
+// covers them).
+TEST(Report, GoldenText) {
+  Sandbox box;
+  const std::string dir = ops_run(box, kOps, {{"GPUMEMPROF_STACKS", "0"}});
+  RunResult r = run_tool({"report", dir});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::string text = r.out;
+  text = std::regex_replace(text, std::regex(std::regex_replace(dir, std::regex(R"([.^$|()\[\]{}*+?\\])"), R"(\$&)")), "RUN");
+  text = std::regex_replace(text, std::regex(R"(process \S+ \(pid \d+\), [0-9.]+ m?s)"), "process EXE (pid PID), DURATION");
+  text = std::regex_replace(text, std::regex(R"(at [0-9.]+ m?s +)"), "at TIME ");
+  text = std::regex_replace(text, std::regex(R"(thread \d+)"), "thread TID");
+  text = std::regex_replace(text, std::regex(R"(stack \d+)"), "stack ID");
+  const std::string golden_path = std::string(GMP_SOURCE_DIR) + "/tests/integration/golden/report_prog_ops.txt";
+  if (getenv("GMP_UPDATE_GOLDEN")) std::ofstream(golden_path) << text;
+  EXPECT_EQ(text, read_file(golden_path)) << "regenerate with GMP_UPDATE_GOLDEN=1 after checking the new output";
+}
+
+TEST(Report, KilledRunIsRebuiltFromTheTraceWithItsPeak) {
+  Sandbox box;
+  int out = -1;
+  pid_t pid = box.spawn({Paths::bin("prog_ops"), "alloc:100M", "alloc:200M", "free:0", "print:ready", "sleep:30000"},
+                        {}, &out);
+  ASSERT_EQ(read_line(out, 30000), "ready");
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the collector's idle flush
+  kill(pid, SIGKILL);
+  RunResult killed = wait_for(pid, out, -1, 30);
+  close(out);
+  ASSERT_EQ(killed.term_signal, SIGKILL);
+  const std::string dir = box.only_run_dir();
+  auto j = report_json(dir);
+  EXPECT_EQ(j["rebuilt_from_trace"], true);
+  EXPECT_EQ(j["analysis"]["devices"][0]["allocated_peak"]["bytes"], 300 * MiB);
+  EXPECT_EQ(j["analysis"]["leaks"]["bytes"], 200 * MiB);
+  RunResult text = run_tool({"report", dir});
+  EXPECT_NE(text.out.find("rebuilt from the trace"), std::string::npos) << text.out;
+}
+
+TEST(Report, TruncatedTraceIsReadUpToItsLastWholeEvent) {
+  Sandbox box;
+  const std::string dir = ops_run(box);
+  std::filesystem::remove(dir + "/summary.json");
+  const auto size = std::filesystem::file_size(dir + "/trace.gmpt");
+  std::filesystem::resize_file(dir + "/trace.gmpt", size - 64 - 17);  // the last event and part of another
+  RunResult r = run_tool({"report", dir});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("partial record"), std::string::npos) << r.out;
+  auto j = report_json(dir);
+  EXPECT_EQ(j["analysis"]["trace_truncated_bytes"], 64 - 17);
+  EXPECT_EQ(j["analysis"]["devices"][0]["allocated_peak"]["bytes"], 550 * MiB);
+}
+
+TEST(Report, CorruptEmptyAndForeignInputGiveStatus2) {
+  Sandbox box;
+  const std::string dir = ops_run(box);
+  std::filesystem::remove(dir + "/summary.json");
+  std::ofstream(dir + "/trace.gmpt", std::ios::trunc) << "GMPTRACE";  // shorter than a header
+  std::filesystem::create_directory(box.dir() + "/empty");
+  std::filesystem::create_directory(box.dir() + "/foreign");
+  std::ofstream(box.dir() + "/foreign/manifest.json") << "{ not json";
+  for (const std::string& d : {dir, box.dir() + "/empty", box.dir() + "/foreign", box.dir() + "/missing"}) {
+    for (const char* cmd : {"report", "html", "diff"}) {
+      std::vector<std::string> args = {cmd, d};
+      if (!std::strcmp(cmd, "html")) args.insert(args.end(), {"-o", box.dir() + "/r.html"});
+      if (!std::strcmp(cmd, "diff")) args.push_back(d);
+      RunResult r = run_tool(args);
+      EXPECT_EQ(r.exit_code, 2) << cmd << " " << d;
+      EXPECT_FALSE(r.err.empty()) << cmd << " " << d;
+      EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+    }
+  }
+}
+
+TEST(Diff, ChangesBetweenTwoRuns) {
+  Sandbox a_box, b_box;
+  const std::string a = ops_run(a_box);
+  const std::string b = ops_run(b_box, {"alloc:100M", "alloc:250M", "alloc_async:50M", "free:0", "alloc:300M", "sync"});
+  RunResult r = run_tool({"diff", a, b, "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  const auto& f = j["devices"][0]["figures"];
+  EXPECT_EQ(f["allocated_peak"]["a"], 550 * MiB);
+  EXPECT_EQ(f["allocated_peak"]["b"], 600 * MiB);
+  EXPECT_EQ(f["allocated_peak"]["change"], 50 * MiB);
+  EXPECT_EQ(f["failed_allocations"]["change"], -1);
+  EXPECT_EQ(j["devices"][0]["live_at_peak_by_kind"][0]["kind"], "linear");
+  EXPECT_EQ(j["devices"][0]["live_at_peak_by_kind"][0]["change"], 50 * MiB);
+  EXPECT_EQ(j["process"]["leaked_bytes_at_exit"]["b"], 600 * MiB);
+  EXPECT_EQ(j["process"]["OOM_failures"]["a"], 1);
+  RunResult text = run_tool({"diff", a, b});
+  EXPECT_NE(text.out.find("allocated peak         550.00 MiB     600.00 MiB     +50.00 MiB (+9.1%)"), std::string::npos)
+      << text.out;
+  RunResult same = run_tool({"diff", a, a, "--json"});
+  auto s = nlohmann::json::parse(same.out);
+  for (const auto& [name, row] : s["devices"][0]["figures"].items()) EXPECT_EQ(row["change"], 0) << name;
+}
+
+TEST(Diff, BadUsage) {
+  for (const auto& args : std::vector<std::vector<std::string>>{{"diff"}, {"diff", "/tmp"}, {"diff", "a", "b", "c"},
+                                                                 {"diff", "--frob", "a", "b"}}) {
+    RunResult r = run_tool(args);
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_FALSE(r.err.empty());
+  }
+  EXPECT_EQ(run_tool({"diff", "--help"}).exit_code, 0);
+}
+
+}  // namespace
+}  // namespace gmp::test

@@ -1,0 +1,57 @@
+#include "call_sites.h"
+
+#include <algorithm>
+#include <map>
+
+namespace gmp::analysis {
+
+size_t site_frame(const CallStack& stack) {
+  for (size_t i = 0; i < stack.size(); ++i) {
+    if (stack[i].python) return i;
+  }
+  for (size_t i = 0; i < stack.size(); ++i) {
+    // An address outside every module (JIT code, say) is nobody's runtime: it may be the answer.
+    if (stack[i].module.empty() || !is_runtime_module(stack[i].module)) return i;
+  }
+  return 0;
+}
+
+std::string site_label(uint32_t id, const StackTable& stacks) {
+  if (id == 0) return "(no stack captured)";
+  auto it = stacks.find(id);
+  if (it == stacks.end()) return "(stack " + std::to_string(id) + " not in attribution.jsonl)";
+  if (it->second.empty()) return "(only profiler frames)";
+  return it->second[site_frame(it->second)].label();
+}
+
+std::vector<CallSite> group_by_site(const std::unordered_map<uint32_t, Bytes>& by_stack, const StackTable& stacks,
+                                    size_t max_sites) {
+  std::map<std::string, CallSite> sites;
+  std::map<std::string, uint64_t> shown_bytes;  // bytes of the stack currently shown per site
+  for (const auto& [id, b] : by_stack) {
+    const std::string label = site_label(id, stacks);
+    CallSite& s = sites[label];
+    s.label = label;
+    s.bytes.bytes += b.bytes;
+    s.bytes.count += b.count;
+    ++s.stacks;
+    uint64_t& best = shown_bytes[label];
+    // The heaviest stack is shown; among equals the lowest id, so the choice is repeatable.
+    if (s.stacks == 1 || b.bytes > best || (b.bytes == best && id < s.stack_id)) {
+      best = b.bytes;
+      s.stack_id = id;
+      auto st = stacks.find(id);
+      s.site_frame = st == stacks.end() ? 0 : site_frame(st->second);
+    }
+  }
+  std::vector<CallSite> out;
+  out.reserve(sites.size());
+  for (auto& [_, s] : sites) out.push_back(std::move(s));
+  std::sort(out.begin(), out.end(), [](const CallSite& a, const CallSite& b) {
+    return a.bytes.bytes != b.bytes.bytes ? a.bytes.bytes > b.bytes.bytes : a.label < b.label;
+  });
+  if (out.size() > max_sites) out.resize(max_sites);
+  return out;
+}
+
+}  // namespace gmp::analysis

@@ -1,0 +1,331 @@
+#include "run_analysis.h"
+
+#include <algorithm>
+
+#include "trace_reader.h"
+
+namespace gmp::analysis {
+namespace {
+
+uint64_t since(uint64_t ts, uint64_t start) { return ts > start ? ts - start : 0; }
+
+bool changes_memory(Op op) {
+  switch (op) {
+    case Op::Alloc: case Op::Free: case Op::ReleaseFailed: case Op::PoolCreate: case Op::PoolDestroy:
+    case Op::PoolReserved: case Op::VmmCreate: case Op::VmmRelease: case Op::VmmMap: case Op::VmmUnmap:
+      return true;
+    default:
+      return false;
+  }
+}
+
+std::array<uint64_t, kKindCount> kind_bytes(const DeviceStats& d) {
+  std::array<uint64_t, kKindCount> out{};
+  for (size_t k = 0; k < out.size(); ++k) out[k] = d.by_kind[k].bytes.current;
+  return out;
+}
+
+void keep_marker(RunAnalysis& run, const Options& opt, const Marker& m) {
+  if (run.markers.size() < opt.max_markers) {
+    run.markers.push_back(m);
+  } else {
+    ++run.markers_dropped;
+  }
+}
+
+// Markers come from the first pass: alerts, failed allocations and the OOM recorder's own events.
+void collect_marker(RunAnalysis& run, const Options& opt, const Event& e) {
+  Marker m{};
+  m.at_ns = since(e.timestamp_ns, run.start_ns);
+  m.device = e.device;
+  switch (e.op) {
+    case Op::Alert:
+      m.type = e.result != 0 ? Marker::Type::AlertFired : Marker::Type::AlertCleared;
+      m.alert = static_cast<AlertType>(e.value);
+      m.size = e.size;
+      m.reserved = e.object;
+      m.threshold = e.address;
+      break;
+    case Op::Alloc:
+      if (e.result == 0) return;
+      m.type = Marker::Type::AllocFailed;
+      m.size = e.size;
+      m.result = e.result;
+      m.api = e.api;
+      break;
+    case Op::OomBundle: m.type = Marker::Type::OomBundle; break;
+    case Op::OomRecovered: m.type = Marker::Type::OomRecovered; break;
+    default: return;
+  }
+  keep_marker(run, opt, m);
+}
+
+std::map<int, std::string> device_names(const reader::RunDirectory& run) {
+  std::map<int, std::string> names;
+  if (run.summary.contains("devices") && run.summary["devices"].is_array()) {
+    for (const auto& d : run.summary["devices"]) {
+      if (d.is_object() && d.contains("device") && d["device"].is_number_integer() && d.contains("name") &&
+          d["name"].is_string()) {
+        names[d["device"].get<int>()] = d["name"].get<std::string>();
+      }
+    }
+  }
+  return names;
+}
+
+struct PeakWatch {
+  PeakPoint allocated, reserved;
+};
+
+// The process's allocated bytes: the figure ranges and marks are measured in.
+uint64_t process_allocated(const Accounting& acc) {
+  uint64_t total = 0;
+  for (const auto& [ordinal, d] : acc.devices()) {
+    if (ordinal >= 0) total += d.allocated.current;
+  }
+  return total;
+}
+
+// Pass 1: final figures, the event index of each device's peaks, markers and NVML peaks.
+bool first_pass(const std::string& trace_path, RunAnalysis& run, const Options& opt, std::map<int, PeakWatch>& peaks,
+                uint64_t& last_ns, std::string& error) {
+  reader::TraceReader trace;
+  if (!trace.open(trace_path)) {
+    error = trace.error();
+    return false;
+  }
+  run.start_ns = trace.header().start_monotonic_ns;
+  Accounting acc;
+  AttributionReplay regions(run.attribution, run.start_ns, opt.max_marks, opt.max_pauses);
+  uint64_t allocated = 0;
+  Event e;
+  uint64_t index = 0;
+  while (trace.next(e)) {
+    ++index;
+    acc.apply(e);
+    collect_marker(run, opt, e);
+    if (e.stack_id != 0) ++run.stack_events;
+    if (changes_memory(e.op)) allocated = process_allocated(acc);
+    regions.apply(e, allocated);
+    if (e.op == Op::Sample && e.device >= 0) {
+      DeviceAnalysis& d = run.devices[e.device];
+      d.nvml_device_used_peak = std::max(d.nvml_device_used_peak, e.size);
+      if (e.value != UINT64_MAX) d.nvml_process_peak = std::max(d.nvml_process_peak, e.value);
+    }
+    if (!changes_memory(e.op)) continue;
+    // A pool or VMM event can change a device other than its own; there are few devices.
+    for (const auto& [ordinal, d] : acc.devices()) {
+      if (ordinal < 0) continue;
+      PeakWatch& w = peaks[ordinal];
+      if (d.allocated.current > w.allocated.bytes) {
+        w.allocated = {d.allocated.current, since(e.timestamp_ns, run.start_ns), index, kind_bytes(d)};
+      }
+      if (d.reserved.current > w.reserved.bytes) {
+        w.reserved = {d.reserved.current, since(e.timestamp_ns, run.start_ns), index, kind_bytes(d)};
+      }
+    }
+  }
+  run.events = index;
+  run.truncated_bytes = trace.truncated_bytes();
+  last_ns = acc.last_timestamp_ns();
+  run.regions = regions.finish(last_ns);
+  run.duration_ns = since(last_ns, run.start_ns);
+  for (const auto& [ordinal, d] : acc.devices()) {
+    if (ordinal < 0) continue;
+    DeviceAnalysis& out = run.devices[ordinal];
+    out.device = ordinal;
+    out.final_stats = d;
+  }
+  for (const LiveAllocation& a : acc.live_allocations()) {
+    if (a.kind == Kind::HostPinned) {
+      run.pinned_at_exit.add(a, opt.largest);
+    } else {
+      run.leaks.add(a, opt.largest);
+    }
+  }
+  run.leaks.finish(opt.largest);
+  run.pinned_at_exit.finish(opt.largest);
+  return true;
+}
+
+class Timeline {
+ public:
+  Timeline(RunAnalysis& run, size_t buckets) : run_(run), buckets_(std::max<size_t>(buckets, 1)) {
+    width_ = std::max<uint64_t>(1, run.duration_ns / buckets_ + 1);
+    for (auto& [ordinal, d] : run.devices) {
+      d.timeline.assign(buckets_, TimelineBucket{});
+      for (size_t i = 0; i < buckets_; ++i) d.timeline[i].start_ns = i * width_;
+      touched_[ordinal].assign(buckets_, false);
+    }
+  }
+
+  void memory(const Accounting& acc, uint64_t at_ns) {
+    const size_t b = bucket(at_ns);
+    for (const auto& [ordinal, d] : acc.devices()) {
+      auto it = run_.devices.find(ordinal);
+      if (it == run_.devices.end()) continue;
+      TimelineBucket& t = it->second.timeline[b];
+      std::vector<bool>& seen = touched_[ordinal];
+      Level& before = level_[ordinal];
+      if (!seen[b]) {  // the bucket's maximum includes the level it was entered at
+        seen[b] = true;
+        t.allocated_max = before.allocated;
+        t.reserved_max = before.reserved;
+      }
+      before = {d.allocated.current, d.reserved.current};
+      t.allocated_max = std::max(t.allocated_max, d.allocated.current);
+      t.reserved_max = std::max(t.reserved_max, d.reserved.current);
+      t.allocated_last = d.allocated.current;
+      t.reserved_last = d.reserved.current;
+    }
+  }
+
+  void sample(int device, uint64_t at_ns, uint64_t process_bytes) {
+    auto it = run_.devices.find(device);
+    if (it == run_.devices.end() || process_bytes == UINT64_MAX) return;
+    TimelineBucket& t = it->second.timeline[bucket(at_ns)];
+    t.nvml_process_max = std::max(t.nvml_process_max, process_bytes);
+  }
+
+  // Buckets without an event hold the level the previous bucket ended at.
+  void finish() {
+    for (auto& [ordinal, d] : run_.devices) {
+      const std::vector<bool>& seen = touched_[ordinal];
+      TimelineBucket carry{};
+      for (size_t i = 0; i < buckets_; ++i) {
+        TimelineBucket& t = d.timeline[i];
+        if (!seen[i]) {
+          t.allocated_max = t.allocated_last = carry.allocated_last;
+          t.reserved_max = t.reserved_last = carry.reserved_last;
+        }
+        carry = t;
+      }
+    }
+  }
+
+ private:
+  size_t bucket(uint64_t at_ns) const { return std::min<size_t>(buckets_ - 1, at_ns / width_); }
+
+  struct Level {
+    uint64_t allocated = 0, reserved = 0;
+  };
+  RunAnalysis& run_;
+  size_t buckets_;
+  std::map<int, Level> level_;
+  uint64_t width_ = 1;
+  std::map<int, std::vector<bool>> touched_;
+};
+
+// Pass 2: the timeline, and the live table just after each device's allocated-peak event.
+bool second_pass(const std::string& trace_path, RunAnalysis& run, const Options& opt, std::string& error) {
+  std::vector<std::pair<uint64_t, int>> snapshots;  // (event index, device)
+  for (const auto& [ordinal, d] : run.devices) {
+    if (d.allocated_peak.event_index != 0) snapshots.emplace_back(d.allocated_peak.event_index, ordinal);
+  }
+  std::sort(snapshots.begin(), snapshots.end());
+  reader::TraceReader trace;
+  if (!trace.open(trace_path)) {
+    error = trace.error();
+    return false;
+  }
+  Timeline timeline(run, opt.timeline_buckets);
+  Accounting acc;
+  Event e;
+  uint64_t index = 0;
+  size_t next = 0;
+  while (trace.next(e)) {
+    ++index;
+    acc.apply(e);
+    const uint64_t at = since(e.timestamp_ns, run.start_ns);
+    if (changes_memory(e.op)) timeline.memory(acc, at);
+    if (e.op == Op::Sample) timeline.sample(e.device, at, e.value);
+    while (next < snapshots.size() && snapshots[next].first == index) {
+      LiveSet& set = run.devices[snapshots[next].second].live_at_peak;
+      for (const LiveAllocation& a : acc.live_allocations()) {
+        if (a.device == snapshots[next].second && a.kind != Kind::HostPinned) set.add(a, opt.largest);
+      }
+      set.finish(opt.largest);
+      ++next;
+    }
+  }
+  timeline.finish();
+  return true;
+}
+
+// Names the stacks of every live set once (one addr2line per file for the whole report), then
+// groups each set by call site and folds it into a flame graph.
+void attribute(RunAnalysis& run, const Options& opt) {
+  std::vector<uint32_t> ids;
+  auto collect = [&ids](const LiveSet& set) {
+    for (const auto& [id, _] : set.by_stack) {
+      if (id != 0) ids.push_back(id);
+    }
+  };
+  for (const auto& [_, d] : run.devices) collect(d.live_at_peak);
+  collect(run.leaks);
+  std::sort(ids.begin(), ids.end());
+  ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+  if (opt.symbolize && !ids.empty()) {
+    Symbolizer symbolizer(run.attribution, SymbolizerOptions{opt.source_lines});
+    run.stacks = symbolizer.symbolize(ids);
+  }
+  for (auto& [ordinal, d] : run.devices) {
+    d.sites_at_peak = group_by_site(d.live_at_peak.by_stack, run.stacks, opt.max_sites);
+    d.flame = build_flame("GPU " + std::to_string(ordinal), d.live_at_peak.by_stack, run.stacks);
+  }
+  run.leak_sites = group_by_site(run.leaks.by_stack, run.stacks, opt.max_sites);
+}
+
+}  // namespace
+
+void LiveSet::add(const LiveAllocation& a, size_t keep_largest) {
+  total.add(a.size);
+  by_kind[static_cast<size_t>(a.kind)].add(a.size);
+  by_stack[a.stack_id].add(a.size);
+  largest.push_back(a);
+  // Trim now and then so the candidates stay a small multiple of what is kept.
+  if (largest.size() >= 4 * keep_largest + 64) finish(keep_largest);
+}
+
+void LiveSet::finish(size_t keep_largest) {
+  auto bigger = [](const LiveAllocation& a, const LiveAllocation& b) {
+    return a.size != b.size ? a.size > b.size : a.timestamp_ns < b.timestamp_ns;
+  };
+  if (largest.size() > keep_largest) {
+    std::nth_element(largest.begin(), largest.begin() + keep_largest, largest.end(), bigger);
+    largest.resize(keep_largest);
+  }
+  std::sort(largest.begin(), largest.end(), bigger);
+}
+
+std::optional<RunAnalysis> analyze_run(const std::string& dir, const Options& options, std::string& error) {
+  auto opened = reader::open_run_directory(dir, error);
+  if (!opened) return std::nullopt;
+  RunAnalysis run;
+  run.run = std::move(*opened);
+  run.attribution = reader::read_attribution(dir + "/attribution.jsonl");
+  const std::string trace_path = dir + "/trace.gmpt";
+  std::map<int, PeakWatch> peaks;
+  uint64_t last_ns = 0;
+  if (!first_pass(trace_path, run, options, peaks, last_ns, error)) return std::nullopt;
+  const auto names = device_names(run.run);
+  for (auto it = run.devices.begin(); it != run.devices.end();) {
+    // A sample for a device the process never allocated on says nothing about this run.
+    if (it->second.final_stats.alloc_count == 0 && peaks[it->first].reserved.bytes == 0 &&
+        it->second.final_stats.total_bytes == 0) {
+      it = run.devices.erase(it);
+      continue;
+    }
+    it->second.device = it->first;
+    it->second.allocated_peak = peaks[it->first].allocated;
+    it->second.reserved_peak = peaks[it->first].reserved;
+    auto name = names.find(it->first);
+    if (name != names.end()) it->second.name = name->second;
+    ++it;
+  }
+  if (!second_pass(trace_path, run, options, error)) return std::nullopt;
+  attribute(run, options);
+  return run;
+}
+
+}  // namespace gmp::analysis

@@ -1,0 +1,118 @@
+// One replay of a run directory's trace, shared by report, diff and html: per device the peaks and
+// what was live at the allocated peak, a bounded timeline, the allocations live at exit, and the
+// alerts and OOMs as timed markers.
+//
+// The trace is read twice, streaming: the first pass finds the event at which each device's
+// allocated peak was reached (and replays ranges, marks and pauses), the second replays up to
+// there and summarises the live table. The stacks of what was live at the peaks and at exit are
+// then symbolised once, grouped by call site and folded into flame graphs (docs/attribution.md).
+// Memory grows with the live allocations, distinct call sites and distinct range names, never
+// with the event count.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "accounting.h"
+#include "attribution_reader.h"
+#include "attribution_replay.h"
+#include "bytes.h"
+#include "call_sites.h"
+#include "flame.h"
+#include "run_directory_reader.h"
+#include "symbolizer.h"
+
+namespace gmp::analysis {
+
+// A set of live allocations, summarised: totals, by kind, by call site (stack id, 0 when none was
+// captured) and the largest ones.
+struct LiveSet {
+  Bytes total;
+  std::array<Bytes, kKindCount> by_kind{};
+  std::unordered_map<uint32_t, Bytes> by_stack;
+  std::vector<LiveAllocation> largest;  // biggest first
+  void add(const LiveAllocation& a, size_t keep_largest);
+  void finish(size_t keep_largest);  // sorts and trims `largest`
+};
+
+// The moment a counter reached its peak, with the per-kind bytes at that moment.
+struct PeakPoint {
+  uint64_t bytes = 0;
+  uint64_t at_ns = 0;       // since the profiler started
+  uint64_t event_index = 0; // 1-based position in the trace of the event that set it; 0 none
+  std::array<uint64_t, kKindCount> kind_bytes{};
+};
+
+struct TimelineBucket {
+  uint64_t start_ns = 0;  // since the profiler started
+  uint64_t allocated_max = 0, reserved_max = 0;
+  uint64_t allocated_last = 0, reserved_last = 0;
+  uint64_t nvml_process_max = 0;  // 0 when no sample with a process figure fell in the bucket
+};
+
+struct DeviceAnalysis {
+  int device = 0;
+  std::string name;
+  DeviceStats final_stats;
+  PeakPoint allocated_peak, reserved_peak;
+  LiveSet live_at_peak;  // device memory live just after the allocated peak's event
+  std::vector<CallSite> sites_at_peak;  // live_at_peak by call site, most bytes first
+  FlameNode flame;                      // live_at_peak by stack, root "GPU N"
+  std::vector<TimelineBucket> timeline;
+  uint64_t nvml_process_peak = 0;  // 0 when NVML never named this process's usage
+  uint64_t nvml_device_used_peak = 0;
+};
+
+// Something that happened at a moment, drawn on timelines and listed in reports.
+struct Marker {
+  enum class Type { AlertFired, AlertCleared, AllocFailed, OomBundle, OomRecovered };
+  Type type;
+  uint64_t at_ns = 0;
+  int device = -1;
+  AlertType alert = AlertType::Warning;  // alerts only
+  uint64_t size = 0;       // failed: requested bytes; alerts: allocated at the time
+  uint64_t reserved = 0;   // alerts: reserved at the time
+  uint64_t threshold = 0;  // alerts: threshold bytes
+  int16_t result = 0;      // failed: the CUresult
+  Api api = Api::None;     // failed: the entry point
+};
+
+struct Options {
+  size_t timeline_buckets = 600;
+  size_t largest = 10;        // allocations listed at the peak and among leaks
+  size_t max_markers = 2000;  // further markers are counted, not kept
+  size_t max_sites = 20;      // call sites kept per live set
+  size_t max_marks = 1000;    // checkpoints kept (the first and last halves); the rest are counted
+  size_t max_pauses = 1000;
+  bool symbolize = true;      // name the frames of the stacks (off: only ids)
+  bool source_lines = true;   // file:line through addr2line, where available
+};
+
+struct RunAnalysis {
+  reader::RunDirectory run;
+  uint64_t start_ns = 0;        // the trace's start on the event clock
+  uint64_t duration_ns = 0;     // last event since start
+  uint64_t events = 0;
+  uint64_t truncated_bytes = 0;
+  std::map<int, DeviceAnalysis> devices;  // by ordinal, real devices only
+  LiveSet leaks;                // device memory live at exit (linear, pool, vmm handles, arrays, managed)
+  LiveSet pinned_at_exit;       // pinned host memory live at exit
+  std::vector<Marker> markers;  // in time order
+  uint64_t markers_dropped = 0;
+  // Attribution (docs/attribution.md).
+  reader::Attribution attribution;  // attribution.jsonl; present = false without one
+  uint64_t stack_events = 0;        // events that carried a stack id
+  StackTable stacks;                // symbolised: every stack live at a peak or at exit
+  std::vector<CallSite> leak_sites; // leaks by call site
+  Regions regions;                  // ranges, marks, pauses
+};
+
+// Opens and replays `dir`; nullopt with a one-line `error` when it cannot be read.
+std::optional<RunAnalysis> analyze_run(const std::string& dir, const Options& options, std::string& error);
+
+}  // namespace gmp::analysis

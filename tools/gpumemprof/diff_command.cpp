@@ -1,0 +1,264 @@
+// `gpumemprof diff DIR_A DIR_B [--json]`: what changed between two runs of (usually) the same
+// program: peaks, counts, leaks, OOMs and alerts, and the largest changes in what was live at each
+// device's peak, by kind and by call site.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "commands.h"
+#include "format.h"
+#include "run_analysis.h"
+
+namespace gmp::tool {
+namespace {
+
+constexpr const char* kUsage =
+    "usage: gpumemprof diff DIR_A DIR_B [--json]\n"
+    "  Compares two run directories: per device the allocated and reserved peaks, final figures and\n"
+    "  counts; leaks, OOMs and alerts; and the largest changes in what was live at the allocated peak,\n"
+    "  by kind and by call site (sites are compared by their symbolised names, docs/attribution.md).\n"
+    "  B is the new run: changes are B minus A.\n"
+    "  --json  the same as one JSON object\n";
+
+constexpr size_t kChangesShown = 10;
+
+struct Row {
+  std::string name;
+  uint64_t a = 0, b = 0;
+  bool bytes = true;
+  int64_t delta() const { return static_cast<int64_t>(b) - static_cast<int64_t>(a); }
+};
+
+std::string signed_figure(const Row& r) {
+  const int64_t d = r.delta();
+  const uint64_t mag = static_cast<uint64_t>(d < 0 ? -d : d);
+  std::string s = d == 0 ? "0" : std::string(d < 0 ? "-" : "+") + (r.bytes ? human_bytes(mag) : std::to_string(mag));
+  if (d != 0 && r.a != 0) {
+    char pct[32];
+    std::snprintf(pct, sizeof pct, " (%+.1f%%)", 100.0 * static_cast<double>(d) / static_cast<double>(r.a));
+    s += pct;
+  }
+  return s;
+}
+
+std::string figure(const Row& r, uint64_t v) { return r.bytes ? human_bytes(v) : std::to_string(v); }
+
+nlohmann::json row_json(const Row& r) { return {{"a", r.a}, {"b", r.b}, {"change", r.delta()}}; }
+
+// "allocated peak" -> "allocated_peak", "duration (ms)" -> "duration_ms": JSON keys for the rows.
+std::string json_key(const std::string& name) {
+  std::string key;
+  for (char c : name) {
+    if (c == ' ') key += '_';
+    else if (c != '(' && c != ')') key += c;
+  }
+  return key;
+}
+
+const analysis::DeviceAnalysis* find_device(const analysis::RunAnalysis& run, int ordinal) {
+  auto it = run.devices.find(ordinal);
+  return it == run.devices.end() ? nullptr : &it->second;
+}
+
+// Rows describing one device in both runs; a device missing from one run counts as zeros there.
+std::vector<Row> device_rows(const analysis::DeviceAnalysis* a, const analysis::DeviceAnalysis* b) {
+  static const analysis::DeviceAnalysis none;
+  const auto& x = a ? *a : none;
+  const auto& y = b ? *b : none;
+  return {
+      {"allocated peak", x.allocated_peak.bytes, y.allocated_peak.bytes},
+      {"reserved peak", x.reserved_peak.bytes, y.reserved_peak.bytes},
+      {"allocated final", x.final_stats.allocated.current, y.final_stats.allocated.current},
+      {"reserved final", x.final_stats.reserved.current, y.final_stats.reserved.current},
+      {"live at peak", x.live_at_peak.total.count, y.live_at_peak.total.count, false},
+      {"allocations", x.final_stats.alloc_count, y.final_stats.alloc_count, false},
+      {"frees", x.final_stats.free_count, y.final_stats.free_count, false},
+      {"failed allocations", x.final_stats.failed_alloc_count, y.final_stats.failed_alloc_count, false},
+  };
+}
+
+// Bytes of a live set grouped by a key (kind, call site), largest absolute change first. The set
+// comes from each run with that run's analysis, because call sites are named per run.
+template <typename SetOf, typename KeyOf>
+std::vector<Row> live_changes(const analysis::RunAnalysis& ra, const analysis::RunAnalysis& rb, SetOf set_of, KeyOf key_rows) {
+  std::map<std::string, Row> rows;
+  if (const analysis::LiveSet* set = set_of(ra)) key_rows(ra, *set, [&](const std::string& k, uint64_t v) { rows[k].a += v; });
+  if (const analysis::LiveSet* set = set_of(rb)) key_rows(rb, *set, [&](const std::string& k, uint64_t v) { rows[k].b += v; });
+  std::vector<Row> out;
+  for (auto& [k, r] : rows) {
+    r.name = k;
+    if (r.delta() != 0 || r.a != 0) out.push_back(r);
+  }
+  // Largest change first; among equal changes (two runs of one program: all 0) the biggest.
+  std::stable_sort(out.begin(), out.end(), [](const Row& l, const Row& r) {
+    if (std::llabs(l.delta()) != std::llabs(r.delta())) return std::llabs(l.delta()) > std::llabs(r.delta());
+    return std::max(l.a, l.b) > std::max(r.a, r.b);
+  });
+  return out;
+}
+
+template <typename Emit>
+void kind_rows(const analysis::RunAnalysis&, const analysis::LiveSet& set, Emit emit) {
+  for (int k = 1; k < kKindCount; ++k) {
+    if (set.by_kind[k].count) emit(std::string(kind_name(static_cast<Kind>(k))), set.by_kind[k].bytes);
+  }
+}
+
+// Stack ids are per run: two runs of one program give one call chain different ids, and one id
+// different chains. Sites are compared by their symbolised label (call_sites.h), which names the
+// same code the same way in both runs.
+template <typename Emit>
+void site_rows(const analysis::RunAnalysis& run, const analysis::LiveSet& set, Emit emit) {
+  for (const auto& [id, b] : set.by_stack) emit(analysis::site_label(id, run.stacks), b.bytes);
+}
+
+std::vector<Row> process_rows(const analysis::RunAnalysis& a, const analysis::RunAnalysis& b) {
+  auto alerts = [](const analysis::RunAnalysis& r) {
+    uint64_t n = 0;
+    for (const char* k : {"warning", "critical", "fragmentation", "growth"}) n += json_u64(r.run.summary, {"alerts", k});
+    return n;
+  };
+  return {
+      {"leaked bytes at exit", a.leaks.total.bytes, b.leaks.total.bytes},
+      {"leaked allocations", a.leaks.total.count, b.leaks.total.count, false},
+      {"pinned host peak", json_u64(a.run.summary, {"host_pinned_bytes", "peak"}),
+       json_u64(b.run.summary, {"host_pinned_bytes", "peak"})},
+      {"OOM failures", json_u64(a.run.summary, {"oom", "failures"}), json_u64(b.run.summary, {"oom", "failures"}), false},
+      {"alerts fired", alerts(a), alerts(b), false},
+      {"events", a.events, b.events, false},
+      {"lost events", json_u64(a.run.summary, {"events", "lost"}), json_u64(b.run.summary, {"events", "lost"}), false},
+      {"duration (ms)", a.duration_ns / 1'000'000, b.duration_ns / 1'000'000, false},
+  };
+}
+
+void print_rows(const std::vector<Row>& rows, int indent = 2, size_t limit = SIZE_MAX) {
+  size_t n = 0;
+  for (const Row& r : rows) {
+    if (n++ >= limit) {
+      std::printf("%*s... and %zu more (--json lists them)\n", indent, "", rows.size() - limit);
+      break;
+    }
+    std::printf("%*s%-*s %-14s %-14s %s\n", indent, "", 24 - indent, r.name.c_str(), figure(r, r.a).c_str(), figure(r, r.b).c_str(),
+                signed_figure(r).c_str());
+  }
+}
+
+// Site labels are long: the figures first, the label last.
+void print_site_rows(const std::vector<Row>& rows, size_t limit) {
+  if (!rows.empty()) std::printf("    %-14s %-14s %-22s %s\n", "A", "B", "change", "site");
+  size_t n = 0;
+  for (const Row& r : rows) {
+    if (n++ >= limit) {
+      std::printf("    ... and %zu more (--json lists them)\n", rows.size() - limit);
+      break;
+    }
+    std::printf("    %-14s %-14s %-22s %s\n", figure(r, r.a).c_str(), figure(r, r.b).c_str(), signed_figure(r).c_str(),
+                r.name.c_str());
+  }
+}
+
+nlohmann::json rows_json(const std::vector<Row>& rows) {
+  nlohmann::json j = nlohmann::json::object();
+  for (const Row& r : rows) j[json_key(r.name)] = row_json(r);
+  return j;
+}
+
+nlohmann::json changes_json(const std::vector<Row>& rows, const char* key) {
+  nlohmann::json j = nlohmann::json::array();
+  for (const Row& r : rows) j.push_back({{key, r.name}, {"a", r.a}, {"b", r.b}, {"change", r.delta()}});
+  return j;
+}
+
+int diff(const analysis::RunAnalysis& a, const analysis::RunAnalysis& b, bool json) {
+  std::set<int> ordinals;
+  for (const auto& [o, _] : a.devices) ordinals.insert(o);
+  for (const auto& [o, _] : b.devices) ordinals.insert(o);
+  nlohmann::json out = {{"a", a.run.path}, {"b", b.run.path}, {"devices", nlohmann::json::array()}};
+  if (!json) std::printf("gpumemprof diff\n  A: %s\n  B: %s\n", a.run.path.c_str(), b.run.path.c_str());
+  for (int o : ordinals) {
+    const auto* da = find_device(a, o);
+    const auto* db = find_device(b, o);
+    const auto rows = device_rows(da, db);
+    auto peak_set = [o](const analysis::RunAnalysis& r) -> const analysis::LiveSet* {
+      const auto* d = find_device(r, o);
+      return d ? &d->live_at_peak : nullptr;
+    };
+    const auto kinds = live_changes(a, b, peak_set, [](const auto& r, const auto& set, auto emit) { kind_rows(r, set, emit); });
+    const auto sites = live_changes(a, b, peak_set, [](const auto& r, const auto& set, auto emit) { site_rows(r, set, emit); });
+    if (json) {
+      out["devices"].push_back({{"device", o},
+                                {"figures", rows_json(rows)},
+                                {"live_at_peak_by_kind", changes_json(kinds, "kind")},
+                                {"live_at_peak_by_site", changes_json(sites, "site")}});
+      continue;
+    }
+    std::printf("\ndevice %d  %s\n  %-22s %-14s %-14s %s\n", o, (db ? db->name : da->name).c_str(), "", "A", "B", "change");
+    print_rows(rows);
+    std::printf("  live at the allocated peak, by kind:\n");
+    print_rows(kinds, 4, kChangesShown);
+    std::printf("  live at the allocated peak, largest changes by call site:\n");
+    print_site_rows(sites, kChangesShown);
+  }
+  const auto process = process_rows(a, b);
+  auto leak_set = [](const analysis::RunAnalysis& r) { return &r.leaks; };
+  const auto leak_sites = live_changes(a, b, leak_set, [](const auto& r, const auto& set, auto emit) { site_rows(r, set, emit); });
+  const bool stacks = a.stack_events > 0 || b.stack_events > 0;
+  if (json) {
+    out["process"] = rows_json(process);
+    out["leaks_by_site"] = changes_json(leak_sites, "site");
+    std::printf("%s\n", out.dump(2).c_str());
+  } else {
+    std::printf("\nprocess\n");
+    print_rows(process);
+    if (stacks && !leak_sites.empty()) {
+      std::printf("  leaks at exit, largest changes by call site:\n");
+      print_site_rows(leak_sites, kChangesShown);
+    }
+  }
+  return 0;
+}
+
+}  // namespace
+
+int diff_main(int argc, char** argv) {
+  std::vector<std::string> dirs;
+  bool json = false;
+  for (int i = 0; i < argc; ++i) {
+    if (!std::strcmp(argv[i], "--help") || !std::strcmp(argv[i], "-h")) {
+      std::fputs(kUsage, stdout);
+      return 0;
+    }
+    if (!std::strcmp(argv[i], "--json")) {
+      json = true;
+    } else if (argv[i][0] == '-') {
+      std::fprintf(stderr, "gpumemprof diff: unknown option '%s'; accepted: --json, --help\n", argv[i]);
+      return 2;
+    } else {
+      dirs.push_back(argv[i]);
+    }
+  }
+  if (dirs.size() != 2) {
+    std::fprintf(stderr, "gpumemprof diff: two run directories expected, got %zu; usage: gpumemprof diff DIR_A DIR_B [--json]\n",
+                 dirs.size());
+    return 2;
+  }
+  std::string error;
+  auto a = analysis::analyze_run(dirs[0], analysis::Options{}, error);
+  if (!a) {
+    std::fprintf(stderr, "gpumemprof diff: A: %s\n", error.c_str());
+    return 2;
+  }
+  auto b = analysis::analyze_run(dirs[1], analysis::Options{}, error);
+  if (!b) {
+    std::fprintf(stderr, "gpumemprof diff: B: %s\n", error.c_str());
+    return 2;
+  }
+  return diff(*a, *b, json);
+}
+
+}  // namespace gmp::tool

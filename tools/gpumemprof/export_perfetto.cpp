@@ -1,0 +1,171 @@
+// perfetto: Chrome trace-event JSON, which ui.perfetto.dev (and chrome://tracing) opens.
+//
+// One process (the profiled one) holds every track:
+//   "GPU N memory"   counter, args allocated and reserved: Perfetto draws one track per argument
+//                    ("GPU N memory allocated", "GPU N memory reserved"); a point each time either
+//                    changes, and a zero at the device's first event so the track starts at zero
+//   "GPU N NVML"     counter, args device_used (and process_used when NVML named this process)
+//   "Pinned host memory"  counter, arg bytes
+//   instant events ("ph":"i", process scope) for OOM failures, OOM bundles, recoveries and alerts.
+// Timestamps are microseconds since the profiler started, with nanosecond decimals.
+#include <map>
+#include <set>
+#include <utility>
+
+#include "export_formats.h"
+#include "format.h"
+#include "json_views.h"
+
+namespace gmp::tool::exporter {
+namespace {
+
+class TraceEvents {
+ public:
+  TraceEvents(Context& ctx, uint64_t pid) : ctx_(ctx), b_(ctx.out.buffer()), pid_(pid) {}
+
+  // Starts one trace event with its common members; the caller adds the rest and closes it.
+  JsonObject begin(char phase, std::string_view name, std::string_view cat, uint64_t ts_ns) {
+    b_ += first_ ? "\n" : ",\n";
+    first_ = false;
+    JsonObject o(b_);
+    const char ph[2] = {phase, '\0'};
+    o.str("ph", ph).str("name", name).str("cat", cat).key("ts");
+    append_micros(b_, ts_ns);
+    o.u64("pid", pid_).u64("tid", pid_);
+    return o;
+  }
+  void end(JsonObject& o) {
+    o.close();
+    ctx_.out.written();
+  }
+
+  void process_name(std::string_view name) {
+    b_ += first_ ? "\n" : ",\n";
+    first_ = false;
+    JsonObject o(b_);
+    o.str("ph", "M").str("name", "process_name").u64("pid", pid_).u64("tid", pid_).key("args");
+    JsonObject args(b_);
+    args.str("name", name).close();
+    o.close();
+  }
+
+  // A counter point; `args` fills the counter's named values.
+  template <typename Fill>
+  void counter(std::string_view name, uint64_t ts_ns, Fill&& fill) {
+    JsonObject o = begin('C', name, "memory", ts_ns);
+    o.key("args");
+    JsonObject args(b_);
+    fill(args);
+    args.close();
+    end(o);
+  }
+
+  // A process-scoped instant event (drawn on the process's own track in Perfetto).
+  template <typename Fill>
+  void instant(std::string_view name, std::string_view cat, const Event& e, uint64_t ts_ns, Fill&& fill) {
+    // tid = pid: process-scoped markers need no thread, and collector events carry thread 0.
+    JsonObject o = begin('i', name, cat, ts_ns);
+    o.str("s", "p").key("args");
+    JsonObject args(b_);
+    args.i64("device", e.device);
+    fill(args);
+    args.close();
+    end(o);
+  }
+
+ private:
+  Context& ctx_;
+  std::string& b_;
+  uint64_t pid_;
+  bool first_ = true;
+};
+
+std::string gpu_track(int device, const char* what) { return "GPU " + std::to_string(device) + " " + what; }
+
+std::string basename_of(const std::string& path) {
+  const size_t slash = path.rfind('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+void write_header(Context& ctx, uint64_t pid) {
+  std::string& b = ctx.out.buffer();
+  b += "{\"displayTimeUnit\":\"ms\",\"otherData\":";
+  JsonObject other(b);
+  other.str("tool", "gpumemprof").str("run_directory", ctx.run.path).u64("pid", pid);
+  for (const char* key : {"exe", "host", "rank", "start_time_utc"}) {
+    const std::string v = manifest_string(ctx, key);
+    if (!v.empty()) other.str(key, v);
+  }
+  other.close();
+  b += ",\"traceEvents\":[";
+}
+
+// Instant events for what went wrong or was noticed at this event, if anything.
+void write_markers(TraceEvents& out, const Event& e, uint64_t ts) {
+  if ((e.op == Op::Alloc || e.op == Op::VmmCreate) && e.result == kOutOfMemory) {
+    const std::string name = "OOM: " + std::string(api_name(e.api)) + " of " + human_bytes(e.size);
+    out.instant(name, "oom", e, ts, [&](JsonObject& a) {
+      a.u64("size", e.size).str("api", api_name(e.api)).str("kind", kind_name(e.kind)).i64("result", e.result);
+      a.str("error", cuda_error_name(e.result)).u64("thread", e.thread_id).u64("stream", e.stream);
+    });
+  } else if (e.op == Op::OomBundle) {
+    out.instant("OOM bundle #" + std::to_string(e.address) + " written", "oom", e, ts,
+                [&](JsonObject& a) { a.u64("sequence", e.address).u64("request_size", e.size); });
+  } else if (e.op == Op::OomRecovered) {
+    out.instant("OOM recovered", "oom", e, ts, [&](JsonObject& a) { a.u64("size", e.size); });
+  } else if (e.op == Op::Alert) {
+    const std::string type = alert_type_name(static_cast<AlertType>(e.value));
+    const bool fired = e.result == 1;
+    out.instant("alert: " + type + (fired ? " fired" : " cleared"), "alert", e, ts, [&](JsonObject& a) {
+      a.str("type", type).boolean("fired", fired).u64("allocated", e.size).u64("reserved", e.object);
+      a.u64("threshold", e.address);
+    });
+  }
+}
+
+}  // namespace
+
+void write_perfetto(Context& ctx) {
+  const uint64_t pid = process_id(ctx);
+  write_header(ctx, pid);
+  TraceEvents out(ctx, pid);
+  const std::string exe = manifest_string(ctx, "exe");
+  out.process_name(exe.empty() ? "pid " + std::to_string(pid) : basename_of(exe));
+
+  std::set<int> started;                                  // devices whose memory track has begun
+  std::map<int, std::pair<uint64_t, uint64_t>> nvml_last;  // device -> (device used, process used)
+  Replay& replay = ctx.replay;
+  while (replay.next()) {
+    const Event& e = replay.event();
+    const uint64_t ts = replay.since_start(e.timestamp_ns);
+    if (e.op == Op::DeviceInfo && e.device >= 0 && started.insert(e.device).second) {
+      out.counter(gpu_track(e.device, "memory"), ts, [](JsonObject& a) { a.u64("allocated", 0).u64("reserved", 0); });
+    }
+    for (const Replay::Change& c : replay.changes()) {
+      started.insert(c.device);
+      out.counter(gpu_track(c.device, "memory"), ts, [&](JsonObject& a) {
+        a.u64("allocated", c.after.allocated).u64("reserved", c.after.reserved);
+      });
+    }
+    if (replay.pinned_changed()) {
+      const uint64_t bytes = replay.accounting().host_pinned().current;
+      out.counter("Pinned host memory", ts, [&](JsonObject& a) { a.u64("bytes", bytes); });
+    }
+    if (e.op == Op::Sample && e.device >= 0) {
+      const bool process_known = e.value != UINT64_MAX;
+      const std::pair<uint64_t, uint64_t> now{e.size, process_known ? e.value : UINT64_MAX};
+      auto [it, inserted] = nvml_last.try_emplace(e.device, now);
+      if (inserted || it->second != now) {
+        it->second = now;
+        out.counter(gpu_track(e.device, "NVML"), ts, [&](JsonObject& a) {
+          a.u64("device_used", e.size);
+          if (process_known) a.u64("process_used", e.value);
+        });
+      }
+    }
+    write_markers(out, e, ts);
+  }
+  ctx.out.buffer() += "\n]}\n";
+}
+
+}  // namespace gmp::tool::exporter

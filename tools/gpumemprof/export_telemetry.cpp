@@ -1,0 +1,226 @@
+// telemetry-v2: the "TelemetryEvent v2" records of the Python gpumemprof package (its
+// docs/telemetry_schema.md), as one JSON array, which its load_telemetry_events() reads, so its
+// analyzer and TUI can open our runs. Validation there is strict: exactly the 18 required fields
+// plus the optional job_id, rank, local_rank and world_size; integers (never booleans or floats);
+// used and free never above total; rank and local_rank below world_size.
+//
+// Records, in trace order:
+//   allocation / deallocation  each change of a device's allocated or reserved bytes
+//   sample                     each NVML sample (Op::Sample)
+//   warning / critical         each alert that fired (critical for the critical alert)
+//   error                      each allocation refused with CUDA_ERROR_OUT_OF_MEMORY
+// The device view (device_used/free/total): the latest NVML sample, or the cuMemGetInfo figures
+// recorded at an out-of-memory failure, whichever is newer, moved by the change in this process's
+// reserved bytes since it was taken (the trace knows those exactly; other processes are assumed
+// unchanged until the next sample). Before either, used is this process's reserved bytes, free is
+// null and total is what the driver reported for the device.
+#include <charconv>
+#include <map>
+
+#include "export_formats.h"
+#include "json_views.h"
+
+namespace gmp::tool::exporter {
+namespace {
+
+constexpr const char* kCollector = "gpumemprof.cuda_tracker";
+
+struct DeviceView {
+  enum class Source { Tracked, Nvml, DriverQuery } source = Source::Tracked;
+  uint64_t used = 0, total = 0;
+  uint64_t reserved_then = 0;  // this process's reserved bytes when the view was taken
+};
+
+const char* source_name(DeviceView::Source s) {
+  switch (s) {
+    case DeviceView::Source::Nvml: return "nvml";
+    case DeviceView::Source::DriverQuery: return "cuMemGetInfo";
+    case DeviceView::Source::Tracked: break;
+  }
+  return "tracked_reserved";
+}
+
+class TelemetryWriter {
+ public:
+  explicit TelemetryWriter(Context& ctx) : ctx_(ctx), b_(ctx.out.buffer()) {
+    pid_ = process_id(ctx);
+    host_ = manifest_string(ctx, "host");
+    if (host_.empty()) host_ = "unknown";  // the schema wants a non-empty host
+    const auto& m = ctx.run.manifest;
+    if (m.is_object() && m.contains("config") && m["config"].is_object()) {
+      const auto& ms = m["config"].value("sample_ms", nlohmann::json());
+      if (ms.is_number_unsigned()) sampling_ms_ = ms.get<uint64_t>();
+    }
+  }
+
+  void run() {
+    b_ += '[';
+    Replay& replay = ctx_.replay;
+    while (replay.next()) {
+      const Event& e = replay.event();
+      observe_device(e);
+      for (const Replay::Change& c : replay.changes()) on_change(e, c);
+      if (e.op == Op::Sample && e.device >= 0) on_sample(e);
+      if (e.op == Op::Alert && e.result == 1 && e.device >= 0) on_alert(e);
+      if ((e.op == Op::Alloc || e.op == Op::VmmCreate) && e.result == kOutOfMemory && e.device >= 0) on_oom(e);
+    }
+    b_ += first_ ? "]\n" : "\n]\n";
+  }
+
+ private:
+  // NVML samples and the driver's own figures at a failure replace the tracked device view.
+  void observe_device(const Event& e) {
+    if (e.device < 0) return;
+    const uint64_t reserved = ctx_.replay.figures(e.device).reserved;
+    if (e.op == Op::Sample) {
+      views_[e.device] = {DeviceView::Source::Nvml, e.size, e.object, reserved};
+    } else if (e.op == Op::DriverMemory) {
+      views_[e.device] = {DeviceView::Source::DriverQuery, e.size > e.value ? e.size - e.value : 0, e.size, reserved};
+    }
+  }
+
+  void on_change(const Event& e, const Replay::Change& c) {
+    const int64_t d_alloc = static_cast<int64_t>(c.after.allocated - c.before.allocated);
+    const int64_t d_res = static_cast<int64_t>(c.after.reserved - c.before.reserved);
+    const bool grew = d_alloc > 0 || (d_alloc == 0 && d_res > 0);
+    std::string context = std::string(api_name(e.api)) + " " + std::string(op_name(e.op));
+    if (e.size != 0) context += " of " + std::to_string(e.size) + " bytes";
+    record(e, c.device, grew ? "allocation" : "deallocation", d_alloc, context, [](JsonObject&) {});
+  }
+
+  void on_sample(const Event& e) {
+    const bool known = e.value != UINT64_MAX;
+    record(e, e.device, "sample", 0, "NVML sample", [&](JsonObject& m) {
+      if (known) m.u64("nvml_process_used_bytes", e.value);
+      else m.null("nvml_process_used_bytes");
+    });
+  }
+
+  void on_alert(const Event& e) {
+    const std::string type = alert_type_name(static_cast<AlertType>(e.value));
+    const bool critical = e.value == static_cast<uint64_t>(AlertType::Critical);
+    record(e, e.device, critical ? "critical" : "warning", 0, type + " alert fired", [&](JsonObject& m) {
+      m.str("alert_type", type).u64("alert_threshold_bytes", e.address);
+    });
+  }
+
+  void on_oom(const Event& e) {
+    const std::string context = std::string(api_name(e.api)) + " of " + std::to_string(e.size) +
+                                " bytes failed: " + cuda_error_name(e.result);
+    record(e, e.device, "error", 0, context, [&](JsonObject& m) {
+      m.boolean("oom", true).str("cuda_error", cuda_error_name(e.result)).u64("requested_bytes", e.size);
+    });
+  }
+
+  template <typename Extra>
+  void record(const Event& e, int device, std::string_view type, int64_t change, const std::string& context,
+              Extra&& extra) {
+    const Figures f = ctx_.replay.figures(device);
+    const DeviceView view = views_.count(device) ? views_[device] : DeviceView{};
+    std::optional<uint64_t> total;
+    if (view.source != DeviceView::Source::Tracked && view.total > 0) {
+      total = view.total;
+    } else if (auto it = ctx_.replay.accounting().devices().find(device);
+               it != ctx_.replay.accounting().devices().end() && it->second.total_bytes > 0) {
+      total = it->second.total_bytes;
+    } else {
+      total = manifest_device_total(ctx_, device);
+    }
+    uint64_t used = f.reserved;
+    if (view.source != DeviceView::Source::Tracked) {
+      const int64_t moved = static_cast<int64_t>(f.reserved - view.reserved_then);
+      used = moved < 0 && static_cast<uint64_t>(-moved) > view.used ? 0 : view.used + static_cast<uint64_t>(moved);
+    }
+    if (total && used > *total) used = *total;  // the schema forbids used > total
+    std::optional<uint64_t> free;
+    if (view.source != DeviceView::Source::Tracked && total) free = *total - used;
+
+    b_ += first_ ? "\n" : ",\n";
+    first_ = false;
+    JsonObject o(b_);
+    o.u64("schema_version", 2)
+        .u64("timestamp_ns", ctx_.replay.header().start_realtime_ns + ctx_.replay.since_start(e.timestamp_ns))
+        .str("event_type", type)
+        .str("collector", kCollector)
+        .u64("sampling_interval_ms", sampling_ms_)
+        .u64("pid", pid_)
+        .str("host", host_)
+        .null("job_id")
+        .u64("rank", ctx_.identity.rank)
+        .u64("local_rank", ctx_.identity.local_rank)
+        .u64("world_size", ctx_.identity.world_size)
+        .i64("device_id", device)
+        .u64("allocator_allocated_bytes", f.allocated)
+        .u64("allocator_reserved_bytes", f.reserved)
+        .null("allocator_active_bytes")  // caching-allocator figures: not visible at the driver level
+        .null("allocator_inactive_bytes")
+        .i64("allocator_change_bytes", change)
+        .u64("device_used_bytes", used);
+    if (free) o.u64("device_free_bytes", *free);
+    else o.null("device_free_bytes");
+    if (total) o.u64("device_total_bytes", *total);
+    else o.null("device_total_bytes");
+    o.str("context", context).key("metadata");
+    JsonObject m(b_);
+    m.str("backend", "cuda")
+        .str("sampling_source", "gpumemprof-shim")
+        .boolean("supports_device_total", total.has_value())
+        .boolean("supports_device_free", free.has_value())
+        .str("device_view_source", source_name(view.source))
+        .str("op", op_name(e.op))
+        .str("api", api_name(e.api))
+        .str("kind", kind_name(e.kind))
+        .u64("size", e.size)
+        .u64("address", e.address)
+        .u64("thread", e.thread_id)
+        .u64("stack_id", e.stack_id);
+    extra(m);
+    m.close();
+    o.close();
+    ctx_.out.written();
+  }
+
+  Context& ctx_;
+  std::string& b_;
+  uint64_t pid_ = 0, sampling_ms_ = 0;
+  std::string host_;
+  std::map<int, DeviceView> views_;
+  bool first_ = true;
+};
+
+}  // namespace
+
+std::optional<Identity> telemetry_identity(const nlohmann::json& manifest, std::optional<uint64_t> world_size,
+                                           std::vector<std::string>& notes, std::string& error) {
+  Identity id;
+  std::string rank_text = "0";
+  if (manifest.is_object() && manifest.contains("rank")) {
+    const auto& r = manifest["rank"];
+    if (r.is_string()) rank_text = r.get<std::string>();
+    else if (r.is_number_unsigned()) rank_text = std::to_string(r.get<uint64_t>());
+  }
+  const char* end = rank_text.data() + rank_text.size();
+  if (auto [p, ec] = std::from_chars(rank_text.data(), end, id.rank); ec != std::errc() || p != end) {
+    notes.push_back("the manifest's rank '" + rank_text + "' is not a number; exported as rank 0");
+    id.rank = 0;
+  }
+  id.local_rank = id.rank;  // not recorded; the Python loader defaults it to the rank as well
+  if (world_size) {
+    if (*world_size <= id.rank) {
+      error = "--world-size " + std::to_string(*world_size) + " is not above the run's rank " + std::to_string(id.rank);
+      return std::nullopt;
+    }
+    id.world_size = *world_size;
+  } else {
+    id.world_size = id.rank + 1;
+    if (id.rank > 0) {
+      notes.push_back("the run is rank " + std::to_string(id.rank) + " but its world size is not recorded; exported " +
+                      "world_size " + std::to_string(id.world_size) + " (pass --world-size N)");
+    }
+  }
+  return id;
+}
+
+void write_telemetry_v2(Context& ctx) { TelemetryWriter(ctx).run(); }
+
+}  // namespace gmp::tool::exporter

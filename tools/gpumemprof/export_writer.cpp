@@ -1,0 +1,134 @@
+#include "export_writer.h"
+
+#include <cerrno>
+#include <charconv>
+#include <cstring>
+
+namespace gmp::tool::exporter {
+
+Output::~Output() {
+  if (owned_ && file_ != nullptr) std::fclose(file_);
+}
+
+bool Output::open(const std::string& path, std::string& error) {
+  if (path.empty() || path == "-") {
+    file_ = stdout;
+    name_ = "stdout";
+    return true;
+  }
+  file_ = std::fopen(path.c_str(), "w");
+  if (file_ == nullptr) {
+    error = "cannot write " + path + ": " + std::strerror(errno);
+    return false;
+  }
+  owned_ = true;
+  name_ = path;
+  return true;
+}
+
+void Output::flush() {
+  if (!failed_ && !buf_.empty() && std::fwrite(buf_.data(), 1, buf_.size(), file_) != buf_.size()) {
+    failed_ = true;
+    errno_ = errno;
+  }
+  buf_.clear();
+}
+
+bool Output::finish(std::string& error) {
+  flush();
+  if (!failed_ && std::fflush(file_) != 0) {
+    failed_ = true;
+    errno_ = errno;
+  }
+  if (owned_) {
+    if (std::fclose(file_) != 0 && !failed_) {
+      failed_ = true;
+      errno_ = errno;
+    }
+    file_ = nullptr;
+    owned_ = false;
+  }
+  if (failed_) error = "writing " + name_ + " failed: " + std::strerror(errno_);
+  return !failed_;
+}
+
+void append_u64(std::string& out, uint64_t v) {
+  char buf[24];
+  auto r = std::to_chars(buf, buf + sizeof buf, v);
+  out.append(buf, r.ptr);
+}
+
+void append_i64(std::string& out, int64_t v) {
+  char buf[24];
+  auto r = std::to_chars(buf, buf + sizeof buf, v);
+  out.append(buf, r.ptr);
+}
+
+void append_hex(std::string& out, uint64_t v) {
+  char buf[24];
+  auto r = std::to_chars(buf, buf + sizeof buf, v, 16);
+  out += "0x";
+  out.append(buf, r.ptr);
+}
+
+void append_micros(std::string& out, uint64_t ns) {
+  append_u64(out, ns / 1000);
+  const auto frac = static_cast<unsigned>(ns % 1000);
+  out += '.';
+  out += static_cast<char>('0' + frac / 100);
+  out += static_cast<char>('0' + frac / 10 % 10);
+  out += static_cast<char>('0' + frac % 10);
+}
+
+namespace {
+bool needs_escape(char c) { return c == '"' || c == '\\' || static_cast<unsigned char>(c) < 0x20; }
+}  // namespace
+
+void append_json_string(std::string& out, std::string_view s) {
+  out += '"';
+  size_t plain = 0;  // the common case, names and keys, has nothing to escape: append it whole
+  while (plain < s.size() && !needs_escape(s[plain])) ++plain;
+  out.append(s.data(), plain);
+  for (const char c : s.substr(plain)) {
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\r': out += "\\r"; break;
+      case '\t': out += "\\t"; break;
+      default:
+        if (static_cast<unsigned char>(c) < 0x20) {
+          static constexpr char kHex[] = "0123456789abcdef";
+          out += "\\u00";
+          out += kHex[(c >> 4) & 0xf];
+          out += kHex[c & 0xf];
+        } else {
+          out += c;  // UTF-8 passes through unchanged
+        }
+    }
+  }
+  out += '"';
+}
+
+void append_csv_field(std::string& out, std::string_view s) {
+  if (s.find_first_of(",\"\r\n") == std::string_view::npos) {
+    out += s;
+    return;
+  }
+  out += '"';
+  for (const char c : s) {
+    if (c == '"') out += '"';  // a quote inside a quoted field is doubled
+    out += c;
+  }
+  out += '"';
+}
+
+JsonObject& JsonObject::key(std::string_view k) {
+  if (!first_) out_ += ',';
+  first_ = false;
+  append_json_string(out_, k);
+  out_ += ':';
+  return *this;
+}
+
+}  // namespace gmp::tool::exporter

@@ -1,0 +1,116 @@
+// `gpumemprof html DIR -o FILE`: one self-contained HTML page (charts, peak breakdown, leaks, OOMs,
+// alerts) for a run directory; docs/html-report.md. The page is built in html_report.cpp.
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <string>
+
+#include "commands.h"
+#include "format.h"
+#include "html_report.h"
+#include "run_analysis.h"
+
+namespace gmp::tool {
+namespace {
+
+constexpr const char* kUsage =
+    "usage: gpumemprof html DIR -o FILE\n"
+    "  Writes a self-contained HTML report of the run directory DIR: per device a timeline of allocated,\n"
+    "  reserved and NVML memory with alerts and OOMs marked, what was live at the peak, leaks at exit,\n"
+    "  failed allocations and OOM bundles, alerts. One file, no network access; open it in any browser.\n"
+    "  The figures are embedded as JSON (<script id=\"gmp-data\">). See docs/html-report.md.\n"
+    "  -o, --output FILE   the file to write ('-' is stdout); required\n";
+
+int usage_error(const std::string& what) {
+  std::fprintf(stderr, "gpumemprof html: %s\n", what.c_str());
+  return 2;
+}
+
+bool is_option(const char* arg, const char* name) {
+  const size_t n = std::strlen(name);
+  return std::strncmp(arg, name, n) == 0 && (arg[n] == '\0' || arg[n] == '=');
+}
+
+// Writes `text` to `path` ("-": stdout) through a temporary file renamed into place, so a failed
+// write never leaves a partial report. 0 when written, else the exit status (2: it cannot be created,
+// 1: writing failed midway) with a one-line `error`.
+int write_output(const std::string& path, const std::string& text, std::string& error) {
+  if (path == "-") {
+    if (std::fwrite(text.data(), 1, text.size(), stdout) != text.size() || std::fflush(stdout) != 0) {
+      error = std::string("cannot write to stdout: ") + std::strerror(errno);
+      return 1;
+    }
+    return 0;
+  }
+  const std::string tmp = path + ".tmp." + std::to_string(getpid());
+  FILE* f = std::fopen(tmp.c_str(), "wb");
+  if (f == nullptr) {
+    error = "cannot create " + path + ": " + std::strerror(errno);
+    return 2;
+  }
+  const bool wrote = std::fwrite(text.data(), 1, text.size(), f) == text.size();
+  const int write_errno = errno;
+  if (std::fclose(f) != 0 || !wrote) {
+    error = "cannot write " + path + ": " + std::strerror(wrote ? errno : write_errno);
+    unlink(tmp.c_str());
+    return 1;
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    error = "cannot create " + path + ": " + std::strerror(errno);
+    unlink(tmp.c_str());
+    return 2;
+  }
+  return 0;
+}
+
+}  // namespace
+
+int html_main(int argc, char** argv) {
+  std::string dir, output;
+  bool have_output = false;
+  for (int i = 0; i < argc; ++i) {
+    const char* arg = argv[i];
+    if (!std::strcmp(arg, "--help") || !std::strcmp(arg, "-h")) {
+      std::fputs(kUsage, stdout);
+      return 0;
+    }
+    if (is_option(arg, "-o") || is_option(arg, "--output")) {
+      const char* eq = std::strchr(arg, '=');
+      if (eq != nullptr) {
+        output = eq + 1;
+      } else if (i + 1 < argc) {
+        output = argv[++i];
+      } else {
+        return usage_error("-o needs a file name ('-' for stdout)");
+      }
+      if (output.empty()) return usage_error("-o needs a file name ('-' for stdout)");
+      have_output = true;
+    } else if (arg[0] == '-' && arg[1] != '\0') {
+      return usage_error(std::string("unknown option '") + arg + "'; accepted: -o, --output, --help");
+    } else if (dir.empty()) {
+      dir = arg;
+    } else {
+      return usage_error("one run directory expected, got '" + std::string(arg) + "' too");
+    }
+  }
+  if (dir.empty()) return usage_error("no run directory given; usage: gpumemprof html DIR -o FILE");
+  if (!have_output) return usage_error("-o FILE is required (the HTML file to write, '-' for stdout)");
+
+  std::string error;
+  auto run = analysis::analyze_run(dir, analysis::Options{}, error);
+  if (!run) return usage_error(error);
+  const std::string page = render_html_report(*run);
+  if (const int status = write_output(output, page, error)) {
+    std::fprintf(stderr, "gpumemprof html: %s\n", error.c_str());
+    return status;
+  }
+  if (output != "-") {
+    std::fprintf(stderr, "gpumemprof html: wrote %s (%s); open it in a browser\n", output.c_str(),
+                 human_bytes(page.size()).c_str());
+  }
+  return 0;
+}
+
+}  // namespace gmp::tool

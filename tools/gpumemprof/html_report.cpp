@@ -1,0 +1,456 @@
+// Builds the HTML report. The tables are written here, escaped, so they read without JavaScript;
+// the charts are drawn by the inline script (html_assets.cpp) from the embedded JSON.
+#include "html_report.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <string_view>
+#include <vector>
+
+#include "analysis_json.h"
+#include "format.h"
+#include "html_escape.h"
+
+namespace gmp::tool {
+namespace {
+
+using analysis::Marker;
+using html::escape;
+
+constexpr size_t kMaxRows = 200;  // per marker table; the embedded JSON has them all
+
+std::string str_at(const nlohmann::json& j, const char* key) {
+  if (!j.is_object() || !j.contains(key) || !j[key].is_string()) return {};
+  return j[key].get<std::string>();
+}
+
+std::string u64s(uint64_t v) { return std::to_string(v); }
+
+// "1 allocation", "3 allocations".
+std::string count_of(uint64_t n, const std::string& noun) { return u64s(n) + " " + noun + (n == 1 ? "" : "s"); }
+
+std::string percent(uint64_t part, uint64_t whole) {
+  if (whole == 0) return {};
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f%%", 100.0 * static_cast<double>(part) / static_cast<double>(whole));
+  return buf;
+}
+
+// Time since the profiler started, as the report and the chart's axis show it.
+std::string at(uint64_t ns) { return human_duration_ns(ns); }
+
+uint64_t since(uint64_t ts, uint64_t start) { return ts > start ? ts - start : 0; }
+
+std::string name_of(Kind k) { return std::string(kind_name(k)); }
+
+class Page {
+ public:
+  explicit Page(const analysis::RunAnalysis& run) : run_(run), summary_(run.run.summary), manifest_(run.run.manifest) {}
+
+  std::string build() {
+    out_ += "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n";
+    out_ += "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n";
+    out_ += "<title>" + escape("gpumemprof: " + exe_name() + pid_suffix()) + "</title>\n";
+    // Records script errors where tests (and curious readers) can see them; kept apart from the
+    // main script so that even a syntax error there is caught.
+    out_ += "<script>window.onerror = function (message, source, line) {\n"
+            "  var root = document.body || document.documentElement;\n"
+            "  root.dataset.error = String(message) + \" (line \" + line + \")\";\n"
+            "};</script>\n";
+    out_ += "<style>\n";
+    out_ += kHtmlReportCss;
+    out_ += "</style>\n</head>\n<body>\n";
+    header();
+    nav();
+    for (const auto& [ordinal, d] : run_.devices) device(d);
+    flame_graph_hook();
+    leaks();
+    failures();
+    alerts();
+    out_ += "<footer>Written by gpumemprof " GPUMEMPROF_VERSION
+            " from a run directory. The figures are also embedded as JSON in the element "
+            "<code>#gmp-data</code>; <code>gpumemprof report DIR --json</code> prints them too.</footer>\n";
+    out_ += "<script type=\"application/json\" id=\"gmp-data\">";
+    out_ += html::script_json(html_report_data(run_));
+    out_ += "</script>\n<script>\n";
+    out_ += kHtmlReportScript;
+    out_ += "</script>\n</body>\n</html>\n";
+    return std::move(out_);
+  }
+
+ private:
+  std::string exe_name() const {
+    const std::string exe = str_at(manifest_, "exe");
+    if (exe.empty()) return "unknown program";
+    const size_t slash = exe.rfind('/');
+    return slash == std::string::npos ? exe : exe.substr(slash + 1);
+  }
+  std::string pid_suffix() const {
+    const uint64_t pid = json_u64(manifest_, {"pid"});
+    return pid ? " (pid " + u64s(pid) + ")" : std::string();
+  }
+
+  void fact(const char* term, const std::string& html_value) {
+    out_ += "<dt>";
+    out_ += term;
+    out_ += "</dt><dd>" + html_value + "</dd>\n";
+  }
+  void note(const char* cls, const std::string& html_text) {
+    out_ += "<p class=\"note ";
+    out_ += cls;
+    out_ += "\">" + html_text + "</p>\n";
+  }
+  void card(const std::string& label, const std::string& value, const std::string& sub, const char* cls = "") {
+    out_ += "<div class=\"card ";
+    out_ += cls;
+    out_ += "\"><div class=\"card-label\">" + escape(label) + "</div><div class=\"card-value\">" + escape(value) +
+            "</div><div class=\"card-sub\">" + escape(sub) + "</div></div>\n";
+  }
+
+  uint64_t failed_allocations() const {
+    uint64_t total = 0;
+    for (const auto& [_, d] : run_.devices) total += d.final_stats.failed_alloc_count;
+    const nlohmann::json& f = summary_.is_object() && summary_.contains("failed_allocations")
+                                  ? summary_["failed_allocations"] : nlohmann::json();
+    return std::max<uint64_t>(total, f.is_array() ? f.size() : 0);
+  }
+  uint64_t alerts_fired() const {
+    uint64_t n = 0;
+    for (const char* k : {"warning", "critical", "fragmentation", "growth"}) n += json_u64(summary_, {"alerts", k});
+    return n;
+  }
+
+  void header() {
+    out_ += "<header>\n<h1>GPU memory report <span class=\"exe\">" + escape(exe_name()) + "</span></h1>\n";
+    out_ += "<dl class=\"facts\">\n";
+    const std::string exe = str_at(manifest_, "exe");
+    fact("Executable", exe.empty() ? "<span class=\"muted\">unknown (no manifest.json)</span>" : "<code>" + escape(exe) + "</code>");
+    if (manifest_.is_object() && manifest_.contains("argv") && manifest_["argv"].is_array()) {
+      std::string line;
+      for (const auto& a : manifest_["argv"]) {
+        if (!a.is_string()) continue;
+        if (!line.empty()) line += ' ';
+        line += a.get<std::string>();
+      }
+      if (!line.empty()) fact("Command", "<code>" + escape(line) + "</code>");
+    }
+    if (const uint64_t pid = json_u64(manifest_, {"pid"})) {
+      std::string v = u64s(pid);
+      if (const uint64_t ppid = json_u64(manifest_, {"ppid"})) v += " <span class=\"muted\">(parent " + u64s(ppid) + ")</span>";
+      fact("PID", v);
+    }
+    std::string host = str_at(manifest_, "host");
+    const std::string rank = str_at(manifest_, "rank");
+    if (!rank.empty()) host += (host.empty() ? "" : ", ") + std::string("rank ") + rank;
+    if (!host.empty()) fact("Host", escape(host));
+    const std::string started = str_at(manifest_, "start_time_utc");
+    if (!started.empty()) fact("Started", escape(started));
+    fact("Duration", escape(at(run_.duration_ns)) + " <span class=\"muted\">from the profiler's start to the last event; "
+                                                    "all times below are since that start</span>");
+    fact("Run directory", "<code>" + escape(run_.run.path) + "</code>");
+    const uint64_t lost = json_u64(summary_, {"events", "lost"});
+    fact("Events", u64s(run_.events) + " in the trace, " + (lost ? "<strong class=\"bad\">" : std::string()) + u64s(lost) +
+                       " lost" + (lost ? "</strong>" : "") + ", " + u64s(json_u64(summary_, {"events", "producer_waits"})) +
+                       " producer waits");
+    out_ += "</dl>\n";
+
+    if (run_.run.summary_rebuilt) {
+      std::string text = "<strong>Rebuilt from the trace:</strong> " + escape(run_.run.rebuild_reason) +
+                         "; every figure here is rebuilt from the trace.";
+      if (run_.truncated_bytes) text += " The trace ends in a partial record of " + u64s(run_.truncated_bytes) + " bytes (ignored).";
+      note("warn", text);
+    } else if (summary_.is_object() && summary_.value("clean_exit", true) == false) {
+      std::string text = "<strong>Not a clean exit:</strong> summary.json was written ";
+      const std::string sig = summary_.contains("terminated_by_signal") && summary_["terminated_by_signal"].is_string()
+                                  ? summary_["terminated_by_signal"].get<std::string>() : std::string();
+      text += sig.empty() ? "before an exec or on a fatal signal." : "on signal " + escape(sig) + ".";
+      note("warn", text);
+    }
+    if (lost) {
+      note("bad", "<strong>" + u64s(lost) + " events were lost:</strong> claimed in the ring but never published before the "
+                  "exit wait ran out (a thread stopped mid-record). Figures may be slightly off.");
+    }
+    if (run_.markers_dropped) {
+      note("warn", u64s(run_.markers_dropped) + " further alerts, failed allocations and OOM events were counted but not kept "
+                   "(only the first " + u64s(run_.markers.size()) + " are listed and drawn).");
+    }
+
+    out_ += "<div class=\"cards\">\n";
+    for (const auto& [ordinal, d] : run_.devices) {
+      card("Peak allocated, device " + std::to_string(ordinal), human_bytes(d.allocated_peak.bytes),
+           "at " + at(d.allocated_peak.at_ns) +
+               (d.final_stats.total_bytes ? ", " + percent(d.allocated_peak.bytes, d.final_stats.total_bytes) + " of the device" : ""));
+    }
+    if (run_.devices.empty()) card("Device memory", "none", "no device memory was allocated");
+    card("Live at exit", human_bytes(run_.leaks.total.bytes),
+         count_of(run_.leaks.total.count, "allocation"),
+         run_.leaks.total.count ? "warn" : "");
+    const uint64_t failed = failed_allocations();
+    card("Failed allocations", u64s(failed), count_of(json_u64(summary_, {"oom", "bundles_written"}), "OOM bundle"),
+         failed ? "bad" : "");
+    const uint64_t alerts = alerts_fired();
+    card("Alerts", u64s(alerts), alerts ? "fired" : "none fired", alerts ? "warn" : "");
+    out_ += "</div>\n</header>\n";
+  }
+
+  void nav() {
+    out_ += "<nav>";
+    for (const auto& [ordinal, d] : run_.devices) {
+      out_ += "<a href=\"#device-" + std::to_string(ordinal) + "\">Device " + std::to_string(ordinal) + "</a> ";
+    }
+    out_ += "<a href=\"#leaks\">Leaks</a> <a href=\"#failures\">Failed allocations and OOM</a> <a href=\"#alerts\">Alerts</a>";
+    out_ += "</nav>\n";
+  }
+
+  void allocation_rows(const std::vector<LiveAllocation>& list, bool with_device) {
+    out_ += "<table class=\"allocations\">\n<thead><tr><th class=\"num\">size</th><th>kind</th>";
+    if (with_device) out_ += "<th class=\"num\">device</th>";
+    out_ += "<th>API</th><th class=\"num\">allocated at</th><th class=\"num\">thread</th><th class=\"num\">stack id</th></tr></thead>\n<tbody>\n";
+    for (const LiveAllocation& a : list) {
+      out_ += "<tr><td class=\"num\">" + escape(human_bytes(a.size)) + "</td><td>" + escape(name_of(a.kind)) + "</td>";
+      if (with_device) out_ += "<td class=\"num\">" + std::to_string(a.device) + "</td>";
+      out_ += "<td><code>" + escape(std::string(api_name(a.api))) + "</code></td><td class=\"num\">" +
+              escape(at(since(a.timestamp_ns, run_.start_ns))) + "</td><td class=\"num\">" + std::to_string(a.thread_id) +
+              "</td><td class=\"num\">" + (a.stack_id ? std::to_string(a.stack_id) : "<span class=\"muted\">none</span>") +
+              "</td></tr>\n";
+    }
+    out_ += "</tbody></table>\n";
+  }
+
+  void by_kind_rows(const analysis::LiveSet& set) {
+    out_ += "<table class=\"by-kind\">\n<thead><tr><th>kind</th><th class=\"num\">bytes</th><th class=\"num\">allocations</th></tr></thead>\n<tbody>\n";
+    for (int k = 1; k < kKindCount; ++k) {
+      const analysis::Bytes& b = set.by_kind[k];
+      if (b.count == 0) continue;
+      out_ += "<tr><td>" + escape(name_of(static_cast<Kind>(k))) + "</td><td class=\"num\">" + escape(human_bytes(b.bytes)) +
+              "</td><td class=\"num\">" + u64s(b.count) + "</td></tr>\n";
+    }
+    out_ += "</tbody></table>\n";
+  }
+
+  void call_sites(const analysis::LiveSet& set) {
+    std::vector<std::pair<uint32_t, analysis::Bytes>> sites;
+    for (const auto& [id, b] : set.by_stack) {
+      if (id != 0) sites.emplace_back(id, b);
+    }
+    if (sites.empty()) return;
+    std::sort(sites.begin(), sites.end(), [](const auto& a, const auto& b) {
+      return a.second.bytes != b.second.bytes ? a.second.bytes > b.second.bytes : a.first < b.first;
+    });
+    if (sites.size() > 20) sites.resize(20);
+    out_ += "<h4>By call site</h4>\n<table class=\"sites\">\n<thead><tr><th class=\"num\">stack id</th><th class=\"num\">bytes</th>"
+            "<th class=\"num\">allocations</th></tr></thead>\n<tbody>\n";
+    for (const auto& [id, b] : sites) {
+      out_ += "<tr><td class=\"num\">" + std::to_string(id) + "</td><td class=\"num\">" + escape(human_bytes(b.bytes)) +
+              "</td><td class=\"num\">" + u64s(b.count) + "</td></tr>\n";
+    }
+    out_ += "</tbody></table>\n";
+  }
+
+  void device(const analysis::DeviceAnalysis& d) {
+    const DeviceStats& s = d.final_stats;
+    const std::string id = std::to_string(d.device);
+    out_ += "<section class=\"device\" id=\"device-" + id + "\" data-device=\"" + id + "\">\n";
+    out_ += "<h2>Device " + id + " <span class=\"device-name\">" + escape(d.name.empty() ? "unnamed device" : d.name) + "</span>";
+    if (s.total_bytes) out_ += " <small>" + escape(human_bytes(s.total_bytes)) + " total</small>";
+    out_ += "</h2>\n<div class=\"cards\">\n";
+    const auto of_device = [&](uint64_t b) { return s.total_bytes ? ", " + percent(b, s.total_bytes) + " of the device" : std::string(); };
+    card("Peak allocated", human_bytes(d.allocated_peak.bytes), "at " + at(d.allocated_peak.at_ns) + of_device(d.allocated_peak.bytes));
+    card("Peak reserved", human_bytes(d.reserved_peak.bytes), "at " + at(d.reserved_peak.at_ns) + of_device(d.reserved_peak.bytes));
+    card("At exit", human_bytes(s.allocated.current), "allocated; " + human_bytes(s.reserved.current) + " reserved");
+    if (d.nvml_process_peak) {
+      card("NVML: this process", human_bytes(d.nvml_process_peak), "at most, as the driver saw it (context included)");
+    } else if (d.nvml_device_used_peak) {
+      card("NVML: whole device", human_bytes(d.nvml_device_used_peak), "used at most, by all processes");
+    }
+    out_ += "</div>\n";
+
+    // The chart: drawn by the script from the embedded timeline.
+    out_ += "<div class=\"legend\"><span class=\"key key-reserved\"></span>reserved <span class=\"key key-allocated\"></span>allocated";
+    if (d.nvml_process_peak) out_ += " <span class=\"key key-nvml\"></span>NVML process usage";
+    out_ += " <span class=\"muted\">(the highest value in each time slice, so short peaks stay visible; "
+            "vertical lines are alerts, failed allocations and OOM events)</span></div>\n";
+    out_ += "<div class=\"chart\" data-device=\"" + id + "\"><noscript><p class=\"note\">The chart needs JavaScript; "
+            "the tables do not.</p></noscript></div>\n";
+
+    out_ += "<h3>At the allocated peak</h3>\n";
+    out_ += "<p>Allocated memory peaked at <strong class=\"peak-allocated\">" + escape(human_bytes(d.allocated_peak.bytes)) +
+            "</strong> at " + escape(at(d.allocated_peak.at_ns)) + "; reserved memory at <strong class=\"peak-reserved\">" +
+            escape(human_bytes(d.reserved_peak.bytes)) + "</strong> at " + escape(at(d.reserved_peak.at_ns)) + ".</p>\n";
+    out_ += "<table class=\"kinds\">\n<thead><tr><th>kind</th><th class=\"num\">at the allocated peak</th>"
+            "<th class=\"num\">at the reserved peak</th><th class=\"num\">own peak</th><th class=\"num\">at exit</th>"
+            "<th class=\"num\">allocations</th><th class=\"num\">frees</th></tr></thead>\n<tbody>\n";
+    for (Kind k : {Kind::Linear, Kind::Pool, Kind::Vmm, Kind::Array, Kind::Managed}) {
+      const KindStats& ks = s.kind(k);
+      const size_t i = static_cast<size_t>(k);
+      if (ks.allocs == 0 && ks.bytes.peak == 0 && d.allocated_peak.kind_bytes[i] == 0) continue;
+      out_ += "<tr><td>" + escape(name_of(k)) + "</td><td class=\"num\">" + escape(human_bytes(d.allocated_peak.kind_bytes[i])) +
+              "</td><td class=\"num\">" + escape(human_bytes(d.reserved_peak.kind_bytes[i])) + "</td><td class=\"num\">" +
+              escape(human_bytes(ks.bytes.peak)) + "</td><td class=\"num\">" + escape(human_bytes(ks.bytes.current)) +
+              "</td><td class=\"num\">" + u64s(ks.allocs) + "</td><td class=\"num\">" + u64s(ks.frees) + "</td></tr>\n";
+    }
+    out_ += "</tbody></table>\n";
+    if (s.pool_reserved.peak > 0) {
+      out_ += "<p>Stream-ordered pools reserved at most " + escape(human_bytes(s.pool_reserved.peak)) + ", " +
+              escape(human_bytes(s.pool_reserved.current)) + " at exit.</p>\n";
+    }
+    if (s.vmm_physical.peak > 0) {
+      out_ += "<p>VMM physical memory peaked at " + escape(human_bytes(s.vmm_physical.peak)) + ", " +
+              escape(human_bytes(s.vmm_physical.current)) + " at exit.</p>\n";
+    }
+
+    const analysis::LiveSet& live = d.live_at_peak;
+    if (live.total.count > 0) {
+      out_ += "<h3>Live at the allocated peak: " + count_of(live.total.count, "allocation") + ", " +
+              escape(human_bytes(live.total.bytes)) + "</h3>\n";
+      by_kind_rows(live);
+      out_ += "<h4>Largest</h4>\n";
+      allocation_rows(live.largest, false);
+      call_sites(live);
+    }
+    if (d.nvml_process_peak > 0) {
+      std::string text = "NVML saw this process use at most " + escape(human_bytes(d.nvml_process_peak)) +
+                         " of the device; the tracked reserved peak is " + escape(human_bytes(d.reserved_peak.bytes));
+      if (d.nvml_process_peak > d.reserved_peak.bytes) {
+        text += ": " + escape(human_bytes(d.nvml_process_peak - d.reserved_peak.bytes)) +
+                " more is the CUDA context, loaded modules and memory not allocated through the tracked calls";
+      }
+      note("", text + ".");
+    } else if (d.nvml_device_used_peak > 0) {
+      note("", "NVML saw the device used at most " + escape(human_bytes(d.nvml_device_used_peak)) +
+                   " by all processes (this process's share was not reported).");
+    }
+    out_ += "<p class=\"muted\">On this device: " + count_of(s.alloc_count, "allocation") + ", " + count_of(s.free_count, "free") +
+            ", " + count_of(s.failed_alloc_count, "failed allocation") + ".</p>\n";
+    out_ += "</section>\n";
+  }
+
+  void flame_graph_hook() {
+    out_ +=
+        "<!-- FLAME GRAPH HOOK. A flame graph of the allocations live at the allocated peak, by call stack, belongs in this\n"
+        "     section. It stays hidden unless some allocation carries a stack id (GPUMEMPROF_STACKS); the script then shows it\n"
+        "     and calls renderFlameGraph(data, body) with the embedded data (html_assets.cpp). -->\n"
+        "<section id=\"flame-graph\" class=\"flame-graph\" hidden>\n<h2>Flame graph of the peak</h2>\n"
+        "<div class=\"flame-graph-body\"><p class=\"muted\">Call stacks were recorded for this run; the flame graph is not "
+        "drawn yet. The stack ids are in the tables above.</p></div>\n</section>\n";
+  }
+
+  void leaks() {
+    const analysis::LiveSet& l = run_.leaks;
+    out_ += "<section id=\"leaks\">\n<h2>Leaks: live at exit</h2>\n";
+    if (l.total.count > 0) {
+      out_ += "<p><strong class=\"leak-total\">" + count_of(l.total.count, "allocation") + ", " + escape(human_bytes(l.total.bytes)) +
+              "</strong> of device memory " + (l.total.count == 1 ? "was" : "were") +
+              " still allocated when the process ended (or when the trace stops).</p>\n";
+    } else {
+      out_ += "<p><strong class=\"leak-total\">No leaks:</strong> no device memory was left allocated.</p>\n";
+    }
+    if (l.total.count > 0) {
+      by_kind_rows(l);
+      out_ += "<h4>Largest</h4>\n";
+      allocation_rows(l.largest, true);
+      call_sites(l);
+    }
+    const analysis::LiveSet& p = run_.pinned_at_exit;
+    const uint64_t pinned_peak = json_u64(summary_, {"host_pinned_bytes", "peak"});
+    if (pinned_peak == 0 && p.total.count == 0) {
+      out_ += "<p class=\"muted\">No pinned host memory was allocated.</p>\n";
+    } else {
+      out_ += "<p>Pinned host memory: peak " + escape(human_bytes(pinned_peak)) + "; " + count_of(p.total.count, "allocation") +
+              " of " + escape(human_bytes(p.total.bytes)) + " live at exit.</p>\n";
+    }
+    out_ += "</section>\n";
+  }
+
+  // Rows of the markers `wanted` selects: time, device, what, then `extra` cells.
+  template <typename Wanted, typename Extra>
+  size_t marker_rows(Wanted wanted, const std::vector<const char*>& extra_heads, Extra extra) {
+    size_t total = 0, shown = 0;
+    for (const Marker& m : run_.markers) total += wanted(m);
+    if (total == 0) return 0;
+    out_ += "<table class=\"markers\">\n<thead><tr><th class=\"num\">at</th><th class=\"num\">device</th><th>event</th>";
+    for (const char* h : extra_heads) out_ += std::string("<th class=\"num\">") + h + "</th>";
+    out_ += "</tr></thead>\n<tbody>\n";
+    for (const Marker& m : run_.markers) {
+      if (!wanted(m) || shown >= kMaxRows) continue;
+      ++shown;
+      out_ += "<tr><td class=\"num\">" + escape(at(m.at_ns)) + "</td><td class=\"num\">" +
+              (m.device >= 0 ? std::to_string(m.device) : std::string("<span class=\"muted\">none</span>")) + "</td><td>" +
+              escape(marker_label(m)) + "</td>" + extra(m) + "</tr>\n";
+    }
+    out_ += "</tbody></table>\n";
+    if (total > shown) {
+      out_ += "<p class=\"muted\">... and " + u64s(total - shown) + " more (in the embedded JSON and <code>gpumemprof report --json</code>).</p>\n";
+    }
+    return total;
+  }
+
+  void failures() {
+    out_ += "<section id=\"failures\">\n<h2>Failed allocations and out-of-memory</h2>\n";
+    const uint64_t failed = failed_allocations();
+    const uint64_t bundles = json_u64(summary_, {"oom", "bundles_written"});
+    out_ += "<p><strong>" + count_of(failed, "failed allocation") + "</strong>; " +
+            count_of(json_u64(summary_, {"oom", "failures"}), "out-of-memory failure") + ", " +
+            count_of(bundles, "OOM bundle") + " written, " +
+            u64s(json_u64(summary_, {"oom", "recovered"})) + " recovered by a retry.</p>\n";
+    marker_rows(
+        [](const Marker& m) {
+          return m.type == Marker::Type::AllocFailed || m.type == Marker::Type::OomBundle || m.type == Marker::Type::OomRecovered;
+        },
+        {}, [](const Marker&) { return std::string(); });
+    if (bundles > 0) {
+      out_ += "<p class=\"hint\">Each OOM bundle explains its failure: what was live, how much was free, what to try. Run "
+              "<code>gpumemprof oom " + escape(run_.run.path) + "</code></p>\n";
+    }
+    out_ += "</section>\n";
+  }
+
+  void alerts() {
+    out_ += "<section id=\"alerts\">\n<h2>Alerts</h2>\n";
+    std::string counts;
+    for (const char* k : {"warning", "critical", "fragmentation", "growth"}) {
+      if (!counts.empty()) counts += ", ";
+      counts += u64s(json_u64(summary_, {"alerts", k})) + " " + k;
+    }
+    out_ += "<p>Fired: " + counts + ". Thresholds and hysteresis are described in docs/alerts.md.</p>\n";
+    const size_t n = marker_rows(
+        [](const Marker& m) { return m.type == Marker::Type::AlertFired || m.type == Marker::Type::AlertCleared; },
+        {"allocated", "reserved", "threshold"}, [](const Marker& m) {
+          return "<td class=\"num\">" + escape(human_bytes(m.size)) + "</td><td class=\"num\">" + escape(human_bytes(m.reserved)) +
+                 "</td><td class=\"num\">" + escape(human_bytes(m.threshold)) + "</td>";
+        });
+    if (n == 0) out_ += "<p class=\"muted\">No alert fired.</p>\n";
+    out_ += "</section>\n";
+  }
+
+  const analysis::RunAnalysis& run_;
+  const nlohmann::json& summary_;
+  const nlohmann::json& manifest_;
+  std::string out_;
+};
+
+}  // namespace
+
+nlohmann::json html_report_data(const analysis::RunAnalysis& run) {
+  const nlohmann::json& m = run.run.manifest;
+  nlohmann::json info = {{"run_dir", run.run.path},
+                         {"exe", str_at(m, "exe")},
+                         {"pid", json_u64(m, {"pid"})},
+                         {"host", str_at(m, "host")},
+                         {"rank", str_at(m, "rank")},
+                         {"start_time_utc", str_at(m, "start_time_utc")},
+                         {"duration_ns", run.duration_ns},
+                         {"rebuilt_from_trace", run.run.summary_rebuilt},
+                         {"rebuild_reason", run.run.summary_rebuilt ? nlohmann::json(run.run.rebuild_reason) : nlohmann::json()},
+                         {"events_lost", json_u64(run.run.summary, {"events", "lost"})},
+                         {"tool_version", GPUMEMPROF_VERSION}};
+  if (m.is_object() && m.contains("argv") && m["argv"].is_array()) info["argv"] = m["argv"];
+  return {{"schema", "gpumemprof-html/1"},
+          {"run", std::move(info)},
+          {"summary", run.run.summary},
+          {"analysis", analysis::analysis_json(run, true)}};
+}
+
+std::string render_html_report(const analysis::RunAnalysis& run) { return Page(run).build(); }
+
+}  // namespace gmp::tool

@@ -1,0 +1,267 @@
+// `gpumemprof oom BUNDLE_OR_DIR [--json]`: explains out-of-memory failures from their bundles
+// (docs/oom-bundles.md). The argument is one bundle, a run directory (every bundle of the run,
+// oldest first), or a directory of bundles (GPUMEMPROF_OOM_DIR). The explanation itself is in
+// oom_explain.cpp; this file finds the bundles and prints.
+#include <dirent.h>
+#include <sys/stat.h>
+
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "commands.h"
+#include "format.h"
+#include "oom_bundle_reader.h"
+#include "oom_explain.h"
+#include "run_directory_reader.h"
+
+namespace gmp::tool {
+namespace {
+
+constexpr const char* kUsage =
+    "usage: gpumemprof oom BUNDLE_OR_DIR [--json]\n"
+    "  Explains out-of-memory failures in plain words: what was requested, what this process held on\n"
+    "  the device and in what, what the driver said was free, what other processes held, whether a\n"
+    "  retry recovered, the largest live allocations, and what to try.\n"
+    "  BUNDLE_OR_DIR: an OOM bundle directory (oom_dump_...), a run directory written by\n"
+    "  libgpumemprof.so (every bundle of the run, oldest first), or a directory of bundles.\n"
+    "  --json  the same explanation, machine-readable\n";
+
+constexpr const char* kExpected =
+    "expected an OOM bundle directory (oom_dump_..., with metadata.json), a gpumemprof run directory "
+    "(manifest.json, trace.gmpt, oom/) or a directory of bundles";
+
+enum class Source { Bundle, RunDirectory, BundleDirectory };
+
+bool exists(const std::string& p) {
+  struct stat st {};
+  return stat(p.c_str(), &st) == 0;
+}
+bool is_dir(const std::string& p) {
+  struct stat st {};
+  return stat(p.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+bool is_empty_dir(const std::string& p) {
+  DIR* d = opendir(p.c_str());
+  if (d == nullptr) return false;
+  bool empty = true;
+  while (dirent* e = readdir(d)) {
+    if (std::strcmp(e->d_name, ".") != 0 && std::strcmp(e->d_name, "..") != 0) {
+      empty = false;
+      break;
+    }
+  }
+  closedir(d);
+  return empty;
+}
+
+std::string trim_slashes(std::string p) {
+  while (p.size() > 1 && p.back() == '/') p.pop_back();
+  return p;
+}
+
+// What the run's summary says about out-of-memory failures.
+struct RunOom {
+  std::string path, exe;
+  uint64_t pid = 0, failures = 0, bundles_written = 0, recovered = 0;
+  bool summary_rebuilt = false;
+  std::string rebuild_reason;
+  nlohmann::json failed_oom = nlohmann::json::array();  // summary failed_allocations with result 2
+};
+
+struct Result {
+  Source source = Source::Bundle;
+  std::string path;
+  std::optional<RunOom> run;
+  std::vector<OomExplanation> explained;
+  std::vector<std::string> errors;  // bundles that could not be read
+  std::vector<std::string> notes;
+};
+
+// `pid` 0: keep every bundle; else only that process's.
+void read_bundles(const std::vector<std::string>& paths, uint64_t pid, Result& out) {
+  std::vector<reader::OomBundle> bundles;
+  for (const auto& p : paths) {
+    std::string error;
+    auto b = reader::read_oom_bundle(p, error);
+    if (!b) {
+      out.errors.push_back(error);
+      continue;
+    }
+    if (pid != 0 && b->pid && *b->pid != pid) continue;  // another process's bundle in a shared directory
+    bundles.push_back(std::move(*b));
+  }
+  reader::sort_oom_bundles(bundles);
+  for (const auto& b : bundles) out.explained.push_back(explain_oom(b));
+}
+
+std::string no_oom_text(const RunOom& run) {
+  if (run.failures == 0) return "No out-of-memory failure in this run: nothing to explain.\n";
+  std::string s = "The run had " + std::to_string(run.failures) +
+                  " out-of-memory failure(s) but no bundle is left to explain: none was written (see gpumemprof.log in "
+                  "the run directory; for example GPUMEMPROF_OOM_DIR was a symlink or not writable).\n";
+  if (!run.failed_oom.empty()) s += "Failed requests (summary.json):\n";
+  for (const auto& f : run.failed_oom) {
+    const bool has_api = f.contains("api") && f["api"].is_string();
+    s += "  " + printable(has_api ? f["api"].get<std::string>() : std::string("?")) + " of " + human_bytes(json_u64(f, {"size"})) + " on device " +
+         std::to_string(f.contains("device") && f["device"].is_number_integer() ? f["device"].get<int64_t>() : -1) + ", " +
+         human_duration_ns(json_u64(f, {"at_ns"})) + " after profiling started\n";
+  }
+  return s;
+}
+
+void print_text(const Result& r) {
+  std::string out;
+  if (r.run) {
+    const RunOom& run = *r.run;
+    out += "gpumemprof oom: run directory " + printable(run.path) + "\n";
+    if (run.pid != 0 || !run.exe.empty()) {
+      out += "  process " + std::to_string(run.pid) + (run.exe.empty() ? "" : " (" + printable(run.exe) + ")") + "\n";
+    }
+    out += "  out-of-memory failures " + std::to_string(run.failures) + ", bundles written " +
+           std::to_string(run.bundles_written) + ", recovered episodes " + std::to_string(run.recovered) + "\n";
+    if (run.summary_rebuilt) out += "  note: " + printable(run.rebuild_reason) + "; counts rebuilt from the trace\n";
+  } else if (r.source == Source::BundleDirectory) {
+    out += "gpumemprof oom: bundle directory " + printable(r.path) + "\n";
+  }
+  for (const auto& n : r.notes) out += "  note: " + printable(n) + "\n";
+  if (r.source != Source::Bundle && !r.explained.empty()) {
+    out += "  " + std::to_string(r.explained.size()) + (r.explained.size() == 1 ? " bundle" : " bundles") +
+           ", oldest first\n";
+  }
+  if (r.run && r.explained.empty() && r.errors.empty()) out += "\n" + no_oom_text(*r.run);
+  for (size_t i = 0; i < r.explained.size(); ++i) {
+    if (r.source != Source::Bundle) {
+      out += "\n=== bundle " + std::to_string(i + 1) + " of " + std::to_string(r.explained.size()) + " ===\n";
+    }
+    out += oom_explanation_text(r.explained[i]);
+  }
+  std::fwrite(out.data(), 1, out.size(), stdout);
+}
+
+void print_json(const Result& r) {
+  nlohmann::json out;
+  const char* type = r.source == Source::Bundle ? "bundle" : r.source == Source::RunDirectory ? "run_directory" : "bundle_directory";
+  out["source"] = {{"path", r.path}, {"type", type}};
+  if (r.run) {
+    out["run"] = {{"pid", r.run->pid},
+                  {"exe", r.run->exe},
+                  {"oom_failures", r.run->failures},
+                  {"bundles_written", r.run->bundles_written},
+                  {"recovered", r.run->recovered},
+                  {"summary_rebuilt", r.run->summary_rebuilt}};
+  } else {
+    out["run"] = nullptr;
+  }
+  nlohmann::json bundles = nlohmann::json::array();
+  for (const auto& x : r.explained) bundles.push_back(oom_explanation_json(x));
+  out["bundles"] = bundles;
+  out["errors"] = r.errors;
+  out["notes"] = r.notes;
+  out["had_oom"] = !r.explained.empty() || (r.run && r.run->failures > 0);
+  if (r.run && r.explained.empty() && r.errors.empty()) {
+    std::string message = no_oom_text(*r.run);
+    message = message.substr(0, message.find('\n'));
+    out["message"] = message;
+  }
+  // Paths and environment strings need not be UTF-8: replace what is not, never throw.
+  const std::string text = out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
+  std::printf("%s\n", text.c_str());
+}
+
+int fail(const std::string& message) {
+  std::fprintf(stderr, "gpumemprof oom: %s\n", message.c_str());
+  return 2;
+}
+
+}  // namespace
+
+int oom_main(int argc, char** argv) {
+  std::string path;
+  bool json = false;
+  for (int i = 0; i < argc; ++i) {
+    if (!std::strcmp(argv[i], "--help") || !std::strcmp(argv[i], "-h")) {
+      std::fputs(kUsage, stdout);
+      return 0;
+    }
+    if (!std::strcmp(argv[i], "--json")) {
+      json = true;
+    } else if (argv[i][0] == '-' && argv[i][1] != '\0') {
+      return fail(std::string("unknown option '") + argv[i] + "'; accepted: --json, --help");
+    } else if (path.empty()) {
+      path = argv[i];
+    } else {
+      return fail("one bundle or directory expected, got '" + path + "' and '" + argv[i] + "'");
+    }
+  }
+  if (path.empty()) return fail("no bundle or directory given; usage: gpumemprof oom BUNDLE_OR_DIR [--json] (--help says more)");
+  path = trim_slashes(path);
+  if (!exists(path)) return fail(path + " does not exist; " + kExpected);
+  if (!is_dir(path)) return fail(path + " is not a directory; " + kExpected);
+
+  Result r;
+  r.path = path;
+  const bool bundle_like = reader::looks_like_oom_bundle(path);
+  const bool run_like = exists(path + "/trace.gmpt") || exists(path + "/manifest.json") || is_dir(path + "/oom");
+  if (bundle_like) {
+    r.source = Source::Bundle;
+    std::string error;
+    auto b = reader::read_oom_bundle(path, error);
+    if (!b) return fail(error);
+    r.explained.push_back(explain_oom(*b));
+  } else if (run_like) {
+    r.source = Source::RunDirectory;
+    std::string error;
+    auto run = reader::open_run_directory(path, error);
+    nlohmann::json manifest = run ? run->manifest : nlohmann::json();
+    std::vector<std::string> dirs = reader::run_oom_dirs(path, manifest);
+    std::vector<std::string> bundles;
+    for (const auto& d : dirs) {
+      for (auto& b : reader::list_oom_bundles(d)) bundles.push_back(std::move(b));
+    }
+    if (!run) {
+      if (bundles.empty()) return fail(error + "; " + kExpected);
+      r.notes.push_back(error + "; explaining the bundles alone");
+    } else {
+      RunOom o;
+      o.path = path;
+      o.pid = json_u64(run->manifest, {"pid"});
+      if (run->manifest.is_object() && run->manifest.contains("exe") && run->manifest["exe"].is_string()) {
+        o.exe = run->manifest["exe"].get<std::string>();
+      }
+      o.failures = json_u64(run->summary, {"oom", "failures"});
+      o.bundles_written = json_u64(run->summary, {"oom", "bundles_written"});
+      o.recovered = json_u64(run->summary, {"oom", "recovered"});
+      o.summary_rebuilt = run->summary_rebuilt;
+      o.rebuild_reason = run->rebuild_reason;
+      if (run->summary.contains("failed_allocations") && run->summary["failed_allocations"].is_array()) {
+        for (const auto& f : run->summary["failed_allocations"]) {
+          if (json_u64(f, {"error"}) == 2 && o.failed_oom.size() < 10) o.failed_oom.push_back(f);
+        }
+      }
+      r.run = std::move(o);
+    }
+    read_bundles(bundles, r.run ? r.run->pid : 0, r);
+    if (r.run && r.run->bundles_written > r.explained.size() + r.errors.size() && !r.explained.empty()) {
+      r.notes.push_back(std::to_string(r.run->bundles_written) + " bundles were written and " +
+                        std::to_string(r.explained.size() + r.errors.size()) +
+                        " remain: retention (GPUMEMPROF_OOM_MAX_DUMPS, GPUMEMPROF_OOM_MAX_TOTAL_MB) removed the oldest");
+    }
+  } else if (!reader::list_oom_bundles(path).empty()) {
+    r.source = Source::BundleDirectory;
+    read_bundles(reader::list_oom_bundles(path), 0, r);
+  } else if (is_empty_dir(path)) {
+    return fail(path + " is an empty directory; " + kExpected);
+  } else {
+    return fail(path + " is neither an OOM bundle (no metadata.json) nor a gpumemprof run directory (no manifest.json, "
+                "trace.gmpt or oom/); " + kExpected);
+  }
+
+  if (json) print_json(r);
+  else print_text(r);
+  for (const auto& e : r.errors) std::fprintf(stderr, "gpumemprof oom: %s\n", e.c_str());
+  return r.errors.empty() ? 0 : 2;
+}
+
+}  // namespace gmp::tool

@@ -1,0 +1,78 @@
+// The explanation of one OOM bundle, as `gpumemprof oom` prints it: the figures an explanation
+// needs, derived from a parsed bundle (tools/reader/oom_bundle_reader.h), then rendered as text or
+// JSON. Separate from the command's argument handling so the fuzzer links it (tests/fuzz/).
+// Nothing here throws on any bundle the reader returns.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "oom_bundle_reader.h"
+
+namespace gmp::tool {
+
+struct OomExplanation {
+  // Which bundle.
+  std::string name, path, created_at_utc, exe;
+  std::optional<uint64_t> pid;
+
+  // What was requested. host_pinned: pinned host memory, no device.
+  reader::OomRequest request;
+  std::string device_name;
+  bool host_pinned = false;
+
+  // What this process held on the request's device (zeros when the bundle has no figures for it).
+  bool device_figures_known = false;
+  reader::OomDeviceFigures held;
+  uint64_t pool_unused = 0;   // pools' reserved bytes not allocated: released by trimming the pools
+  uint64_t vmm_unmapped = 0;  // VMM physical bytes not mapped
+  uint64_t host_pinned_bytes = 0;
+  uint64_t live_count = 0, live_bytes = 0;  // the whole process (metadata.json)
+  std::optional<std::pair<uint64_t, uint64_t>> live_on_device;  // {count, bytes}, from allocations.json
+
+  // The device as the driver saw it just before the failure.
+  std::optional<uint64_t> free_bytes;   // cuMemGetInfo
+  std::optional<uint64_t> total_bytes;  // cuMemGetInfo, else the device's total as the profiler saw it
+  bool total_from_driver = false;
+  std::optional<uint64_t> shortfall;  // request - free, when free < request
+
+  // Other processes on the device.
+  enum class OthersSource { Unknown, NvmlProcessList, NvmlSample, Estimate };
+  OthersSource others_source = OthersSource::Unknown;
+  std::optional<uint64_t> others_bytes;
+  std::vector<std::pair<uint64_t, uint64_t>> other_processes;  // {pid, bytes}: NVML's list only
+  uint64_t others_basis_used = 0;  // the device-used figure the estimate or sample started from
+  uint64_t others_basis_own = 0;   // what was subtracted as this process's
+
+  // The episode.
+  bool recovered = false;
+  std::optional<reader::OomRecoveredBy> recovered_by;
+  uint64_t failures = 0, episode = 0;
+
+  // The biggest live allocations on the request's device (host_pinned: pinned host memory).
+  static constexpr size_t kTopHolders = 10;
+  std::vector<reader::OomAllocation> top;
+  uint64_t top_candidates = 0;  // how many live allocations the top was chosen from
+  bool top_from_allocations = false;
+
+  struct Advice {
+    std::string id;  // cannot_fit, recovered, fragmentation, other_processes, own_footprint, ...
+    std::string text;
+  };
+  std::vector<Advice> advice;
+  std::vector<std::string> notes;
+};
+
+OomExplanation explain_oom(const reader::OomBundle& bundle);
+std::string oom_explanation_text(const OomExplanation& x);
+nlohmann::json oom_explanation_json(const OomExplanation& x);
+
+// Replaces control characters (a bundle's strings go to a terminal) with '?'.
+std::string printable(const std::string& s);
+
+}  // namespace gmp::tool

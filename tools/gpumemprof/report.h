@@ -1,4 +1,0 @@
-#pragma once
-namespace gmp::tool {
-int report_main(int argc, char** argv);
-}

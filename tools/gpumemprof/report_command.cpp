@@ -1,0 +1,231 @@
+// `gpumemprof report DIR [--json]`: what a run used, starting from the peak. From summary.json and
+// a replay of the trace; when the process died before writing summary.json, everything comes from
+// the trace and the report says so.
+#include <cstdio>
+#include <cstring>
+#include <string>
+
+#include "analysis_json.h"
+#include "commands.h"
+#include "format.h"
+#include "report_attribution.h"
+#include "run_analysis.h"
+
+namespace gmp::tool {
+namespace {
+
+constexpr const char* kUsage =
+    "usage: gpumemprof report DIR [--json]\n"
+    "  Per device: peak allocated and reserved memory and when; what was live at the allocated peak, by\n"
+    "  kind and the largest allocations; allocations live at exit (leaks); failed allocations and OOM\n"
+    "  bundles; alerts; NVML's view of the process; lost events. With GPUMEMPROF_STACKS, the memory live at\n"
+    "  each peak and at exit by call site; with ranges (NVTX or gpumemprof_range_push), marks and pauses,\n"
+    "  a table of each (docs/attribution.md). DIR is a run directory written by libgpumemprof.so. Without\n"
+    "  summary.json (a killed process) the figures are rebuilt from the trace. Frames get file:line when\n"
+    "  addr2line is on PATH (GPUMEMPROF_ADDR2LINE=0 turns that off).\n"
+    "  --json  the same as one JSON object: summary.json's figures plus an \"analysis\" object\n";
+
+constexpr size_t kMarkersShown = 20;
+
+using ull = unsigned long long;
+
+void print_allocation(const analysis::RunAnalysis& run, const LiveAllocation& a, bool with_device) {
+  const uint64_t start_ns = run.start_ns;
+  std::printf("      %-11s %-7s ", human_bytes(a.size).c_str(), std::string(kind_name(a.kind)).c_str());
+  if (with_device) std::printf("device %-2d ", a.device);
+  std::printf("%-26s at %-10s thread %u", std::string(api_name(a.api)).c_str(),
+              human_duration_ns(a.timestamp_ns > start_ns ? a.timestamp_ns - start_ns : 0).c_str(), a.thread_id);
+  // Its call site, named as in the "by call site" lists below.
+  if (a.stack_id != 0) std::printf("  %s", analysis::site_label(a.stack_id, run.stacks).c_str());
+  std::printf("\n");
+}
+
+void print_by_kind(const analysis::LiveSet& set) {
+  for (int k = 1; k < kKindCount; ++k) {
+    const analysis::Bytes& b = set.by_kind[k];
+    if (b.count == 0) continue;
+    std::printf("      %-8s %-11s in %llu\n", std::string(kind_name(static_cast<Kind>(k))).c_str(),
+                human_bytes(b.bytes).c_str(), (ull)b.count);
+  }
+}
+
+void print_device(const analysis::RunAnalysis& run, const analysis::DeviceAnalysis& d) {
+  const DeviceStats& s = d.final_stats;
+  std::printf("\ndevice %d  %s  (%s total)\n", d.device, d.name.empty() ? "?" : d.name.c_str(),
+              human_bytes(s.total_bytes).c_str());
+  std::printf("  allocated  peak %-11s at %-10s final %s\n", human_bytes(d.allocated_peak.bytes).c_str(),
+              human_duration_ns(d.allocated_peak.at_ns).c_str(), human_bytes(s.allocated.current).c_str());
+  std::printf("  reserved   peak %-11s at %-10s final %s\n", human_bytes(d.reserved_peak.bytes).c_str(),
+              human_duration_ns(d.reserved_peak.at_ns).c_str(), human_bytes(s.reserved.current).c_str());
+  std::printf("    %-8s %-12s %-12s %-10s %s\n", "kind", "peak", "final", "allocs", "frees");
+  for (Kind k : {Kind::Linear, Kind::Pool, Kind::Vmm, Kind::Array, Kind::Managed}) {
+    const KindStats& ks = s.kind(k);
+    if (ks.allocs == 0 && ks.bytes.peak == 0) continue;
+    std::printf("    %-8s %-12s %-12s %-10llu %llu\n", std::string(kind_name(k)).c_str(),
+                human_bytes(ks.bytes.peak).c_str(), human_bytes(ks.bytes.current).c_str(), (ull)ks.allocs,
+                (ull)ks.frees);
+  }
+  if (s.pool_reserved.peak > 0) {
+    std::printf("    pools reserved peak %s, final %s\n", human_bytes(s.pool_reserved.peak).c_str(),
+                human_bytes(s.pool_reserved.current).c_str());
+  }
+  if (s.vmm_physical.peak > 0) {
+    std::printf("    vmm physical peak %s, final %s\n", human_bytes(s.vmm_physical.peak).c_str(),
+                human_bytes(s.vmm_physical.current).c_str());
+  }
+  const analysis::LiveSet& live = d.live_at_peak;
+  if (live.total.count > 0) {
+    std::printf("  live at the allocated peak: %s, %s\n", counted(live.total.count, "allocation").c_str(),
+                human_bytes(live.total.bytes).c_str());
+    print_by_kind(live);
+    std::printf("    largest:\n");
+    for (const LiveAllocation& a : live.largest) print_allocation(run, a, false);
+    print_call_sites(run, d.sites_at_peak, 4);
+  }
+  if (d.nvml_process_peak > 0) {
+    const uint64_t tracked = d.reserved_peak.bytes;
+    std::printf("  NVML: this process used at most %s of the device (tracked reserved peak %s", human_bytes(d.nvml_process_peak).c_str(),
+                human_bytes(tracked).c_str());
+    if (d.nvml_process_peak > tracked) {
+      std::printf("; %s more is the CUDA context, loaded modules and memory not allocated through the tracked calls",
+                  human_bytes(d.nvml_process_peak - tracked).c_str());
+    }
+    std::printf(")\n");
+  } else if (d.nvml_device_used_peak > 0) {
+    std::printf("  NVML: device used at most %s by all processes (this process's share not reported)\n",
+                human_bytes(d.nvml_device_used_peak).c_str());
+  }
+  std::printf("  allocations %llu, frees %llu, failed allocations %llu\n", (ull)s.alloc_count, (ull)s.free_count,
+              (ull)s.failed_alloc_count);
+}
+
+void print_markers(const analysis::RunAnalysis& run, bool (*wanted)(analysis::Marker::Type)) {
+  size_t shown = 0, total = 0;
+  for (const analysis::Marker& m : run.markers) {
+    if (!wanted(m.type)) continue;
+    ++total;
+    if (shown >= kMarkersShown) continue;
+    ++shown;
+    std::printf("    at %-10s ", human_duration_ns(m.at_ns).c_str());
+    if (m.device >= 0) std::printf("device %-2d ", m.device);
+    std::printf("%s", marker_label(m).c_str());
+    if (m.type == analysis::Marker::Type::AlertFired || m.type == analysis::Marker::Type::AlertCleared) {
+      std::printf(" (allocated %s, reserved %s)", human_bytes(m.size).c_str(), human_bytes(m.reserved).c_str());
+    }
+    std::printf("\n");
+  }
+  if (total > shown) std::printf("    ... and %llu more (--json lists them)\n", (ull)(total - shown));
+}
+
+bool is_failure(analysis::Marker::Type t) { return t == analysis::Marker::Type::AllocFailed; }
+bool is_oom_event(analysis::Marker::Type t) {
+  return t == analysis::Marker::Type::OomBundle || t == analysis::Marker::Type::OomRecovered;
+}
+bool is_alert(analysis::Marker::Type t) {
+  return t == analysis::Marker::Type::AlertFired || t == analysis::Marker::Type::AlertCleared;
+}
+
+// Why call sites may be missing or partly unnamed; silent for runs that recorded no stacks.
+void print_attribution_notes(const analysis::RunAnalysis& run) {
+  const reader::Attribution& a = run.attribution;
+  if (run.stack_events > 0 && !a.present) {
+    std::printf("  note: allocations carry stack ids but attribution.jsonl is missing; call sites are not named\n");
+  }
+  if (a.skipped_lines > 0 || a.partial_last_line) {
+    std::printf("  note: attribution.jsonl: %llu unreadable lines skipped%s\n", (ull)a.skipped_lines,
+                a.partial_last_line ? ", and a partial last line (the process was killed mid-write)" : "");
+  }
+}
+
+void print_text(const analysis::RunAnalysis& run) {
+  const auto& s = run.run.summary;
+  std::printf("gpumemprof report: %s\n", run.run.path.c_str());
+  if (run.run.manifest.is_object()) {
+    std::printf("  process %s (pid %llu), %s of CUDA activity\n", run.run.manifest.value("exe", std::string("?")).c_str(),
+                (ull)json_u64(run.run.manifest, {"pid"}), human_duration_ns(run.duration_ns).c_str());
+  }
+  if (run.run.summary_rebuilt) {
+    std::printf("  note: %s; figures rebuilt from the trace", run.run.rebuild_reason.c_str());
+    if (run.truncated_bytes) std::printf(" (last %llu bytes were a partial record)", (ull)run.truncated_bytes);
+    std::printf("\n");
+  }
+  print_attribution_notes(run);
+  if (run.devices.empty()) std::printf("\nno device memory was allocated\n");
+  for (const auto& [ordinal, d] : run.devices) print_device(run, d);
+
+  std::printf("\npinned host memory  peak %s, final %s\n", human_bytes(json_u64(s, {"host_pinned_bytes", "peak"})).c_str(),
+              human_bytes(json_u64(s, {"host_pinned_bytes", "current"})).c_str());
+  std::printf("leaks: live at exit %s, %s\n", counted(run.leaks.total.count, "allocation").c_str(),
+              human_bytes(run.leaks.total.bytes).c_str());
+  if (run.leaks.total.count > 0) {
+    print_by_kind(run.leaks);
+    std::printf("    largest:\n");
+    for (const LiveAllocation& a : run.leaks.largest) print_allocation(run, a, true);
+    print_call_sites(run, run.leak_sites, 4);
+  }
+  const uint64_t failed = s["failed_allocations"].is_array() ? s["failed_allocations"].size() : 0;
+  uint64_t failed_total = 0;
+  for (const auto& [_, d] : run.devices) failed_total += d.final_stats.failed_alloc_count;
+  std::printf("failed allocations: %llu\n", (ull)std::max<uint64_t>(failed, failed_total));
+  print_markers(run, is_failure);
+  const uint64_t bundles = json_u64(s, {"oom", "bundles_written"});
+  std::printf("OOM: %s, %s, %llu recovered\n", counted(json_u64(s, {"oom", "failures"}), "out-of-memory failure").c_str(),
+              counted(bundles, "bundle").c_str(), (ull)json_u64(s, {"oom", "recovered"}));
+  print_markers(run, is_oom_event);
+  if (bundles > 0) std::printf("    explain with: gpumemprof oom %s\n", run.run.path.c_str());
+  uint64_t alerts = 0;
+  for (const char* k : {"warning", "critical", "fragmentation", "growth"}) alerts += json_u64(s, {"alerts", k});
+  std::printf("alerts: %s fired\n", counted(alerts, "alert").c_str());
+  print_markers(run, is_alert);
+  if (run.markers_dropped > 0) std::printf("  (%llu more events of these kinds were not kept)\n", (ull)run.markers_dropped);
+  print_ranges(run);
+  print_marks(run);
+  print_pauses(run);
+  std::printf("events: %llu recorded, %llu lost, %llu producer waits\n", (ull)json_u64(s, {"events", "recorded"}),
+              (ull)json_u64(s, {"events", "lost"}), (ull)json_u64(s, {"events", "producer_waits"}));
+}
+
+}  // namespace
+
+int report_main(int argc, char** argv) {
+  std::string dir;
+  bool json = false;
+  for (int i = 0; i < argc; ++i) {
+    if (!std::strcmp(argv[i], "--help") || !std::strcmp(argv[i], "-h")) {
+      std::fputs(kUsage, stdout);
+      return 0;
+    }
+    if (!std::strcmp(argv[i], "--json")) {
+      json = true;
+    } else if (argv[i][0] == '-') {
+      std::fprintf(stderr, "gpumemprof report: unknown option '%s'; accepted: --json, --help\n", argv[i]);
+      return 2;
+    } else if (dir.empty()) {
+      dir = argv[i];
+    } else {
+      std::fprintf(stderr, "gpumemprof report: one run directory expected, got '%s' too\n", argv[i]);
+      return 2;
+    }
+  }
+  if (dir.empty()) {
+    std::fputs(kUsage, stderr);
+    return 2;
+  }
+  std::string error;
+  auto run = analysis::analyze_run(dir, analysis::Options{}, error);
+  if (!run) {
+    std::fprintf(stderr, "gpumemprof report: %s\n", error.c_str());
+    return 2;
+  }
+  if (json) {
+    nlohmann::json out = run->run.summary;
+    out["rebuilt_from_trace"] = run->run.summary_rebuilt;
+    out["analysis"] = analysis::analysis_json(*run, false);
+    std::printf("%s\n", out.dump(2).c_str());
+  } else {
+    print_text(*run);
+  }
+  return 0;
+}
+
+}  // namespace gmp::tool
