@@ -8,12 +8,15 @@
 #   GPU_CHECK_ONLY="hotpath_costs bench_async" scripts/gpu-check.sh    only these (globs allowed:
 #                                   "torch_*", "bench_*"); the table then holds only them. Names:
 #     rt_static rt_shared driver_api async_pools vmm torch_default torch_expandable torch_async
-#     torch_oom rt_oom_exit torch_train hotpath_costs bench_async bench_malloc bench_train
+#     torch_oom rt_oom_exit torch_train python_layout hotpath_costs bench_async bench_malloc bench_train
 #                                   (default: all; commas work as separators too)
 # torch_train runs tests/gpu/train.py through `gpumemprof run` (the launcher, NVTX injection,
 # marks) and keeps its report, report.json, Perfetto export, folded stacks and HTML report.
-# bench_train times training steps without the shim, with it at default settings, and with
-# GPUMEMPROF_STACKS=0 (what stack capture costs).
+# python_layout compiles tests/python_layout/check_python_layout.cpp against $PY's own headers:
+# the frame reader's struct offsets (shim/python_layouts.h) against offsetof on that Python.
+# bench_train times training steps without the shim, with it at default settings, with
+# GPUMEMPROF_PYTHON_STACKS=0 (what Python frames cost) and with GPUMEMPROF_STACKS=0 (what stack
+# capture costs).
 # torch_oom and rt_oom_exit run out of device memory on purpose: their OOM bundles
 # (<run dir>/oom/oom_dump_*/) are checked against their ground truth by compare.py.
 #
@@ -37,7 +40,7 @@ ROUNDS=${GPU_CHECK_BENCH_ROUNDS:-4}      # A/B rounds per benchmark
 ASYNC_PAIRS=${GPU_CHECK_ASYNC_PAIRS:-200000}
 MALLOC_PAIRS=${GPU_CHECK_MALLOC_PAIRS:-2000}
 REPS=5                                   # timed repetitions per benchmark process (median)
-ALL_NAMES="rt_static rt_shared driver_api async_pools vmm torch_default torch_expandable torch_async torch_oom rt_oom_exit torch_train hotpath_costs bench_async bench_malloc bench_train"
+ALL_NAMES="rt_static rt_shared driver_api async_pools vmm torch_default torch_expandable torch_async torch_oom rt_oom_exit torch_train python_layout hotpath_costs bench_async bench_malloc bench_train"
 TOOL=$ROOT/build/bin/gpumemprof
 # Words of GPU_CHECK_ONLY (commas allowed too), read without glob expansion against the cwd.
 ONLY_WORDS=${GPU_CHECK_ONLY:-}
@@ -186,6 +189,7 @@ workloads() {
   # Static cudart: a failed cudaMalloc, then exit(3) with nothing freed (rc 3 is expected).
   want rt_oom_exit && run_workload rt_oom_exit c 60 -- "$BIN/rt_oom_exit"
   want torch_train && train_run
+  want python_layout && python_layout
   oom_listing
   want hotpath_costs && hotpath
   return 0
@@ -214,14 +218,32 @@ train_run() {
   if [ "$rc" != 0 ] && [ -s "$d/stderr.txt" ]; then tail -n 5 "$d/stderr.txt" | sed 's/^/    /'; fi
 }
 
-# bench_train: median step time of train.py --bench, without the shim, at default settings, and
-# with stacks off; variants interleaved over the rounds.
+# python_layout: the frame reader's offsets against this Python's headers (internal ones included).
+python_layout() {
+  local name=python_layout d=$WORK/python_layout inc rc
+  mkdir -p "$d"
+  echo "$name layout" >>"$WORK/plan.txt"
+  inc=$("$PY" -c 'import sysconfig; print(sysconfig.get_paths()["include"])' 2>"$d/stderr.txt")
+  if timeout "$(budget 60)" g++ -std=c++20 -I"$inc" -o "$BIN/check_python_layout" \
+    "$ROOT/tests/python_layout/check_python_layout.cpp" >"$d/build.txt" 2>&1; then
+    "$BIN/check_python_layout" >"$d/stdout.txt" 2>>"$d/stderr.txt"
+    rc=$?
+  else
+    rc=-2
+    tail -n 5 "$d/build.txt" | sed 's/^/    /'
+  fi
+  echo "$rc" >"$d/rc"
+  printf '%-18s rc=%-4s %s\n' "$name" "$rc" "$(head -n 1 "$d/stdout.txt" 2>/dev/null) $(tail -n 1 "$d/stdout.txt" 2>/dev/null)"
+}
+
+# bench_train: median step time of train.py --bench, without the shim, at default settings, without
+# Python frames and with stacks off; variants interleaved over the rounds.
 bench_train() {
   local r v stem limit order rd
   mkdir -p "$WORK/bench"
   for ((r = 1; r <= ROUNDS; r++)); do
-    order=(base shim nostacks)
-    ((r % 2 == 0)) && order=(nostacks shim base)
+    order=(base shim nopython nostacks)
+    ((r % 2 == 0)) && order=(nostacks nopython shim base)
     for v in "${order[@]}"; do
       stem=$WORK/bench/train.$v.$r
       rd=$WORK/bench/rd.train.$r
@@ -230,6 +252,8 @@ bench_train() {
       case $v in
         base) timeout -k 5 "$limit" "$PY" "$ROOT/tests/gpu/train.py" --bench 40 >"$stem.json" 2>"$stem.stderr" ;;
         shim) timeout -k 5 "$limit" env GPUMEMPROF_OUTPUT="$rd/run.%p" LD_PRELOAD="$SHIM" \
+          "$PY" "$ROOT/tests/gpu/train.py" --bench 40 >"$stem.json" 2>"$stem.stderr" ;;
+        nopython) timeout -k 5 "$limit" env GPUMEMPROF_PYTHON_STACKS=0 GPUMEMPROF_OUTPUT="$rd/run.%p" LD_PRELOAD="$SHIM" \
           "$PY" "$ROOT/tests/gpu/train.py" --bench 40 >"$stem.json" 2>"$stem.stderr" ;;
         nostacks) timeout -k 5 "$limit" env GPUMEMPROF_STACKS=0 GPUMEMPROF_OUTPUT="$rd/run.%p" LD_PRELOAD="$SHIM" \
           "$PY" "$ROOT/tests/gpu/train.py" --bench 40 >"$stem.json" 2>"$stem.stderr" ;;

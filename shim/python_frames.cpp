@@ -3,155 +3,185 @@
 #include <dlfcn.h>
 
 #include <atomic>
+#include <cstdio>
 #include <cstring>
 #include <string>
 
 #include "../collector/intern_table.h"
+#include "python_layouts.h"
 #include "real_driver.h"
 
 namespace gmp::shim {
 namespace {
 
-// CPython's C API, resolved from the process (the interpreter is the executable or libpython).
-// Only functions present and unchanged from 3.9 to 3.13; no struct layouts.
-struct PyApi {
-  int (*is_initialized)();
-  int (*gil_check)();
-  void* (*current_frame)();                 // PyEval_GetFrame: borrowed
-  void* (*frame_code)(void*);               // PyFrame_GetCode: new reference
-  void* (*frame_back)(void*);               // PyFrame_GetBack: new reference
-  int (*frame_line)(void*);                 // PyFrame_GetLineNumber
-  void* (*get_attr)(void*, const char*);    // PyObject_GetAttrString: new reference
-  const char* (*utf8)(void*);               // PyUnicode_AsUTF8: owned by the string
-  void (*incref)(void*);
-  void (*decref)(void*);
-  void (*err_fetch)(void**, void**, void**);
-  void (*err_restore)(void*, void*, void*);
-  bool ok = false;
+// What the reader needs from the interpreter: its version (for the layout), this thread's state,
+// the line table lookup, and the type objects that prove a pointer is what the layout says.
+// Every function here is safe without the GIL: the first two read process-wide flags or a
+// thread-specific slot, PyCode_Addr2Line only reads the code object's immutable line table.
+struct Interpreter {
+  const PythonLayout* layout = nullptr;
+  int (*is_initialized)() = nullptr;
+  const char* (*this_thread_state)() = nullptr;  // PyGILState_GetThisThreadState
+  int (*addr2line)(const void*, int) = nullptr;   // PyCode_Addr2Line
+  const void* code_type = nullptr;                // &PyCode_Type
+  const void* unicode_type = nullptr;             // &PyUnicode_Type
 };
 
 template <typename T>
-bool lookup(T& fn, const char* name) {
-  fn = reinterpret_cast<T>(real_dlsym()(RTLD_DEFAULT, name));
-  return fn != nullptr;
+bool lookup(T& out, const char* name) {
+  out = reinterpret_cast<T>(real_dlsym()(RTLD_DEFAULT, name));
+  return out != nullptr;
 }
 
-PyApi resolve() {
-  PyApi a{};
-  a.ok = lookup(a.is_initialized, "Py_IsInitialized") && lookup(a.gil_check, "PyGILState_Check") &&
-         lookup(a.current_frame, "PyEval_GetFrame") && lookup(a.frame_code, "PyFrame_GetCode") &&
-         lookup(a.frame_back, "PyFrame_GetBack") && lookup(a.frame_line, "PyFrame_GetLineNumber") &&
-         lookup(a.get_attr, "PyObject_GetAttrString") && lookup(a.utf8, "PyUnicode_AsUTF8") &&
-         lookup(a.incref, "Py_IncRef") && lookup(a.decref, "Py_DecRef") && lookup(a.err_fetch, "PyErr_Fetch") &&
-         lookup(a.err_restore, "PyErr_Restore");
-  return a;
+Interpreter resolve() {
+  Interpreter py;
+  const char* (*version)() = nullptr;
+  int major = 0, minor = 0;
+  if (!lookup(version, "Py_GetVersion") || std::sscanf(version(), "%d.%d", &major, &minor) != 2) return py;
+  const bool ok = lookup(py.is_initialized, "Py_IsInitialized") &&
+                  lookup(py.this_thread_state, "PyGILState_GetThisThreadState") &&
+                  lookup(py.addr2line, "PyCode_Addr2Line") && lookup(py.code_type, "PyCode_Type") &&
+                  lookup(py.unicode_type, "PyUnicode_Type");
+  if (ok) py.layout = python_layout(major, minor);
+  return py;
 }
 
-const PyApi& api() {
-  static const PyApi a = resolve();  // first use is inside an allocation, after the interpreter loaded
-  return a;
+const Interpreter& interpreter() {
+  static const Interpreter py = resolve();  // first use is inside an allocation, after the interpreter loaded
+  return py;
 }
 
-// Code object -> its (file, function) names, and (code, line) -> interned frame id. Code objects
-// in the first table are kept alive by a reference we own, so their addresses are never reused
-// and their name strings stay valid. Both tables are guarded by a spin lock: the GIL already
-// serialises them on ordinary CPython, the lock covers free-threaded builds.
-struct CodeNames {  // plain data: no destructors run at exit while other threads may still allocate
-  void* code;
-  char* file;  // malloc'd, never freed: the code object is never freed either
-  char* function;
-};
-constexpr size_t kCodes = 1 << 14;
-constexpr size_t kLines = 1 << 16;
-CodeNames g_codes[kCodes];
-struct LineKey {
-  void* code;
-  int line;
+template <typename T>
+T field(const char* object, uint16_t offset) {
+  T value;
+  std::memcpy(&value, object + offset, sizeof value);
+  return value;
+}
+
+bool is_a(const char* object, const void* type) {
+  return object != nullptr && field<const void*>(object, kObjectType) == type;
+}
+
+void append_utf8(std::string& out, uint32_t c) {
+  if (c < 0x80) {
+    out.push_back(static_cast<char>(c));
+  } else if (c < 0x800) {
+    out.push_back(static_cast<char>(0xC0 | (c >> 6)));
+    out.push_back(static_cast<char>(0x80 | (c & 0x3F)));
+  } else if (c < 0x10000) {
+    out.push_back(static_cast<char>(0xE0 | (c >> 12)));
+    out.push_back(static_cast<char>(0x80 | ((c >> 6) & 0x3F)));
+    out.push_back(static_cast<char>(0x80 | (c & 0x3F)));
+  } else {
+    out.push_back(static_cast<char>(0xF0 | (c >> 18)));
+    out.push_back(static_cast<char>(0x80 | ((c >> 12) & 0x3F)));
+    out.push_back(static_cast<char>(0x80 | ((c >> 6) & 0x3F)));
+    out.push_back(static_cast<char>(0x80 | (c & 0x3F)));
+  }
+}
+
+// A str object's text as UTF-8, read from its characters; "?" for anything but a compact string
+// (names and file names of code objects always are).
+void append_text(const Interpreter& py, const char* s, std::string& out) {
+  constexpr int64_t kMaxChars = 4096;
+  const auto state = is_a(s, py.unicode_type) ? field<uint32_t>(s, kUnicodeState) : 0;
+  const uint32_t kind = (state >> 2) & 7, compact = (state >> 5) & 1, ascii = (state >> 6) & 1;
+  const int64_t length = compact != 0 ? field<int64_t>(s, kUnicodeLength) : -1;
+  if (length < 0 || length > kMaxChars || (kind != 1 && kind != 2 && kind != 4)) {
+    out += '?';
+    return;
+  }
+  const char* chars = s + (ascii != 0 ? py.layout->ascii_size : py.layout->compact_size);
+  for (int64_t i = 0; i < length; ++i) {
+    uint32_t c = 0;
+    std::memcpy(&c, chars + i * kind, kind);  // little-endian: the low bytes hold the code point
+    append_utf8(out, c);
+  }
+}
+
+// Byte offset of the frame's current instruction in its code, as PyCode_Addr2Line takes it;
+// -1 (the function's first line) before the frame has run an instruction.
+int instruction_offset(const PythonLayout& l, const char* frame, const char* code) {
+  if (l.code_units == 0) {  // 3.10: an instruction index
+    const int lasti = field<int>(frame, l.frame_instr);
+    return lasti < 0 ? -1 : lasti * 2;
+  }
+  const int64_t offset = field<const char*>(frame, l.frame_instr) - (code + l.code_units);
+  const int64_t size = field<int64_t>(code, kVarObjectSize) * 2;
+  return offset >= 0 && offset < size ? static_cast<int>(offset) : -1;
+}
+
+// (code, file, name, offset) -> interned frame id. The code object may die and another take its
+// address; keying on its name strings' addresses too makes a stale hit need a new function with
+// the same name objects at the same instruction, and then the record would be the same anyway.
+// A spin lock guards it: threads capture without the GIL, so nothing else serialises them.
+struct FrameKey {
+  const char* code;
+  const char* file;
+  const char* name;
+  int offset;
   uint32_t id;
 };
-LineKey g_lines[kLines];
+constexpr size_t kFrames = 1 << 16;
+FrameKey g_frames[kFrames];
 std::atomic_flag g_lock = ATOMIC_FLAG_INIT;
 
-size_t slot_of(const void* p, int line, size_t size) {
-  uint64_t h = reinterpret_cast<uintptr_t>(p) * 0x9E3779B97F4A7C15ull ^ static_cast<uint64_t>(line) * 0xff51afd7ed558ccdull;
-  return static_cast<size_t>(h >> 20) & (size - 1);
+size_t slot_of(const FrameKey& k) {
+  uint64_t h = reinterpret_cast<uintptr_t>(k.code) * 0x9E3779B97F4A7C15ull;
+  h ^= static_cast<uint64_t>(static_cast<uint32_t>(k.offset)) * 0xff51afd7ed558ccdull;
+  return static_cast<size_t>(h >> 24) & (kFrames - 1);
 }
 
-char* attr_utf8(const PyApi& py, void* obj, const char* name) {
-  void* s = py.get_attr(obj, name);
-  const char* text = s != nullptr ? py.utf8(s) : nullptr;
-  char* out = strdup(text != nullptr ? text : "?");
-  if (s != nullptr) py.decref(s);
-  return out;
+uint32_t intern_frame(const Interpreter& py, const FrameKey& k) {
+  std::string record;  // file NUL function NUL line (4 bytes), as attribution_writer reads it
+  append_text(py, k.file, record);
+  record.push_back('\0');
+  append_text(py, k.name, record);
+  record.push_back('\0');
+  const int line = py.addr2line(k.code, k.offset);
+  record.append(reinterpret_cast<const char*>(&line), sizeof line);
+  return intern_table().intern(InternType::PyFrame, record.data(), static_cast<uint32_t>(record.size()));
 }
 
-void release_exception(const PyApi& py, void* type, void* value, void* trace) {
-  for (void* o : {type, value, trace}) {
-    if (o != nullptr) py.decref(o);
-  }
-}
-
-const CodeNames* names_for(const PyApi& py, void* code) {
-  for (size_t probe = 0, i = slot_of(code, 0, kCodes); probe < 64; ++probe, i = (i + 1) & (kCodes - 1)) {
-    CodeNames& c = g_codes[i];
-    if (c.code == code) return &c;
-    if (c.code != nullptr) continue;
-    // Attribute reads can set a Python exception; the application's pending one is kept.
-    void *type, *value, *trace, *our_type, *our_value, *our_trace;
-    py.err_fetch(&type, &value, &trace);
-    c.file = attr_utf8(py, code, "co_filename");
-    c.function = attr_utf8(py, code, "co_name");
-    py.err_fetch(&our_type, &our_value, &our_trace);
-    release_exception(py, our_type, our_value, our_trace);
-    py.err_restore(type, value, trace);
-    py.incref(code);
-    c.code = code;
-    return &c;
-  }
-  return nullptr;  // table crowded: this frame is skipped
-}
-
-uint32_t frame_id(const PyApi& py, void* code, int line) {
-  for (size_t probe = 0, i = slot_of(code, line, kLines); probe < 64; ++probe, i = (i + 1) & (kLines - 1)) {
-    LineKey& k = g_lines[i];
-    if (k.code == code && k.line == line) return k.id;
+uint32_t frame_id(const Interpreter& py, const char* code, int offset) {
+  const PythonLayout& l = *py.layout;
+  FrameKey key{code, field<const char*>(code, l.code_filename), field<const char*>(code, l.code_name), offset, 0};
+  for (size_t probe = 0, i = slot_of(key); probe < 64; ++probe, i = (i + 1) & (kFrames - 1)) {
+    FrameKey& k = g_frames[i];
+    if (k.code == key.code && k.offset == key.offset && k.file == key.file && k.name == key.name) return k.id;
     if (k.code != nullptr) continue;
-    const CodeNames* names = names_for(py, code);
-    if (names == nullptr) return 0;
-    std::string record = names->file;  // file NUL function NUL line (4 bytes)
-    record.push_back('\0');
-    record += names->function;
-    record.push_back('\0');
-    record.append(reinterpret_cast<const char*>(&line), sizeof line);
-    const uint32_t id = intern_table().intern(InternType::PyFrame, record.data(), static_cast<uint32_t>(record.size()));
-    if (id != 0) k = {code, line, id};
-    return id;
+    key.id = intern_frame(py, key);
+    if (key.id != 0) k = key;
+    return key.id;
   }
-  return 0;
+  return intern_frame(py, key);  // table crowded: still correct, only slower
 }
 
 }  // namespace
 
 size_t capture_python_frames(uint64_t* out, size_t max) {
-  const PyApi& py = api();
-  if (!py.ok || max == 0 || !py.is_initialized() || !py.gil_check()) return 0;
-  void* frame = py.current_frame();
-  if (frame == nullptr) return 0;
-  py.incref(frame);  // so every frame in the walk is released the same way
+  const Interpreter& py = interpreter();
+  if (py.layout == nullptr || max == 0 || py.is_initialized() == 0) return 0;
+  const char* thread = py.this_thread_state();
+  if (thread == nullptr) return 0;
+  const PythonLayout& l = *py.layout;
+  // This thread's own frames cannot change while it is here, in native code, GIL or not.
+  const char* frame = field<const char*>(thread, l.thread_frame);
+  if (l.cframe_current >= 0 && frame != nullptr) frame = field<const char*>(frame, l.cframe_current);
+  constexpr int kMaxHops = 1024;  // bounds the walk even if a chain were ever corrupt
   while (g_lock.test_and_set(std::memory_order_acquire)) {
   }
   size_t n = 0;
-  while (frame != nullptr && n < max) {
-    void* code = py.frame_code(frame);
-    const uint32_t id = code != nullptr ? frame_id(py, code, py.frame_line(frame)) : 0;
-    if (code != nullptr) py.decref(code);
-    if (id != 0) out[n++] = kPythonFrameTag | id;
-    void* back = py.frame_back(frame);
-    py.decref(frame);
-    frame = back;
+  for (int hops = 0; frame != nullptr && n < max && hops < kMaxHops;
+       ++hops, frame = field<const char*>(frame, l.frame_previous)) {
+    if (l.frame_owner >= 0 && field<int8_t>(frame, l.frame_owner) == l.owner_cstack) continue;
+    const char* code = field<const char*>(frame, l.frame_code);
+    if (!is_a(code, py.code_type)) continue;
+    if (const uint32_t id = frame_id(py, code, instruction_offset(l, frame, code)); id != 0) {
+      out[n++] = kPythonFrameTag | id;
+    }
   }
   g_lock.clear(std::memory_order_release);
-  if (frame != nullptr) py.decref(frame);
   return n;
 }
 

@@ -4,8 +4,10 @@
 #include <execinfo.h>
 
 #include <atomic>
+#include <string>
 
 #include "../collector/intern_table.h"
+#include "../collector/log.h"
 #include "python_frames.h"
 #include "real_driver.h"
 
@@ -17,12 +19,31 @@ constexpr uint32_t kMaxDepth = 128;
 using Backtrace = int (*)(void**, int);
 
 // libunwind's unw_backtrace walks DWARF unwind tables with a per-process cache: several times
-// faster than glibc's backtrace(), which goes through libgcc's unwinder. Loaded at run time, so
-// the shim keeps no link dependency; glibc's is the fallback.
+// faster than glibc's backtrace(), which goes through libgcc's unwinder (on an H100 host, 16
+// frames cost about 2-4 us per allocation with glibc's and a few hundred ns with libunwind's).
+// The build puts a copy beside the shim, for machines without libunwind; the system's is next,
+// glibc's the fallback. Loaded at run time, so the shim keeps no link dependency.
+Backtrace load_unw_backtrace(const char* path) {
+  void* h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+  return h != nullptr ? reinterpret_cast<Backtrace>(real_dlsym()(h, "unw_backtrace")) : nullptr;
+}
+
 Backtrace resolve_backtrace() {
-  if (void* h = dlopen("libunwind.so.8", RTLD_NOW | RTLD_LOCAL)) {
-    if (void* fn = real_dlsym()(h, "unw_backtrace")) return reinterpret_cast<Backtrace>(fn);
+  Dl_info self{};
+  if (dladdr(reinterpret_cast<void*>(&load_unw_backtrace), &self) != 0 && self.dli_fname != nullptr) {
+    std::string beside(self.dli_fname);
+    beside.resize(beside.rfind('/') + 1);  // npos + 1 == 0: no directory, the bare name below
+    beside += "libunwind.so.8";
+    if (Backtrace fn = load_unw_backtrace(beside.c_str())) {
+      log::info("call stacks: libunwind from {}", beside);
+      return fn;
+    }
   }
+  if (Backtrace fn = load_unw_backtrace("libunwind.so.8")) {
+    log::info("call stacks: the system's libunwind.so.8");
+    return fn;
+  }
+  log::info("call stacks: glibc backtrace() (libunwind.so.8 not found; stacks cost more)");
   return &backtrace;
 }
 

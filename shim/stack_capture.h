@@ -1,5 +1,5 @@
 // The allocating thread's call stack as an intern id (docs/attribution.md): native return
-// addresses, then Python frames when the thread runs CPython and holds the GIL. Captured in the
+// addresses, then Python frames when the thread runs CPython (python_frames.h). Captured in the
 // thread that allocates, before its event is claimed; symbolised later by the tools.
 #pragma once
 

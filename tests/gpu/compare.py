@@ -673,12 +673,12 @@ TRAIN_TARGET = 1.02  # issue 5: a training step under 2% slower with default set
 
 
 def compare_train_bench(t, work):
-    """Median training step (train.py --bench) without the shim, at default settings and with
-    stacks off, each the median over its rounds; ratios against the run without the shim."""
+    """Median training step (train.py --bench) without the shim, at default settings, without
+    Python frames and with stacks off, each the median over its rounds; ratios against the run without the shim."""
     d = os.path.join(work, "bench")
-    med, failed = {"base": [], "shim": [], "nostacks": []}, []
+    med, failed = {"base": [], "shim": [], "nopython": [], "nostacks": []}, []
     for f in sorted(os.listdir(d)) if os.path.isdir(d) else []:
-        m = re.fullmatch(r"train\.(base|shim|nostacks)\.(\d+)\.rc", f)
+        m = re.fullmatch(r"train\.(base|shim|nopython|nostacks)\.(\d+)\.rc", f)
         if not m:
             continue
         stem = os.path.join(d, f"train.{m[1]}.{m[2]}")
@@ -692,7 +692,8 @@ def compare_train_bench(t, work):
     if not med["base"]:
         return
     base = statistics.median(med["base"])
-    for variant, label in (("shim", "default settings"), ("nostacks", "GPUMEMPROF_STACKS=0")):
+    for variant, label in (("shim", "default settings"), ("nopython", "GPUMEMPROF_PYTHON_STACKS=0"),
+                           ("nostacks", "GPUMEMPROF_STACKS=0")):
         if not med[variant]:
             continue
         got = statistics.median(med[variant])
@@ -700,6 +701,17 @@ def compare_train_bench(t, work):
         verdict = ("OK" if ratio < TRAIN_TARGET else "SLOW") if variant == "shim" else "INFO"
         t.add("bench_train", f"ms/step with shim ({label}) vs without, {len(med[variant])}/{len(med['base'])} runs",
               round(got, 3), round(base, 3), verdict, f"ratio {ratio:.4f}" + (f", target < {TRAIN_TARGET}" if variant == "shim" else ""))
+
+
+def compare_layout(t, work, name):
+    """check_python_layout built against the GPU machine's Python: every offset must agree."""
+    d = os.path.join(work, name)
+    rc = read_rc(os.path.join(d, "rc"))
+    out = open(os.path.join(d, "stdout.txt"), errors="replace").read() if os.path.exists(os.path.join(d, "stdout.txt")) else ""
+    version = out.splitlines()[0] if out else "?"
+    bad = [ln for ln in out.splitlines() if "MISMATCH" in ln]
+    t.add(name, f"shim/python_layouts.h vs {version} headers", rc, 0, "MATCH" if rc == 0 else "FAIL",
+          "; ".join(bad)[:300] if bad else ("not built" if rc == -2 else ""))
 
 
 def compare_train(t, work, name):
@@ -731,10 +743,18 @@ def compare_train(t, work, name):
         t.add(name, f"range '{rname}' peak above entry", r.get("peak_above_entry"), None, "INFO")
     marks = [m.get("name") for m in a.get("marks", []) if isinstance(m, dict)]
     t.exact(name, "marks", marks, ["epoch 0", "epoch 1", "epoch 2"])
-    text = open(os.path.join(d, "report.txt"), errors="replace").read() if os.path.exists(os.path.join(d, "report.txt")) else ""
-    sites = [ln.strip() for ln in text.splitlines() if "train.py:" in ln]
-    t.add(name, "top call sites at the peak name train.py lines", len(sites), ">0", "MATCH" if sites else "MISMATCH",
-          (sites[0][:120] if sites else "no train.py line in report.txt"))
+    # The model's own lines must be the top sites of what was live at the peak: the weights
+    # (model.cuda() in build_model), Adam's state and the activations all come from train.py.
+    sites = [s for s in dev0.get("sites_at_peak", []) if isinstance(s, dict)]
+    top = str(sites[0].get("site", "")) if sites else ""
+    t.add(name, "top call site at the peak is a train.py line", top or None, "train.py:<line>",
+          "MATCH" if "train.py:" in top else "MISMATCH", "" if sites else "no sites_at_peak in report.json")
+    t.add(name, "call sites at the peak, top 5", len(sites), None, "INFO",
+          "; ".join(f"{s.get('site')} {s.get('bytes')} B" for s in sites[:5])[:400])
+    share = sum(s.get("bytes", 0) for s in sites if "train.py:" in str(s.get("site", "")))
+    live = sum(s.get("bytes", 0) for s in sites)
+    t.add(name, "bytes live at the peak under train.py sites", share, live, "INFO",
+          f"{100.0 * share / live:.1f}% of the sites' bytes" if live else "")
     for f, what in (("perfetto.json", "perfetto export"), ("report.html", "html report"), ("folded.txt", "folded export")):
         path = os.path.join(d, f)
         size = os.path.getsize(path) if os.path.exists(path) else 0
@@ -752,7 +772,8 @@ def run(work, out=None, only=None, bench=True, target=BENCH_TARGET, quiet=False)
     for name, kind in plan:
         if only and name not in only:
             continue
-        {"torch": compare_torch, "hotpath": compare_hotpath, "train": compare_train}.get(kind, compare_c)(t, work, name)
+        {"torch": compare_torch, "hotpath": compare_hotpath, "train": compare_train,
+         "layout": compare_layout}.get(kind, compare_c)(t, work, name)
     if bench:
         compare_bench(t, work, target)
         compare_train_bench(t, work)

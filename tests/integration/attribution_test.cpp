@@ -123,6 +123,18 @@ TEST(Attribution, KnownChainsSymbolizeIncludingADlopenedLibrary) {
   EXPECT_TRUE(std::regex_search(text.out, std::regex(R"(from alloc_in_main_chain_b)"))) << text.out;
 }
 
+TEST(Attribution, StacksUseTheLibunwindBesideTheShim) {
+  // The build copies libunwind.so.8 next to the shim so that hosts without it still unwind fast.
+  Sandbox box;
+  const std::string dir = stacks_run(box, "chains", {{"GPUMEMPROF_LOG_LEVEL", "info"}});
+  std::ifstream log(dir + "/gpumemprof.log");
+  std::stringstream text;
+  text << log.rdbuf();
+  const std::string shim = Paths::shim();
+  const std::string beside = shim.substr(0, shim.rfind('/') + 1) + "libunwind.so.8";
+  EXPECT_NE(text.str().find("call stacks: libunwind from " + beside), std::string::npos) << text.str();
+}
+
 TEST(Attribution, FoldedExportOfThePeak) {
   Sandbox box;
   const std::string dir = stacks_run(box, "chains");

@@ -1,12 +1,15 @@
 """Allocates through the driver from Python frames, for the Python-stack tests.
 
-ctypes.PyDLL keeps the GIL held during each call, as a C extension such as PyTorch does when it
-allocates, so the shim sees a thread that runs CPython and holds the GIL. The functions and
-their line numbers are asserted by tests/integration/python_stacks_test.cpp."""
+The shim reads Python frames whether or not the allocating thread holds the GIL: ctypes.PyDLL
+keeps it held during the call, ctypes.CDLL releases it, as PyTorch does around its operators.
+Each allocation has its own size so the test can tell them apart; the functions, qualified
+names and line numbers are asserted by tests/integration/python_stacks_test.cpp."""
 import ctypes
 import sys
+import threading
 
-cuda = ctypes.PyDLL("libcuda.so.1")
+held = ctypes.PyDLL("libcuda.so.1")
+released = ctypes.CDLL("libcuda.so.1")
 
 
 def check(result):
@@ -16,26 +19,53 @@ def check(result):
 
 def allocate_weights(size):
     ptr = ctypes.c_uint64()
-    check(cuda.cuMemAlloc_v2(ctypes.byref(ptr), ctypes.c_size_t(size)))  # ALLOC_LINE
+    check(held.cuMemAlloc_v2(ctypes.byref(ptr), ctypes.c_size_t(size)))  # ALLOC_LINE
     return ptr
 
 
-def build_model():
-    return allocate_weights(1 << 20)  # CALL_LINE
+def allocate_released(size):
+    ptr = ctypes.c_uint64()
+    check(released.cuMemAlloc_v2(ctypes.byref(ptr), ctypes.c_size_t(size)))  # RELEASED_LINE
+    return ptr
+
+
+class Model:
+    def build(self):
+        return allocate_weights(1 << 20)  # CALL_LINE
+
+
+def größe():
+    return allocate_released(2 << 20)  # LATIN1_LINE
+
+
+def 数据():
+    return allocate_released(3 << 20)  # UCS2_LINE
+
+
+def worker(context):
+    check(held.cuCtxSetCurrent(context))  # the driver's current context is per thread
+    allocate_released(4 << 20)  # THREAD_LINE
+
+
+def batches():
+    yield allocate_released(5 << 20)  # GENERATOR_LINE
 
 
 def main():
-    check(cuda.cuInit(0))
+    check(held.cuInit(0))
     device = ctypes.c_int()
-    check(cuda.cuDeviceGet(ctypes.byref(device), 0))
+    check(held.cuDeviceGet(ctypes.byref(device), 0))
     context = ctypes.c_void_p()
-    check(cuda.cuDevicePrimaryCtxRetain(ctypes.byref(context), device))
-    check(cuda.cuCtxSetCurrent(context))
-    build_model()
-    # Released GIL (ctypes.CDLL): no Python frames can be read, native ones still are.
-    plain = ctypes.CDLL("libcuda.so.1")
-    ptr = ctypes.c_uint64()
-    check(plain.cuMemAlloc_v2(ctypes.byref(ptr), ctypes.c_size_t(2 << 20)))
+    check(held.cuDevicePrimaryCtxRetain(ctypes.byref(context), device))
+    check(held.cuCtxSetCurrent(context))
+    Model().build()
+    größe()
+    数据()
+    thread = threading.Thread(target=worker, args=(context,))
+    thread.start()
+    thread.join()
+    for _ in batches():
+        pass
     print("ok")
 
 

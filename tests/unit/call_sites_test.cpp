@@ -47,6 +47,26 @@ TEST(CallSites, TheSiteIsTheFirstPythonFrameElseTheFirstFrameOutsideTheRuntime) 
   EXPECT_EQ(jitted[1].label(), "0x7f00dead0000");
 }
 
+TEST(CallSites, UserCodeBeatsLibraryPython) {
+  // model.cuda(): the innermost Python frames are torch/nn's; the site is train.py's line.
+  const CallStack cuda = {native("c10::cuda::CUDACachingAllocator::malloc", "/v/lib/libc10_cuda.so"),
+                          python("Module._apply.<locals>.convert", "/v/lib/python3.12/site-packages/torch/nn/modules/module.py", 1340),
+                          python("Module._apply", "/v/lib/python3.12/site-packages/torch/nn/modules/module.py", 900),
+                          python("build_model", "/work/train.py", 30), python("<module>", "/work/train.py", 80)};
+  EXPECT_EQ(site_frame(cuda), 3u);
+  // Only library and standard-library frames: the innermost Python frame.
+  const CallStack library = {python("Thread.run", "/usr/lib/python3.12/threading.py", 1010),
+                             python("_bootstrap", "<frozen importlib._bootstrap>", 1),
+                             python("f", "/usr/lib/python3/dist-packages/pkg/m.py", 5)};
+  EXPECT_EQ(site_frame(library), 0u);
+  EXPECT_TRUE(is_library_python_file("/usr/lib/python3.11/threading.py"));
+  EXPECT_TRUE(is_library_python_file("/home/u/.venv/lib/python3.12/site-packages/torch/optim/adam.py"));
+  EXPECT_TRUE(is_library_python_file("<frozen runpy>"));
+  EXPECT_FALSE(is_library_python_file("/home/u/project/train.py"));
+  EXPECT_FALSE(is_library_python_file("/home/u/lib/python_tools/run.py"));
+  EXPECT_FALSE(is_library_python_file("train.py"));
+}
+
 TEST(CallSites, StacksGroupUnderTheirSiteLabel) {
   StackTable stacks;
   // Two stacks reach the same Python line through different allocator paths; a third is elsewhere.

@@ -6,6 +6,11 @@
 namespace gmp::analysis {
 
 size_t site_frame(const CallStack& stack) {
+  // The user's own line first: model.cuda() allocates under torch/nn/modules/module.py, and the
+  // answer users want is the line of train.py that called it.
+  for (size_t i = 0; i < stack.size(); ++i) {
+    if (stack[i].python && !is_library_python_file(stack[i].file)) return i;
+  }
   for (size_t i = 0; i < stack.size(); ++i) {
     if (stack[i].python) return i;
   }

@@ -1,6 +1,7 @@
 // Call sites: stacks grouped by the frame that best answers "who allocated this" (docs/attribution.md,
-// "Reading"). The site is the innermost Python frame when the stack has one (for PyTorch that is the
-// model's line, not the caching allocator), else the innermost native frame outside the CUDA
+// "Reading"). The site is the innermost Python frame of the user's own code when the stack has one
+// (for PyTorch that is the model's line, not the caching allocator nor torch/nn's Python), else the
+// innermost Python frame of a library, else the innermost native frame outside the CUDA
 // libraries, framework allocators and C runtime (is_runtime_module), else the innermost frame.
 #pragma once
 

@@ -52,6 +52,21 @@ bool is_runtime_module(std::string_view path) {
   return false;
 }
 
+bool is_library_python_file(std::string_view path) {
+  if (starts_with(path, "<")) return true;  // "<frozen importlib._bootstrap>", "<string>"
+  if (path.find("/site-packages/") != std::string_view::npos || path.find("/dist-packages/") != std::string_view::npos) {
+    return true;
+  }
+  // The standard library: .../lib/python3.12/<module>.py, also 3.13t (a venv or checkout is not under it).
+  for (size_t lib = path.find("/lib/python"); lib != std::string_view::npos; lib = path.find("/lib/python", lib + 1)) {
+    size_t i = lib + 11;
+    if (i >= path.size() || path[i] < '0' || path[i] > '9') continue;
+    while (i < path.size() && ((path[i] >= '0' && path[i] <= '9') || path[i] == '.' || path[i] == 't')) ++i;
+    if (i < path.size() && path[i] == '/') return true;
+  }
+  return false;
+}
+
 std::string demangle(std::string_view name) {
   if (!starts_with(name, "_Z")) return std::string(name);
   const std::string mangled(name);
