@@ -143,9 +143,10 @@ uint32_t intern_frame(const Interpreter& py, const FrameKey& k) {
   return intern_table().intern(InternType::PyFrame, record.data(), static_cast<uint32_t>(record.size()));
 }
 
-uint32_t frame_id(const Interpreter& py, const char* code, int offset) {
+uint32_t frame_id(const Interpreter& py, const char* code, int offset, bool cached) {
   const PythonLayout& l = *py.layout;
   FrameKey key{code, field<const char*>(code, l.code_filename), field<const char*>(code, l.code_name), offset, 0};
+  if (!cached) return intern_frame(py, key);
   for (size_t probe = 0, i = slot_of(key); probe < 64; ++probe, i = (i + 1) & (kFrames - 1)) {
     FrameKey& k = g_frames[i];
     if (k.code == key.code && k.offset == key.offset && k.file == key.file && k.name == key.name) return k.id;
@@ -169,7 +170,13 @@ size_t capture_python_frames(uint64_t* out, size_t max) {
   const char* frame = field<const char*>(thread, l.thread_frame);
   if (l.cframe_current >= 0 && frame != nullptr) frame = field<const char*>(frame, l.cframe_current);
   constexpr int kMaxHops = 1024;  // bounds the walk even if a chain were ever corrupt
-  while (g_lock.test_and_set(std::memory_order_acquire)) {
+  // Bounded wait: a lock left held by a thread that did not survive fork() must not hang the
+  // child; without the lock the frames are interned directly, which is only slower.
+  bool cached = false;
+  for (int spins = 0; spins < 4096 && !(cached = !g_lock.test_and_set(std::memory_order_acquire)); ++spins) {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
   }
   size_t n = 0;
   for (int hops = 0; frame != nullptr && n < max && hops < kMaxHops;
@@ -177,11 +184,11 @@ size_t capture_python_frames(uint64_t* out, size_t max) {
     if (l.frame_owner >= 0 && field<int8_t>(frame, l.frame_owner) == l.owner_cstack) continue;
     const char* code = field<const char*>(frame, l.frame_code);
     if (!is_a(code, py.code_type)) continue;
-    if (const uint32_t id = frame_id(py, code, instruction_offset(l, frame, code)); id != 0) {
+    if (const uint32_t id = frame_id(py, code, instruction_offset(l, frame, code), cached); id != 0) {
       out[n++] = kPythonFrameTag | id;
     }
   }
-  g_lock.clear(std::memory_order_release);
+  if (cached) g_lock.clear(std::memory_order_release);
   return n;
 }
 

@@ -182,6 +182,31 @@ TEST_F(PythonStacks, ModuleMapCoversTheInterpreterAndTheShim) {
   EXPECT_TRUE(python);
 }
 
+TEST_F(PythonStacks, EightThreadsAtOnceEachWithItsOwnFrames) {
+  Sandbox box;
+  RunResult r = box.run({"/usr/bin/env", "python3", std::string(GMP_SOURCE_DIR) + "/tests/programs/py_threads.py"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string dir = box.only_run_dir();
+  const Attribution a = read_attribution(dir);
+  const auto allocs = allocations(dir);
+  ASSERT_EQ(allocs.size(), 8u * 200u);
+  std::map<uint64_t, size_t> per_size;
+  for (const Event& e : allocs) {
+    ++per_size[e.size];
+    std::string innermost;
+    for (const auto& f : a.by_id.at(e.stack_id)["frames"]) {
+      const std::string s = f;
+      if (s.rfind("py:", 0) == 0) {
+        innermost = a.by_id.at(static_cast<uint32_t>(std::stoul(s.substr(3))))["function"];
+        break;
+      }
+    }
+    EXPECT_EQ(innermost, "worker_" + std::to_string((e.size >> 20) - 1)) << e.size;
+  }
+  EXPECT_EQ(per_size.size(), 8u);
+  for (const auto& [size, n] : per_size) EXPECT_EQ(n, 200u) << size;
+}
+
 TEST(PythonStacksOff, OffWhenAskedAndNoStacksAtDepthZero) {
   Sandbox box;
   const std::string script = std::string(GMP_SOURCE_DIR) + "/tests/programs/py_alloc.py";
