@@ -1,10 +1,13 @@
 // Recording side of attribution: native stacks and Python frames reach attribution.jsonl as
-// docs/attribution.md says, read from a CPython process that allocates through ctypes.
+// docs/attribution.md says, read from CPython processes that allocate through ctypes: once per
+// interpreter of GMP_TEST_PYTHONS (every 3.10-3.13 the build found, tests/test_pythons.cmake).
 #include <gtest/gtest.h>
 
+#include <cctype>
 #include <cstdlib>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <sstream>
 
 #include "harness.h"
@@ -81,64 +84,77 @@ std::vector<std::string> functions(const std::vector<nlohmann::json>& frames) {
   return out;
 }
 
-// The frame reader knows CPython 3.10 to 3.13 (shim/python_layouts.h); other versions get
-// native frames only, so these tests would have nothing to check there.
-bool python_has_layout() {
-  Sandbox probe;
-  RunResult r = probe.run({"/usr/bin/env", "python3", "-c", "import sys; print(sys.version_info[1] if sys.version_info[0] == 3 else 0)"},
-                          {{"LD_PRELOAD", "<unset>"}});
-  const int minor = r.exit_code == 0 ? std::atoi(r.out.c_str()) : 0;
-  return minor >= 10 && minor <= 13;
+std::vector<std::string> test_pythons() {
+  std::vector<std::string> out;
+  std::stringstream list(GMP_TEST_PYTHONS);
+  for (std::string path; std::getline(list, path, ':');) {
+    if (!path.empty()) out.push_back(path);
+  }
+  return out;
 }
 
-class PythonStacks : public ::testing::Test {
- protected:
-  void SetUp() override {
-    if (!has_layout_) GTEST_SKIP() << "python3 is not CPython 3.10-3.13";
-  }
-  static void SetUpTestSuite() {
-    has_layout_ = python_has_layout();
-    if (!has_layout_) return;
-    box_ = new Sandbox;
-    RunResult r = box_->run({"/usr/bin/env", "python3", script()});
-    ASSERT_EQ(r.exit_code, 0) << r.err;
-    ASSERT_EQ(r.out, "ok\n");
-    dir_ = box_->only_run_dir();
-    attribution_ = new Attribution(read_attribution(dir_));
-    allocs_ = new std::vector<Event>(allocations(dir_));
-  }
-  static void TearDownTestSuite() {
-    delete allocs_;
-    delete attribution_;
-    delete box_;
-  }
-  static std::string script() { return std::string(GMP_SOURCE_DIR) + "/tests/programs/py_alloc.py"; }
-  static std::vector<nlohmann::json> frames(uint64_t size) { return python_frames_of(*attribution_, *allocs_, size); }
+std::string script(const std::string& name) { return std::string(GMP_SOURCE_DIR) + "/tests/programs/" + name; }
 
-  static bool has_layout_;
-  static Sandbox* box_;
-  static std::string dir_;
-  static Attribution* attribution_;
-  static std::vector<Event>* allocs_;
+// One run of a script under one interpreter, shared by the tests that read it.
+struct ScriptRun {
+  Sandbox box;
+  RunResult result;
+  std::string dir;
+  Attribution attribution;
+  std::vector<Event> allocs;
 };
-bool PythonStacks::has_layout_ = false;
-Sandbox* PythonStacks::box_ = nullptr;
-std::string PythonStacks::dir_;
-Attribution* PythonStacks::attribution_ = nullptr;
-std::vector<Event>* PythonStacks::allocs_ = nullptr;
 
-TEST_F(PythonStacks, FramesOfTheAllocatingLinesWhileTheGilIsHeld) {
-  ASSERT_EQ(allocs_->size(), 5u);
+const ScriptRun& run_script(const std::string& python, const std::string& name) {
+  static std::map<std::string, std::unique_ptr<ScriptRun>> runs;
+  std::unique_ptr<ScriptRun>& run = runs[python + " " + name];
+  if (run == nullptr) {
+    run = std::make_unique<ScriptRun>();
+    run->result = run->box.run({python, script(name)});
+    if (run->result.exit_code == 0) {
+      run->dir = run->box.only_run_dir();
+      run->attribution = read_attribution(run->dir);
+      run->allocs = allocations(run->dir);
+    }
+  }
+  return *run;
+}
+
+class PythonStacks : public ::testing::TestWithParam<std::string> {
+ protected:
+  // What the frame of a function with qualified name `qualname` is called: CPython 3.10's code
+  // objects have no co_qualname, only the bare name.
+  std::string named(const std::string& qualname) {
+    static std::map<std::string, int> minors;
+    auto [it, fresh] = minors.emplace(GetParam(), 0);
+    if (fresh) {
+      Sandbox probe;
+      RunResult r = probe.run({GetParam(), "-c", "import sys; print(sys.version_info[1])"}, {{"LD_PRELOAD", "<unset>"}});
+      it->second = std::atoi(r.out.c_str());
+    }
+    return it->second >= 11 ? qualname : qualname.substr(qualname.rfind('.') + 1);
+  }
+  const ScriptRun& run() {
+    const ScriptRun& r = run_script(GetParam(), "py_alloc.py");
+    EXPECT_EQ(r.result.exit_code, 0) << r.result.err;
+    EXPECT_EQ(r.result.out, "ok\n");
+    return r;
+  }
+  std::vector<nlohmann::json> frames(uint64_t size) { return python_frames_of(run().attribution, run().allocs, size); }
+  static std::string script() { return gmp::test::script("py_alloc.py"); }
+};
+
+TEST_P(PythonStacks, FramesOfTheAllocatingLinesWhileTheGilIsHeld) {
+  ASSERT_EQ(run().allocs.size(), 5u);
   const auto py = frames(1 << 20);
   ASSERT_EQ(py.size(), 4u);
-  EXPECT_EQ(functions(py), (std::vector<std::string>{"allocate_weights", "Model.build", "main", "<module>"}));
+  EXPECT_EQ(functions(py), (std::vector<std::string>{"allocate_weights", named("Model.build"), "main", "<module>"}));
   EXPECT_EQ(py[0]["line"], line_of(script(), "# ALLOC_LINE"));
   EXPECT_EQ(py[0]["file"], script());
   EXPECT_EQ(py[1]["line"], line_of(script(), "# CALL_LINE"));
   EXPECT_EQ(py[3]["file"], script());
 }
 
-TEST_F(PythonStacks, FramesWhileTheGilIsReleased) {
+TEST_P(PythonStacks, FramesWhileTheGilIsReleased) {
   const auto py = frames(2 << 20);
   ASSERT_EQ(py.size(), 4u);
   EXPECT_EQ(functions(py), (std::vector<std::string>{"allocate_released", "größe", "main", "<module>"}));
@@ -146,49 +162,47 @@ TEST_F(PythonStacks, FramesWhileTheGilIsReleased) {
   EXPECT_EQ(py[1]["line"], line_of(script(), "# LATIN1_LINE"));
 }
 
-TEST_F(PythonStacks, NamesBeyondLatin1) {
+TEST_P(PythonStacks, NamesBeyondLatin1) {
   const auto py = frames(3 << 20);
   ASSERT_GE(py.size(), 2u);
   EXPECT_EQ(py[1]["function"], "数据");
   EXPECT_EQ(py[1]["line"], line_of(script(), "# UCS2_LINE"));
 }
 
-TEST_F(PythonStacks, FramesOfAnotherPythonThread) {
+TEST_P(PythonStacks, FramesOfAnotherPythonThread) {
   const auto py = frames(4 << 20);
   ASSERT_GE(py.size(), 3u);
   EXPECT_EQ(py[0]["function"], "allocate_released");
   EXPECT_EQ(py[1]["function"], "worker");
   EXPECT_EQ(py[1]["line"], line_of(script(), "# THREAD_LINE"));
-  EXPECT_EQ(py[2]["function"], "Thread.run");  // then threading's own bootstrap frames
+  EXPECT_EQ(py[2]["function"], named("Thread.run"));  // then threading's own bootstrap frames
   for (const auto& f : py) EXPECT_NE(f["function"], "main") << "the main thread's frames leaked in";
 }
 
-TEST_F(PythonStacks, FramesOfAGenerator) {
+TEST_P(PythonStacks, FramesOfAGenerator) {
   const auto py = frames(5 << 20);
   ASSERT_EQ(py.size(), 4u);
   EXPECT_EQ(functions(py), (std::vector<std::string>{"allocate_released", "batches", "main", "<module>"}));
   EXPECT_EQ(py[1]["line"], line_of(script(), "# GENERATOR_LINE"));
 }
 
-TEST_F(PythonStacks, ModuleMapCoversTheInterpreterAndTheShim) {
+TEST_P(PythonStacks, ModuleMapCoversTheInterpreterAndTheShim) {
   bool shim = false, python = false;
-  for (const auto& m : attribution_->modules) {
+  for (const auto& m : run().attribution.modules) {
     const std::string path = m["path"];
     shim = shim || path.find("libgpumemprof.so") != std::string::npos;
-    python = python || path.find("python3") != std::string::npos;
+    python = python || path.find("python3") != std::string::npos || path.find("libpython") != std::string::npos;
     EXPECT_LT(std::stoull(m["start"].get<std::string>(), nullptr, 16), std::stoull(m["end"].get<std::string>(), nullptr, 16));
   }
   EXPECT_TRUE(shim);
   EXPECT_TRUE(python);
 }
 
-TEST_F(PythonStacks, EightThreadsAtOnceEachWithItsOwnFrames) {
-  Sandbox box;
-  RunResult r = box.run({"/usr/bin/env", "python3", std::string(GMP_SOURCE_DIR) + "/tests/programs/py_threads.py"});
-  ASSERT_EQ(r.exit_code, 0) << r.err;
-  const std::string dir = box.only_run_dir();
-  const Attribution a = read_attribution(dir);
-  const auto allocs = allocations(dir);
+TEST_P(PythonStacks, EightThreadsAtOnceEachWithItsOwnFrames) {
+  const ScriptRun& r = run_script(GetParam(), "py_threads.py");
+  ASSERT_EQ(r.result.exit_code, 0) << r.result.err;
+  const Attribution& a = r.attribution;
+  const auto& allocs = r.allocs;
   ASSERT_EQ(allocs.size(), 8u * 200u);
   std::map<uint64_t, size_t> per_size;
   for (const Event& e : allocs) {
@@ -205,6 +219,27 @@ TEST_F(PythonStacks, EightThreadsAtOnceEachWithItsOwnFrames) {
   }
   EXPECT_EQ(per_size.size(), 8u);
   for (const auto& [size, n] : per_size) EXPECT_EQ(n, 200u) << size;
+}
+
+std::string interpreter_name(const ::testing::TestParamInfo<std::string>& info) {
+  std::string name = info.param.substr(info.param.rfind('/') + 1) + "_" + std::to_string(info.index);
+  for (char& c : name) {
+    if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+  }
+  return name;
+}
+INSTANTIATE_TEST_SUITE_P(Interpreters, PythonStacks, ::testing::ValuesIn(test_pythons()), interpreter_name);
+GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(PythonStacks);
+
+TEST(PythonStacksOld, AVersionWithoutALayoutGetsNativeFramesOnly) {
+  const std::string python = GMP_TEST_OLD_PYTHON;
+  if (python.empty()) GTEST_SKIP() << "no CPython older than 3.10 was found";
+  const ScriptRun& r = run_script(python, "py_alloc.py");
+  ASSERT_EQ(r.result.exit_code, 0) << r.result.err;
+  EXPECT_EQ(r.result.out, "ok\n");
+  ASSERT_EQ(r.allocs.size(), 5u);
+  for (const auto& [id, j] : r.attribution.by_id) EXPECT_NE(j["type"], "pyframe");
+  for (const Event& e : r.allocs) EXPECT_NE(e.stack_id, 0u);
 }
 
 TEST(PythonStacksOff, OffWhenAskedAndNoStacksAtDepthZero) {
