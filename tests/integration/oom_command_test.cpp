@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <fstream>
 #include <regex>
 #include <sstream>
@@ -116,19 +117,34 @@ TEST(OomCommand, ExplainsABundleWithExactFigures) {
   EXPECT_EQ(advice_ids(b), std::vector<std::string>{"fragmentation"});
 }
 
-TEST(OomCommand, HoldersShowTheirStackIdWhenOneWasCaptured) {
+TEST(OomCommand, HoldersShowTheirCallSiteFromTheRunsAttribution) {
   Sandbox box;
   const std::string run = profile(box, {"alloc:256M", "expect_fail:2G"}, {{"GPUMEMPROF_STACKS", "16"}});
   const std::string bundle = first_bundle(run);
   const auto allocations = read_json_file(bundle + "/allocations.json");
   ASSERT_EQ(allocations.size(), 1u);
   const uint64_t stack = allocations[0]["stack_id"].get<uint64_t>();
-  if (stack == 0) GTEST_SKIP() << "this build of the shim captures no stacks";
-  RunResult text = run_tool({"oom", bundle});
+  ASSERT_NE(stack, 0u);
+  // The bundle where the shim put it, and the run directory: the holder's site, symbolised.
+  const std::string site = "at (anonymous namespace)::Runner::alloc(";
+  for (const std::string& target : {bundle, run}) {
+    RunResult text = run_tool({"oom", target});
+    ASSERT_EQ(text.exit_code, 0) << text.err;
+    EXPECT_TRUE(contains(text.out, "cuMemAlloc_v2, thread ")) << text.out;
+    EXPECT_TRUE(contains(text.out, "\n          " + site)) << text.out;
+    EXPECT_TRUE(contains(text.out, "prog_ops.cpp:")) << text.out;
+    RunResult js = run_tool({"oom", target, "--json"});
+    const auto holder = parse(js.out)["bundles"][0]["largest_live"][0];
+    EXPECT_EQ(holder["stack_id"], stack);
+    EXPECT_EQ(holder["site"].get<std::string>().rfind(site.substr(3), 0), 0u) << holder.dump();
+  }
+  // A bundle copied away from its run directory has no attribution beside it: the stack id.
+  const std::string moved = box.dir() + "/moved_bundle";
+  ASSERT_EQ(std::system(("cp -r '" + bundle + "' '" + moved + "'").c_str()), 0);
+  RunResult text = run_tool({"oom", moved});
   ASSERT_EQ(text.exit_code, 0) << text.err;
   EXPECT_TRUE(contains(text.out, ", stack " + std::to_string(stack) + "\n")) << text.out;
-  RunResult js = run_tool({"oom", bundle, "--json"});
-  EXPECT_EQ(parse(js.out)["bundles"][0]["largest_live"][0]["stack_id"], stack);
+  EXPECT_TRUE(parse(run_tool({"oom", moved, "--json"}).out)["bundles"][0]["largest_live"][0]["site"].is_null());
 }
 
 TEST(OomCommand, RecoveredEpisodeAndOtherProcessesFromNvml) {

@@ -10,11 +10,14 @@
 #include <string>
 #include <vector>
 
+#include "attribution_reader.h"
+#include "call_sites.h"
 #include "commands.h"
 #include "format.h"
 #include "oom_bundle_reader.h"
 #include "oom_explain.h"
 #include "run_directory_reader.h"
+#include "symbolizer.h"
 
 namespace gmp::tool {
 namespace {
@@ -94,6 +97,29 @@ void read_bundles(const std::vector<std::string>& paths, uint64_t pid, Result& o
   }
   reader::sort_oom_bundles(bundles);
   for (const auto& b : bundles) out.explained.push_back(explain_oom(b));
+}
+
+// Names the call sites of the largest holders from the run's attribution.jsonl, when there is one:
+// a bundle records stack ids only, the run directory holds what they mean.
+void name_holder_sites(const std::string& run_dir, std::vector<OomExplanation>& explained) {
+  std::vector<uint32_t> ids;
+  for (const auto& x : explained) {
+    for (const auto& a : x.top) {
+      if (a.stack_id != 0 && a.stack_id <= UINT32_MAX) ids.push_back(static_cast<uint32_t>(a.stack_id));
+    }
+  }
+  if (ids.empty()) return;
+  const reader::Attribution attribution = reader::read_attribution(run_dir + "/attribution.jsonl");
+  if (!attribution.present) return;
+  analysis::Symbolizer symbolizer(attribution);
+  const analysis::StackTable stacks = symbolizer.symbolize(ids);
+  for (auto& x : explained) {
+    for (const auto& a : x.top) {
+      if (a.stack_id != 0 && a.stack_id <= UINT32_MAX) {
+        x.sites[a.stack_id] = analysis::site_label(static_cast<uint32_t>(a.stack_id), stacks);
+      }
+    }
+  }
 }
 
 std::string no_oom_text(const RunOom& run) {
@@ -210,6 +236,7 @@ int oom_main(int argc, char** argv) {
     auto b = reader::read_oom_bundle(path, error);
     if (!b) return fail(error);
     r.explained.push_back(explain_oom(*b));
+    name_holder_sites(path + "/../..", r.explained);  // the default place: <run dir>/oom/<bundle>
   } else if (run_like) {
     r.source = Source::RunDirectory;
     std::string error;
@@ -243,6 +270,7 @@ int oom_main(int argc, char** argv) {
       r.run = std::move(o);
     }
     read_bundles(bundles, r.run ? r.run->pid : 0, r);
+    name_holder_sites(path, r.explained);
     if (r.run && r.run->bundles_written > r.explained.size() + r.errors.size() && !r.explained.empty()) {
       r.notes.push_back(std::to_string(r.run->bundles_written) + " bundles were written and " +
                         std::to_string(r.explained.size() + r.errors.size()) +

@@ -235,13 +235,17 @@ std::string where_text(const OomExplanation& x) {
   return s;
 }
 
-std::string holder_line(size_t rank, const OomAllocation& a) {
+std::string holder_line(size_t rank, const OomAllocation& a, const std::map<uint64_t, std::string>& sites) {
   std::string s;
   appendf(s, "    %2zu. %11s  %-8s %s", rank, hb(a.size).c_str(), printable(a.kind.empty() ? "?" : a.kind).c_str(),
           printable(a.api.empty() ? "?" : a.api).c_str());
   s += ", thread " + u(a.thread);
   if (a.age_ms) s += ", age " + human_duration_ns(ms_to_ns(*a.age_ms));
-  if (a.stack_id != 0) s += ", stack " + u(a.stack_id);
+  if (auto site = sites.find(a.stack_id); site != sites.end()) {
+    s += "\n          at " + printable(site->second);
+  } else if (a.stack_id != 0) {
+    s += ", stack " + u(a.stack_id);
+  }
   s += "\n";
   return s;
 }
@@ -429,7 +433,7 @@ std::string oom_explanation_text(const OomExplanation& x) {
     appendf(out, "\nLargest live allocations on %s (%zu of %s, from %s)\n", where.c_str(), x.top.size(),
             u(x.top_candidates).c_str(), from);
     if (x.top.empty()) out += "    none\n";
-    for (size_t i = 0; i < x.top.size(); ++i) out += holder_line(i + 1, x.top[i]);
+    for (size_t i = 0; i < x.top.size(); ++i) out += holder_line(i + 1, x.top[i], x.sites);
   }
 
   out += "\nWhat to try\n";
@@ -496,6 +500,8 @@ nlohmann::json oom_explanation_json(const OomExplanation& x) {
     top.push_back({{"rank", i + 1},       {"size", a.size},         {"kind", a.kind},        {"api", a.api},
                    {"device", a.device},  {"thread", a.thread},     {"age_ms", opt(a.age_ms)}, {"stack_id", a.stack_id},
                    {"address", a.address}});
+    auto site = x.sites.find(a.stack_id);
+    top.back()["site"] = site != x.sites.end() ? json(site->second) : json(nullptr);
   }
   out["largest_live"] = top;
   out["largest_live_from"] = x.top_from_allocations ? "allocations.json" : "metadata.json";

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <utility>
@@ -59,6 +60,9 @@ struct OomExplanation {
   std::vector<reader::OomAllocation> top;
   uint64_t top_candidates = 0;  // how many live allocations the top was chosen from
   bool top_from_allocations = false;
+  // Call-site labels of the top's stack ids, when the run directory's attribution.jsonl was
+  // found (name_holder_sites); a holder without one shows its stack id.
+  std::map<uint64_t, std::string> sites;
 
   struct Advice {
     std::string id;  // cannot_fit, recovered, fragmentation, other_processes, own_footprint, ...
