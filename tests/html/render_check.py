@@ -12,18 +12,28 @@ for a screenshot, and the test checks:
   * the peak figure "550.00 MiB", the embedded JSON's exact peak bytes, the `gpumemprof oom` hint;
   * the hover tooltip (a copy of the page sweeps the pointer across the chart) shows the peak,
     the failed allocation and NVML's figure;
-  * the flame graph hook section is shown exactly when the run has stack ids;
+  * the flame graph of the peak (the run has stacks, GPUMEMPROF_STACKS defaults to 16): boxes are
+    drawn, the root box is "GPU 0" with a tooltip of 550.00 MiB, 100.0% of the peak, and clicking a
+    box zooms into it and "Reset zoom" back out (in the copy of the page that sweeps the tooltip);
   * nothing that would reach the network (src=, external href, url(), @import, <link>);
   * the screenshot is a real page: many distinct colours, not a blank canvas.
 
 A second run from an executable whose path holds "</script><b>&\"'" checks that nothing it
-inserts escapes into the markup (without stacks: the flame graph section stays hidden). Exit status 0 pass, 1 fail, 77 skipped (no Chromium).
+inserts escapes into the markup, flame graph frame names included (the copy is stripped, so its
+frames are named after the file). A run with GPUMEMPROF_STACKS=0 checks the flame graph's empty
+state (says why and how to enable stacks, draws no box); a copy of the first run without
+attribution.jsonl, its grey placeholder boxes and note. A Python run (tests/programs/py_alloc.py
+through ctypes) checks that Python frames are coloured as Python and native frames as native; its
+colour checks are skipped when this CPython records no Python frames.
+Exit status 0 pass, 1 fail, 77 skipped (no Chromium).
 
 Usage: render_check.py --tool GPUMEMPROF --shim LIBGPUMEMPROF --fake-dir DIR --fake-nvml-dir DIR
                        --prog-ops PROG_OPS [--keep DIR] [--screenshot-out FILE.png]
+                       [--py-alloc tests/programs/py_alloc.py (the default)]
 """
 import argparse
 import glob
+import html
 import json
 import os
 import re
@@ -53,6 +63,32 @@ HOVER_SWEEP = """<script>
     if (tip.style.display === "block") seen[tip.textContent] = 1;
   }
   document.body.dataset.tooltips = Object.keys(seen).join(" | ");
+})();
+</script>
+"""
+
+
+# Appended to the same copy: clicks the widest frame below the root, then "Reset zoom", and keeps what
+# the first flame graph looked like at each step in <body data-flame-zoom> as JSON.
+FLAME_ZOOM = """<script>
+(function () {
+  function graph() {
+    var svg = document.querySelector("svg.flame-graph");
+    var focus = svg.querySelector(".flame-focus"), rect = focus.querySelector("rect");
+    return { focus: focus.querySelector("title").textContent.split("\\n")[0], depth: focus.getAttribute("data-depth"),
+             focusWidth: rect.getAttribute("width"), width: svg.viewBox.baseVal.width,
+             ancestors: svg.querySelectorAll(".flame-ancestor").length,
+             boxes: svg.querySelectorAll(".flame-box").length,
+             resetDisabled: document.querySelector(".flame-reset").disabled };
+  }
+  var steps = [graph()];
+  var child = document.querySelector('svg.flame-graph .flame-box[data-depth="1"]');
+  steps.push({ clicked: child.querySelector("title").textContent.split("\\n")[0] });
+  child.dispatchEvent(new MouseEvent("click", { bubbles: true }));
+  steps.push(graph());
+  document.querySelector(".flame-reset").click();
+  steps.push(graph());
+  document.body.dataset.flameZoom = JSON.stringify(steps);
 })();
 </script>
 """
@@ -180,6 +216,22 @@ def png_colours(path):
     return len(colours), non_white / max(1, pixels)
 
 
+def flame_boxes(dom):
+    """(classes, full name from the tooltip's first line, label) of every flame graph box in a DOM dump."""
+    boxes = []
+    for m in re.finditer(r'<g class="(flame-box[^"]*)"[^>]*>(.*?)</g>', dom, re.S):
+        title = re.search(r"<title>(.*?)</title>", m.group(2), re.S)
+        label = re.search(r"<text[^>]*>(.*?)</text>", m.group(2), re.S)
+        boxes.append((m.group(1).split(), html.unescape(title.group(1)).split("\n")[0] if title else "",
+                      html.unescape(label.group(1)) if label else ""))
+    return boxes
+
+
+def flame_section(dom):
+    m = re.search(r'<section id="flame-graph"[^>]*>.*?</section>', dom, re.S)
+    return m.group(0) if m else ""
+
+
 def has_stacks(data):
     sets = [d["live_at_peak"] for d in data["analysis"]["devices"]] + [data["analysis"]["leaks"]]
     return any(site["stack_id"] != 0 for s in sets for site in s.get("by_stack", []))
@@ -200,6 +252,8 @@ def main():
     ap = argparse.ArgumentParser()
     for name in ("--tool", "--shim", "--fake-dir", "--fake-nvml-dir", "--prog-ops"):
         ap.add_argument(name, required=True)
+    ap.add_argument("--py-alloc", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "programs", "py_alloc.py"),
+                    help="the Python program for the Python frame colour check")
     ap.add_argument("--keep", help="keep the run directories, reports, DOM dumps and screenshots here")
     ap.add_argument("--screenshot-out", help="copy the main report's screenshot to this file")
     args = ap.parse_args()
@@ -252,23 +306,45 @@ def main():
     check(re.search(r'<g class="marker marker-alloc_failed"[^>]*>.*?failed 2\.00 GiB', dom, re.S) is not None,
           "the failed allocation's marker is labelled 'failed 2.00 GiB'")
     check("550.00 MiB" in dom, "the peak figure 550.00 MiB is on the page")
-    # The flame graph hook: shown exactly when some allocation carries a stack id (GPUMEMPROF_STACKS).
-    hidden = re.search(r'<section id="flame-graph"[^>]*\bhidden', dom) is not None
-    stacks = data is not None and has_stacks(data)
-    check(hidden != stacks, "the flame graph section is %s (stack data: %s)" % ("hidden" if hidden else "shown", stacks))
+    # The flame graph of the peak: stacks are on by default, so it is drawn.
+    check(data is not None and has_stacks(data), "the run has stack ids (GPUMEMPROF_STACKS defaults to 16)")
+    section = flame_section(dom)
+    check(section != "" and re.search(r'<section id="flame-graph"[^>]*\bhidden', dom) is None, "the flame graph section is shown")
+    boxes = flame_boxes(section)
+    check(len(re.findall(r'<svg[^>]*class="flame-graph"', section)) == 1, "one flame graph (one device)")
+    check(len(boxes) > 1, "the flame graph has %d boxes (more than the root)" % len(boxes))
+    roots = [b for b in boxes if "flame-root" in b[0]]
+    check(len(roots) == 1 and roots[0][1] == "GPU 0" and roots[0][2] == "GPU 0", "the root box is labelled 'GPU 0'")
+    check(re.search(r"<title>GPU 0\n550\.00 MiB, 100\.0% of the peak\n", section) is not None,
+          "the root's tooltip says 550.00 MiB, 100.0% of the peak")
+    check(any("flame-native" in b[0] for b in boxes), "native frames are drawn as native frames")
+    check(all(len(b[2]) <= len(b[1]) for b in boxes), "no label is longer than its frame's name")
+    check("flame-empty" not in section, "no empty-state text when there are stacks")
     check(re.search(r"<[^>]*\bclass=\"tick-label\"[^>]*>[\d.]+ MiB<", dom) is not None, "the y axis is labelled in MiB")
     check(re.search(r"<[^>]*\bclass=\"tick-label\"[^>]*>[\d.]+ s<", dom) is not None, "the x axis is labelled in seconds")
 
     # The hover tooltip: sweep the pointer across the chart and collect what the tooltip said.
     hover_page = os.path.join(workdir, "report.hover.html")
     with open(hover_page, "w", encoding="utf-8") as f:
-        f.write(page.replace("</body>", HOVER_SWEEP + "</body>"))
+        f.write(page.replace("</body>", HOVER_SWEEP + FLAME_ZOOM + "</body>"))
     hover = chromium(browser, workdir, hover_page, "--dump-dom")
     tips = re.search(r'data-tooltips="([^"]*)"', hover)
     tips = tips.group(1) if tips else ""
     check("allocated: max 550.00 MiB" in tips, "hovering the peak shows 'allocated: max 550.00 MiB' in the tooltip")
     check("2.00 GiB failed (CUDA_ERROR_OUT_OF_MEMORY)" in tips, "hovering the failed allocation's time shows it in the tooltip")
     check("NVML process usage: 600.00 MiB" in tips, "the tooltip shows NVML's figure")
+    zoom = re.search(r'data-flame-zoom="([^"]*)"', hover)
+    try:
+        steps = json.loads(html.unescape(zoom.group(1))) if zoom else []
+    except ValueError:
+        steps = []
+    if check(len(steps) == 4, "the flame graph zoom script ran (%d steps)" % len(steps)):
+        before, clicked, zoomed, after = steps
+        check(before["focus"] == "GPU 0" and before["resetDisabled"], "before zooming the root is the focus, reset disabled")
+        check(zoomed["focus"] == clicked["clicked"] and zoomed["depth"] == "1" and zoomed["ancestors"] == 1 and
+              not zoomed["resetDisabled"], "clicking a frame zooms into it (%s)" % zoomed)
+        check(abs(float(zoomed["focusWidth"]) - zoomed["width"]) < 0.5, "the zoomed frame spans the whole width")
+        check(after == before, "'Reset zoom' goes back to the whole graph")
 
     shot = os.path.join(workdir, "report.png")
     chromium(browser, workdir, report, "--screenshot=" + shot)
@@ -287,7 +363,11 @@ def main():
     os.makedirs(hostile_dir, exist_ok=True)
     hostile = os.path.join(hostile_dir, "script><b id=\"injected\">&'y")
     shutil.copy(args.prog_ops, hostile)
-    hostile_run = profile(args, workdir, hostile, ["alloc:1M", "expect_fail:2G"], {"GPUMEMPROF_STACKS": "0"})
+    # Stripped, its frames are named after the file ("script><b ...+0x1a2b"): markup in flame graph names.
+    strip = shutil.which("strip")
+    if strip:
+        subprocess.run([strip, hostile], check=True)
+    hostile_run = profile(args, workdir, hostile, ["alloc:1M", "expect_fail:2G"])
     report2 = os.path.join(workdir, "hostile.html")
     page2 = html_report(args, hostile_run, report2)
     check("</script><b" not in page2 and "<b " not in page2, "the hostile path is escaped in the markup")
@@ -298,8 +378,64 @@ def main():
     check(body2 is not None and 'data-rendered="ok"' in body2.group(0) and "data-error" not in body2.group(0),
           "the hostile report renders without a script error")
     check('<b id="injected"' not in dom2, "no element was injected into the DOM")
-    check(re.search(r'<section id="flame-graph"[^>]*\bhidden', dom2) is not None,
-          "without stacks (GPUMEMPROF_STACKS=0) the flame graph section stays hidden")
+    names2 = [b[1] for b in flame_boxes(flame_section(dom2))]
+    check(len(names2) > 1, "the hostile run's flame graph is drawn")
+    if strip:
+        check(any(n.startswith(os.path.basename(hostile) + "+0x") for n in names2),
+              "flame graph frames named after the hostile file hold its name as text")
+
+    # --- no stacks: the flame graph says why there is none and how to get one ---
+    bare_run = profile(args, workdir, args.prog_ops, ["alloc:1M", "alloc:2M"], {"GPUMEMPROF_STACKS": "0"})
+    report3 = os.path.join(workdir, "nostacks.html")
+    data3 = embedded_json(html_report(args, bare_run, report3))
+    check(data3 is not None and not has_stacks(data3), "a run with GPUMEMPROF_STACKS=0 has no stack ids")
+    dom3 = chromium(browser, workdir, report3, "--dump-dom")
+    body3 = re.search(r"<body[^>]*>", dom3)
+    check(body3 is not None and 'data-rendered="ok"' in body3.group(0) and "data-error" not in body3.group(0),
+          "the report without stacks renders without a script error")
+    section3 = flame_section(dom3)
+    text3 = re.sub(r"<[^>]+>", "", section3)
+    check(re.search(r'<section id="flame-graph"[^>]*\bhidden', dom3) is None and "flame-empty" in section3,
+          "without stacks the flame graph section is shown with its empty-state text")
+    check("No call stacks were recorded" in text3 and "GPUMEMPROF_STACKS=0" in text3 and "GPUMEMPROF_STACKS=16" in text3,
+          "the empty state says no stacks were recorded (GPUMEMPROF_STACKS=0) and how to enable them")
+    check(flame_boxes(section3) == [] and "<svg" not in section3, "without stacks no flame graph is drawn")
+
+    # --- stacks that cannot be named (attribution.jsonl gone): placeholder boxes and a note ---
+    unnamed_run = os.path.join(workdir, "unnamed-run")
+    shutil.copytree(run_dir, unnamed_run)
+    os.remove(os.path.join(unnamed_run, "attribution.jsonl"))
+    report5 = os.path.join(workdir, "unnamed.html")
+    html_report(args, unnamed_run, report5)
+    dom5 = chromium(browser, workdir, report5, "--dump-dom")
+    section5 = flame_section(dom5)
+    boxes5 = flame_boxes(section5)
+    check(re.search(r'<body[^>]*data-rendered="ok"', dom5) is not None and "data-error" not in dom5,
+          "the report without attribution.jsonl renders without a script error")
+    check(len(boxes5) > 1 and all("flame-none" in b[0] and re.match(r"\(stack \d+ not in attribution\.jsonl\)$", b[1])
+                                  for b in boxes5 if "flame-root" not in b[0]),
+          "stacks that cannot be named are grey placeholder boxes under the root")
+    check("attribution.jsonl</code>, so the stacks cannot be named" in section5, "a note says attribution.jsonl is missing")
+
+    # --- Python frames: coloured apart from native ones ---
+    py_run = profile(args, workdir, sys.executable, [args.py_alloc])
+    report4 = os.path.join(workdir, "python.html")
+    html_report(args, py_run, report4)
+    dom4 = chromium(browser, workdir, report4, "--dump-dom")
+    body4 = re.search(r"<body[^>]*>", dom4)
+    check(body4 is not None and 'data-rendered="ok"' in body4.group(0) and "data-error" not in body4.group(0),
+          "the Python run's report renders without a script error")
+    boxes4 = flame_boxes(flame_section(dom4))
+    py_named = [b for b in boxes4 if re.search(r" \(py_alloc\.py:\d+\)$", b[1])]
+    if py_named:
+        check(all("flame-python" in b[0] for b in py_named), "%d py_alloc.py frames are coloured as Python" % len(py_named))
+        check(any("flame-native" in b[0] for b in boxes4) and
+              all("flame-python" not in b[0] for b in boxes4 if b[1].startswith(("cuMemAlloc", "ffi_call"))),
+              "native frames (ctypes, the driver) are coloured as native")
+        check(all(b[0].count("flame-python") + b[0].count("flame-native") + b[0].count("flame-root") +
+                  b[0].count("flame-none") == 1 for b in boxes4), "every box has exactly one frame type")
+    else:
+        print("  skip  Python frame colours: this python3 (%s) recorded no Python frames" % sys.version.split()[0])
 
     if failures:
         print("render_check: %d checks failed (artifacts in %s)" % (len(failures), workdir))

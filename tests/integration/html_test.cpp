@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <map>
 #include <regex>
 #include <sstream>
 
@@ -28,9 +29,10 @@ std::string slurp(const std::string& path) {
 bool contains(const std::string& haystack, const std::string& needle) { return haystack.find(needle) != std::string::npos; }
 
 // Peak 550 MiB (100 + 200 + 250), then a 2 GiB request that fails on the 1 GiB device.
-std::string profile(const Sandbox& box, const std::string& exe = Paths::bin("prog_ops")) {
-  RunResult r = box.run({exe, "alloc:100M", "alloc:200M", "alloc:250M", "free:1", "expect_fail:2G"},
-                        {{"FAKE_CUDA_CAPACITY", "1G"}});
+std::string profile(const Sandbox& box, const std::string& exe = Paths::bin("prog_ops"),
+                    std::map<std::string, std::string> env = {}) {
+  env["FAKE_CUDA_CAPACITY"] = "1G";
+  RunResult r = box.run({exe, "alloc:100M", "alloc:200M", "alloc:250M", "free:1", "expect_fail:2G"}, env);
   EXPECT_EQ(r.exit_code, 0) << r.err;
   return box.only_run_dir();
 }
@@ -81,12 +83,43 @@ TEST(HtmlCommand, WritesOneSelfContainedPageWithTheExactFigures) {
   EXPECT_TRUE(contains(page, "350.00 MiB"));
   EXPECT_TRUE(contains(page, "cuMemAlloc_v2 of 2.00 GiB failed (CUDA_ERROR_OUT_OF_MEMORY)"));
   EXPECT_TRUE(contains(page, "gpumemprof oom " + dir));
-  EXPECT_TRUE(contains(page, "id=\"flame-graph\""));  // the hook for a later flame graph
+
+  // The flame graph of the peak: a section the script fills from the embedded tree (stacks are on
+  // by default), whose root is the device and whose children split all of the peak's bytes.
+  EXPECT_TRUE(contains(page, "<section id=\"flame-graph\""));
+  EXPECT_TRUE(contains(page, "function renderFlameGraph(data, body)"));
+  EXPECT_FALSE(contains(page, "not drawn yet"));
+  const auto& flame = dev["flame"];
+  EXPECT_EQ(flame["name"], "GPU 0");
+  EXPECT_EQ(flame["value"], 550 * MiB);
+  ASSERT_FALSE(flame["children"].empty());
+  uint64_t below = 0;
+  for (const auto& c : flame["children"]) below += c["value"].get<uint64_t>();
+  EXPECT_EQ(below, 550 * MiB);
 
   // Self-contained: no external script, style sheet, image or font.
   EXPECT_FALSE(std::regex_search(page, std::regex(R"(\bsrc\s*=)", std::regex::icase)));
   EXPECT_FALSE(std::regex_search(page, std::regex(R"(<link\b|@import|url\s*\()", std::regex::icase)));
   EXPECT_FALSE(std::regex_search(page, std::regex(R"(\bhref\s*=\s*"(?!#))", std::regex::icase)));
+}
+
+// Without stacks the tree is the device and one placeholder frame, and no allocation has a stack id:
+// what the script's empty state ("No call stacks were recorded ...") keys on.
+TEST(HtmlCommand, FlameDataWithoutStacksIsOnlyThePlaceholder) {
+  Sandbox box;
+  const std::string dir = profile(box, Paths::bin("prog_ops"), {{"GPUMEMPROF_STACKS", "0"}});
+  RunResult r = run_tool({"html", dir, "-o", "-"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(contains(r.out, "<section id=\"flame-graph\""));
+  const auto data = embedded(r.out);
+  const auto& dev = data["analysis"]["devices"][0];
+  for (const auto& site : dev["live_at_peak"]["by_stack"]) EXPECT_EQ(site["stack_id"], 0) << site.dump();
+  for (const auto& site : data["analysis"]["leaks"]["by_stack"]) EXPECT_EQ(site["stack_id"], 0) << site.dump();
+  EXPECT_EQ(dev["flame"]["name"], "GPU 0");
+  EXPECT_EQ(dev["flame"]["value"], 550 * MiB);
+  ASSERT_EQ(dev["flame"]["children"].size(), 1u) << dev["flame"].dump();
+  EXPECT_EQ(dev["flame"]["children"][0]["name"], "(no stack captured)");
+  EXPECT_EQ(dev["flame"]["children"][0]["value"], 550 * MiB);
 }
 
 TEST(HtmlCommand, WritesToStdoutWithDash) {

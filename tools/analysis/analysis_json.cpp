@@ -133,7 +133,9 @@ nlohmann::json flame_json(const FlameNode& n) {
   for (const FlameNode& c : n.children) order.push_back(&c);
   std::stable_sort(order.begin(), order.end(), [](const FlameNode* a, const FlameNode* b) { return a->value > b->value; });
   for (const FlameNode* c : order) children.push_back(flame_json(*c));
-  return {{"name", n.name}, {"value", n.value}, {"children", children}};
+  nlohmann::json j = {{"name", n.name}, {"value", n.value}, {"children", children}};
+  if (n.python) j["python"] = true;
+  return j;
 }
 
 nlohmann::json ranges_json(const Regions& r) {

@@ -39,12 +39,12 @@ void fold(const FlameNode& n, std::string& path, std::string& out) {
 
 }  // namespace
 
-FlameNode* FlameNode::child(const std::string& child_name) {
+FlameNode* FlameNode::child(const std::string& child_name, bool is_python) {
   // A linear search: fan-out is small at every level but the innermost few.
   for (FlameNode& c : children) {
     if (c.name == child_name) return &c;
   }
-  children.push_back(FlameNode{child_name, 0, {}});
+  children.push_back(FlameNode{child_name, 0, {}, is_python});
   return &children.back();
 }
 
@@ -61,7 +61,7 @@ FlameNode build_flame(const std::string& root, const std::unordered_map<uint32_t
     }
     FlameNode* n = &top;
     for (auto f = it->second.rbegin(); f != it->second.rend(); ++f) {  // outermost first
-      n = n->child(f->flame_name());
+      n = n->child(f->flame_name(), f->python);
       n->value += b.bytes;
     }
   }

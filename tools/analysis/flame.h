@@ -17,7 +17,8 @@ struct FlameNode {
   std::string name;
   uint64_t value = 0;  // bytes here and below
   std::vector<FlameNode> children;  // by name once finished
-  FlameNode* child(const std::string& name);  // found or added
+  bool python = false;  // a Python frame (the HTML report colours them apart)
+  FlameNode* child(const std::string& name, bool python = false);  // found or added
 };
 
 // Stacks without a record get one frame naming why (see site_label).

@@ -1,7 +1,8 @@
 // The HTML report's inline style sheet and script. Hand-written, no libraries, nothing fetched: the
 // page must open from a file on a machine with no network. The script reads the embedded JSON
-// (#gmp-data, see html_report.h), draws one SVG timeline per device with a hover tooltip, and
-// finally sets <body data-rendered="ok"> (a script error sets data-error instead; tests check both).
+// (#gmp-data, see html_report.h), draws one SVG timeline per device with a hover tooltip and one
+// flame graph (icicle) per device of what was live at its allocated peak, and finally sets
+// <body data-rendered="ok"> (a script error sets data-error instead; tests check both).
 #include "html_report.h"
 
 namespace gmp::tool {
@@ -79,6 +80,31 @@ th { background: var(--panel); font-weight: 600; }
 }
 .tooltip .tip-time { font-weight: 600; margin-bottom: 2px; }
 .tooltip .tip-marker { color: var(--bad); }
+/* The flame graph: Python frames cool, native frames warm (each box's own shade comes from its
+   name, set by the script), the device root dark, allocations without a named stack grey. */
+.key-flame-root { background: #57606a; }
+.key-flame-python { background: hsl(190, 55%, 62%); }
+.key-flame-native { background: hsl(32, 88%, 64%); }
+.key-flame-none { background: #d8dee4; }
+.flame-device h3 small { font-weight: normal; color: var(--muted); }
+.flame-toolbar { display: flex; align-items: center; gap: 10px; font-size: 12.5px; margin: 4px 0 6px; }
+.flame-toolbar button {
+  font: inherit; color: var(--fg); background: var(--panel); border: 1px solid var(--border);
+  border-radius: 6px; padding: 2px 10px; cursor: pointer;
+}
+.flame-toolbar button:disabled { color: var(--muted); cursor: default; }
+.flame svg { display: block; width: 100%; height: auto; font-size: 11px; }
+.flame .flame-box { cursor: pointer; }
+.flame .flame-box rect { stroke: var(--bg); stroke-width: 1; }
+.flame .flame-box:hover rect, .flame .flame-box:focus rect { stroke: var(--fg); }
+.flame .flame-box:focus { outline: none; }
+.flame .flame-box text { fill: var(--fg); pointer-events: none; }
+.flame .flame-root rect { fill: #57606a; }
+.flame .flame-root text { fill: #ffffff; }
+.flame .flame-none rect { fill: #d8dee4; }
+.flame .flame-none text { fill: var(--muted); }
+.flame .flame-ancestor rect { fill-opacity: .5; }  /* above the zoomed frame: click to zoom out */
+.flame .flame-focus { cursor: default; }
 footer { margin-top: 40px; color: var(--muted); font-size: 12px; }
 [hidden] { display: none !important; }
 )GMPCSS";
@@ -307,16 +333,217 @@ const char* const kHtmlReportScript = R"GMPJS(
     });
   }
 
-  // ---- FLAME GRAPH HOOK ----
-  // Draw a flame graph of the allocations live at the allocated peak into `body` (the
-  // <div class="flame-graph-body"> of the #flame-graph section, which is hidden unless this is
-  // called, and holds a placeholder line until then). Called only when some allocation carries a
-  // stack id (hasStackData). Left empty on purpose, for the flame graph to come: the data is in
-  // data.analysis.devices[i] (live_at_peak.by_stack, and where the analysis provides them,
-  // "flame" {name, value, children} and "sites_at_peak").
+  // ---- the flame graph of the peak ----
+  // One icicle per device (root at the top) of analysis.devices[i].flame: the allocations live at
+  // the device's allocated peak, folded by call stack (tools/analysis/flame.cpp). The root is
+  // "GPU N", then each stack's frames outermost first; a node's value is the bytes allocated from
+  // it and from everything it called, so a box's width is its share of the peak and its children
+  // are drawn below it. Stacks without a named record hang from the root as one placeholder frame
+  // ("(no stack captured)", "(stack N not in attribution.jsonl)", "(only profiler frames)").
+
+  var FLAME_ROW = 18;         // px per frame row
+  var FLAME_MIN_WIDTH = 0.5;  // px: a narrower box (and what it called) is not drawn
+  var FLAME_LABEL_MIN = 22;   // px a box needs before it gets a label: room for "ab…"
+  var FLAME_TYPE_TEXT = {
+    root: "the device: everything live at its allocated peak",
+    python: "Python frame", native: "native frame",
+    none: "allocations whose stack has no named frames"
+  };
+
+  // The placeholder frames of site_label (tools/analysis/call_sites.cpp), only ever under the root.
+  var FLAME_PLACEHOLDER = /^\((no stack captured|stack \d+ not in attribution\.jsonl|only profiler frames)\)$/;
+
+  // The tree with parents, depths and frame types (the analysis marks Python frames "python").
+  function flameTree(node, parent, depth) {
+    var n = { name: node.name, value: node.value, parent: parent, depth: depth };
+    if (depth === 0) n.type = "root";
+    else if (depth === 1 && FLAME_PLACEHOLDER.test(node.name)) n.type = "none";
+    else n.type = node.python ? "python" : "native";
+    n.children = (node.children || []).map(function (c) { return flameTree(c, n, depth + 1); });
+    return n;
+  }
+
+  // A stable shade per name, so a frame keeps its colour across zooms and adjacent boxes differ.
+  function nameHash(s) {
+    var h = 2166136261;  // FNV-1a
+    for (var i = 0; i < s.length; i++) h = Math.imul(h ^ s.charCodeAt(i), 16777619);
+    return h >>> 0;
+  }
+
+  function flameFill(n) {
+    var h = nameHash(n.name), a = (h & 0xffff) / 0xffff, b = (h >>> 16) / 0xffff;
+    if (n.type === "python") return "hsl(" + Math.round(176 + 30 * a) + ", 55%, " + Math.round(58 + 14 * b) + "%)";
+    return "hsl(" + Math.round(18 + 30 * a) + ", 88%, " + Math.round(60 + 12 * b) + "%)";
+  }
+
+  function percentOf(part, whole) {
+    if (!(whole > 0)) return "";
+    var p = 100 * part / whole;
+    return (p > 0 && p < 0.1 ? "<0.1" : p.toFixed(1)) + "%";
+  }
+
+  // Label width: measured with the page's own font on a canvas (nothing is drawn there), or
+  // estimated where a canvas is not available.
+  var measureCtx;
+  function textWidth(s) {
+    if (measureCtx === undefined) {
+      measureCtx = document.createElement("canvas").getContext("2d");
+      if (measureCtx) measureCtx.font = "11px " + getComputedStyle(document.body).fontFamily;
+    }
+    return measureCtx ? measureCtx.measureText(s).width : s.length * 6.2;
+  }
+
+  // The name, or its longest prefix that fits `room` with an ellipsis ("" when not 2 characters).
+  function fitLabel(name, room) {
+    if (textWidth(name) <= room) return name;
+    var chars = Array.from(name), lo = 0, hi = chars.length - 1;  // code points: no split surrogates
+    while (lo < hi) {
+      var mid = (lo + hi + 1) >> 1;
+      if (textWidth(chars.slice(0, mid).join("") + "\u2026") <= room) lo = mid;
+      else hi = mid - 1;
+    }
+    return lo >= 2 ? chars.slice(0, lo).join("") + "\u2026" : "";
+  }
+
+  function htmlEl(name, cls, parent, text) {
+    var e = document.createElement(name);
+    if (cls) e.className = cls;
+    if (text !== undefined) e.textContent = text;
+    if (parent) parent.appendChild(e);
+    return e;
+  }
+
+  // A paragraph from pieces: strings are text, ["code", s] a <code> element. Text only, no markup.
+  function para(parent, cls, pieces) {
+    var p = htmlEl("p", cls, parent);
+    pieces.forEach(function (x) {
+      if (typeof x === "string") p.appendChild(document.createTextNode(x));
+      else htmlEl(x[0], "", p, x[1]);
+    });
+    return p;
+  }
+
+  // Rows below `n` that have a box wide enough to draw at `scale` px per byte.
+  function rowsBelow(n, scale) {
+    var most = 0;
+    n.children.forEach(function (c) {
+      if (c.value * scale >= FLAME_MIN_WIDTH) most = Math.max(most, 1 + rowsBelow(c, scale));
+    });
+    return most;
+  }
+
+  // One device's graph: a toolbar (reset, what is zoomed) over the SVG, redrawn on each zoom.
+  function drawFlameGraph(container, dev) {
+    var root = flameTree(dev.flame, null, 0);
+    var peak = dev.allocated_peak && dev.allocated_peak.bytes > 0 ? dev.allocated_peak.bytes : root.value;
+    var toolbar = htmlEl("div", "flame-toolbar", container);
+    var reset = htmlEl("button", "flame-reset", toolbar, "Reset zoom");
+    reset.type = "button";
+    var status = htmlEl("span", "flame-status muted", toolbar);
+    var chart = htmlEl("div", "flame", container);
+    chart.dataset.device = dev.device;
+    // Drawn for the width at load, like the timeline; the SVG scales with the window afterwards.
+    var W = Math.max(520, Math.round(chart.clientWidth || 960));
+
+    function tip(n, focus) {
+      var lines = [n.name, humanBytes(n.value) + ", " + percentOf(n.value, peak) + " of the peak"];
+      var below = 0;
+      n.children.forEach(function (c) { below += c.value; });
+      if (n.children.length > 0 && n.value > below) lines.push(humanBytes(n.value - below) + " allocated in this frame itself");
+      lines.push(FLAME_TYPE_TEXT[n.type]);
+      if (n !== focus) lines.push(n.depth < focus.depth ? "Click to zoom out to here" : "Click to zoom in");
+      return lines.join("\n");
+    }
+
+    function zoom(focus) {
+      var scale = W / focus.value;
+      var rows = focus.depth + 1 + rowsBelow(focus, scale);
+      var H = rows * FLAME_ROW;
+      var svg = svgEl("svg", {
+        viewBox: "0 0 " + W + " " + H, "class": "flame-graph", role: "img", "data-device": dev.device,
+        "aria-label": "Device " + dev.device + " flame graph of the memory live at its allocated peak"
+      });
+
+      function box(n, x, w, extraClass) {
+        var g = svgEl("g", {
+          "class": "flame-box flame-" + n.type + extraClass, "data-depth": n.depth, tabindex: n === focus ? -1 : 0
+        }, svg);
+        var rect = svgEl("rect", { x: r1(x), y: n.depth * FLAME_ROW, width: r1(Math.max(w, FLAME_MIN_WIDTH)), height: FLAME_ROW, rx: 2 }, g);
+        if (n.type === "python" || n.type === "native") rect.setAttribute("fill", flameFill(n));
+        svgEl("title", {}, g).textContent = tip(n, focus);
+        if (w >= FLAME_LABEL_MIN) {
+          var label = fitLabel(n.name, w - 8);
+          if (label) svgText(g, r1(x + 4), n.depth * FLAME_ROW + 12.5, label);
+        }
+        if (n === focus) return;
+        g.addEventListener("click", function () { zoom(n); });
+        g.addEventListener("keydown", function (ev) {
+          if (ev.key === "Enter" || ev.key === " ") { ev.preventDefault(); zoom(n); }
+        });
+      }
+
+      // The frames above the zoomed one span the whole width, faded: the way back out.
+      for (var a = focus.parent; a; a = a.parent) box(a, 0, W, " flame-ancestor");
+      (function layout(n, x) {
+        box(n, x, n.value * scale, n === focus ? " flame-focus" : "");
+        var cx = x;
+        n.children.forEach(function (c) {
+          if (c.value * scale >= FLAME_MIN_WIDTH) layout(c, cx);
+          cx += c.value * scale;  // skipped boxes keep their place: widths stay proportional
+        });
+      })(focus, 0);
+
+      chart.textContent = "";
+      chart.appendChild(svg);
+      reset.disabled = focus === root;
+      status.textContent = focus === root
+        ? "Click a box to zoom into it; hover for its full name and size."
+        : "Zoomed into " + focus.name + ": " + humanBytes(focus.value) + ", " + percentOf(focus.value, peak) + " of the peak.";
+    }
+
+    reset.addEventListener("click", function () { zoom(root); });
+    zoom(root);
+  }
+
+  // Draws into `body` (the <div class="flame-graph-body"> of the #flame-graph section): a graph
+  // per device that had memory live at its peak, or says why there is none.
   function renderFlameGraph(data, body) {
-    void data;
-    void body;
+    body.textContent = "";
+    if (!hasStackData(data)) {
+      para(body, "note flame-empty", [
+        "No call stacks were recorded for this run, so there is no flame graph: no allocation carries a stack id. " +
+        "Stacks are captured by default (16 frames), so the run was most likely recorded with ", ["code", "GPUMEMPROF_STACKS=0"],
+        ". To see it, profile again with ", ["code", "GPUMEMPROF_STACKS"], " unset or set to a depth from 1 to 128 (e.g. ",
+        ["code", "GPUMEMPROF_STACKS=16"], "); ", ["code", "GPUMEMPROF_PYTHON_STACKS=1"],
+        ", the default, adds the Python frames. See docs/attribution.md."]);
+      return;
+    }
+    var devices = data.analysis.devices.filter(function (d) { return d.flame && d.flame.value > 0; });
+    if (devices.length === 0) {
+      para(body, "muted flame-empty", ["No device memory was live at any allocated peak."]);
+      return;
+    }
+
+    var legend = htmlEl("div", "legend", body);
+    [["root", "device"], ["python", "Python frame"], ["native", "native frame"], ["none", "no stack"]].forEach(function (k) {
+      htmlEl("span", "key key-flame-" + k[0], legend);
+      legend.appendChild(document.createTextNode(k[1] + " "));
+    });
+    htmlEl("span", "muted", legend, "(each box is a frame of the stacks live at the allocated peak, its width the bytes " +
+      "allocated from it and the frames it called, which are drawn below it; click a box to zoom in, \u201cReset zoom\u201d to go back)");
+    if (data.analysis.attribution && data.analysis.attribution.file_present === false) {
+      para(body, "note warn", ["The run directory has no ", ["code", "attribution.jsonl"],
+        ", so the stacks cannot be named: each stack shows as one box with its id."]);
+    }
+
+    devices.forEach(function (dev) {
+      var section = htmlEl("div", "flame-device", body);
+      section.dataset.device = dev.device;
+      var h = htmlEl("h3", "", section, "Device " + dev.device + " ");
+      htmlEl("small", "", h, humanBytes(dev.flame.value) + " live at the allocated peak, at " +
+        humanTime(dev.allocated_peak ? dev.allocated_peak.at_ns : 0));
+      drawFlameGraph(section, dev);
+    });
   }
 
   function hasStackData(data) {
@@ -336,10 +563,11 @@ const char* const kHtmlReportScript = R"GMPJS(
     drawTimeline(box, dev, markers);
   });
 
-  if (hasStackData(data)) {
-    var section = document.getElementById("flame-graph");
-    section.hidden = false;
-    renderFlameGraph(data, section.querySelector(".flame-graph-body"));
+  // Shown by the script only (hidden without JavaScript): a graph, or why there is none.
+  var flameSection = document.getElementById("flame-graph");
+  if (flameSection) {
+    flameSection.hidden = false;
+    renderFlameGraph(data, flameSection.querySelector(".flame-graph-body"));
   }
 
   document.body.dataset.rendered = "ok";

@@ -63,7 +63,7 @@ class Page {
     header();
     nav();
     for (const auto& [ordinal, d] : run_.devices) device(d);
-    flame_graph_hook();
+    flame_graph_section();
     leaks();
     failures();
     alerts();
@@ -325,14 +325,12 @@ class Page {
     out_ += "</section>\n";
   }
 
-  void flame_graph_hook() {
-    out_ +=
-        "<!-- FLAME GRAPH HOOK. A flame graph of the allocations live at the allocated peak, by call stack, belongs in this\n"
-        "     section. It stays hidden unless some allocation carries a stack id (GPUMEMPROF_STACKS); the script then shows it\n"
-        "     and calls renderFlameGraph(data, body) with the embedded data (html_assets.cpp). -->\n"
-        "<section id=\"flame-graph\" class=\"flame-graph\" hidden>\n<h2>Flame graph of the peak</h2>\n"
-        "<div class=\"flame-graph-body\"><p class=\"muted\">Call stacks were recorded for this run; the flame graph is not "
-        "drawn yet. The stack ids are in the tables above.</p></div>\n</section>\n";
+  // The flame graph of the peak is drawn by the script (renderFlameGraph in html_assets.cpp) from the
+  // embedded "flame" trees; it shows the section, or says why there is no graph (no stacks recorded).
+  // Without JavaScript the section stays hidden: the call-site tables above carry the stack ids.
+  void flame_graph_section() {
+    out_ += "<section id=\"flame-graph\" class=\"flame-graph\" hidden>\n<h2>Flame graph of the peak</h2>\n"
+            "<div class=\"flame-graph-body\"><p class=\"muted\">Drawing the flame graph...</p></div>\n</section>\n";
   }
 
   void leaks() {
