@@ -84,6 +84,12 @@ TEST(HtmlCommand, WritesOneSelfContainedPageWithTheExactFigures) {
   EXPECT_TRUE(contains(page, "cuMemAlloc_v2 of 2.00 GiB failed (CUDA_ERROR_OUT_OF_MEMORY)"));
   EXPECT_TRUE(contains(page, "gpumemprof oom " + dir));
 
+  // The call-site tables name the site (prog_ops allocates in Runner::alloc), as the text report does.
+  EXPECT_TRUE(contains(page, "<h4>By call site</h4>"));
+  EXPECT_TRUE(std::regex_search(page, std::regex(R"(<td class="site" title="(largest )?stack:? \d+"><code>\(anonymous namespace\)::Runner::alloc\()")))
+      << "no symbolised call site in the tables";
+  EXPECT_FALSE(contains(page, "<th class=\"num\">stack id</th>"));
+
   // The flame graph of the peak: a section the script fills from the embedded tree (stacks are on
   // by default), whose root is the device and whose children split all of the peak's bytes.
   EXPECT_TRUE(contains(page, "<section id=\"flame-graph\""));

@@ -80,6 +80,8 @@ th { background: var(--panel); font-weight: 600; }
 }
 .tooltip .tip-time { font-weight: 600; margin-bottom: 2px; }
 .tooltip .tip-marker { color: var(--bad); }
+/* Call-site labels are long C++ signatures: let them wrap instead of widening the table. */
+td.site code { white-space: normal; overflow-wrap: anywhere; }
 /* The flame graph: Python frames cool, native frames warm (each box's own shade comes from its
    name, set by the script), the device root dark, allocations without a named stack grey. */
 .key-flame-root { background: #57606a; }

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "analysis_json.h"
+#include "call_sites.h"
 #include "format.h"
 #include "html_escape.h"
 
@@ -202,17 +203,23 @@ class Page {
     out_ += "</nav>\n";
   }
 
+  // A call site's label (docs/attribution.md, "Call sites"), its stack id in the tooltip.
+  std::string site_cell(uint32_t stack_id) {
+    if (stack_id == 0) return "<td class=\"site\"><span class=\"muted\">no stack</span></td>";
+    return "<td class=\"site\" title=\"stack " + std::to_string(stack_id) + "\"><code>" +
+           escape(analysis::site_label(stack_id, run_.stacks)) + "</code></td>";
+  }
+
   void allocation_rows(const std::vector<LiveAllocation>& list, bool with_device) {
     out_ += "<table class=\"allocations\">\n<thead><tr><th class=\"num\">size</th><th>kind</th>";
     if (with_device) out_ += "<th class=\"num\">device</th>";
-    out_ += "<th>API</th><th class=\"num\">allocated at</th><th class=\"num\">thread</th><th class=\"num\">stack id</th></tr></thead>\n<tbody>\n";
+    out_ += "<th>API</th><th class=\"num\">allocated at</th><th class=\"num\">thread</th><th>call site</th></tr></thead>\n<tbody>\n";
     for (const LiveAllocation& a : list) {
       out_ += "<tr><td class=\"num\">" + escape(human_bytes(a.size)) + "</td><td>" + escape(name_of(a.kind)) + "</td>";
       if (with_device) out_ += "<td class=\"num\">" + std::to_string(a.device) + "</td>";
       out_ += "<td><code>" + escape(std::string(api_name(a.api))) + "</code></td><td class=\"num\">" +
               escape(at(since(a.timestamp_ns, run_.start_ns))) + "</td><td class=\"num\">" + std::to_string(a.thread_id) +
-              "</td><td class=\"num\">" + (a.stack_id ? std::to_string(a.stack_id) : "<span class=\"muted\">none</span>") +
-              "</td></tr>\n";
+              "</td>" + site_cell(a.stack_id) + "</tr>\n";
     }
     out_ += "</tbody></table>\n";
   }
@@ -228,21 +235,16 @@ class Page {
     out_ += "</tbody></table>\n";
   }
 
-  void call_sites(const analysis::LiveSet& set) {
-    std::vector<std::pair<uint32_t, analysis::Bytes>> sites;
-    for (const auto& [id, b] : set.by_stack) {
-      if (id != 0) sites.emplace_back(id, b);
-    }
-    if (sites.empty()) return;
-    std::sort(sites.begin(), sites.end(), [](const auto& a, const auto& b) {
-      return a.second.bytes != b.second.bytes ? a.second.bytes > b.second.bytes : a.first < b.first;
-    });
-    if (sites.size() > 20) sites.resize(20);
-    out_ += "<h4>By call site</h4>\n<table class=\"sites\">\n<thead><tr><th class=\"num\">stack id</th><th class=\"num\">bytes</th>"
-            "<th class=\"num\">allocations</th></tr></thead>\n<tbody>\n";
-    for (const auto& [id, b] : sites) {
-      out_ += "<tr><td class=\"num\">" + std::to_string(id) + "</td><td class=\"num\">" + escape(human_bytes(b.bytes)) +
-              "</td><td class=\"num\">" + u64s(b.count) + "</td></tr>\n";
+  // The sites as the text report groups them: the site frame's label, what it holds, how many
+  // distinct stacks reach it.
+  void call_sites(const std::vector<analysis::CallSite>& sites) {
+    if (sites.empty() || (sites.size() == 1 && sites[0].stack_id == 0)) return;
+    out_ += "<h4>By call site</h4>\n<table class=\"sites\">\n<thead><tr><th>call site</th><th class=\"num\">bytes</th>"
+            "<th class=\"num\">allocations</th><th class=\"num\">stacks</th></tr></thead>\n<tbody>\n";
+    for (const analysis::CallSite& c : sites) {
+      out_ += "<tr><td class=\"site\"" + (c.stack_id ? " title=\"largest stack: " + std::to_string(c.stack_id) + "\"" : std::string()) +
+              "><code>" + escape(c.label) + "</code></td><td class=\"num\">" + escape(human_bytes(c.bytes.bytes)) +
+              "</td><td class=\"num\">" + u64s(c.bytes.count) + "</td><td class=\"num\">" + u64s(c.stacks) + "</td></tr>\n";
     }
     out_ += "</tbody></table>\n";
   }
@@ -306,7 +308,7 @@ class Page {
       by_kind_rows(live);
       out_ += "<h4>Largest</h4>\n";
       allocation_rows(live.largest, false);
-      call_sites(live);
+      call_sites(d.sites_at_peak);
     }
     if (d.nvml_process_peak > 0) {
       std::string text = "NVML saw this process use at most " + escape(human_bytes(d.nvml_process_peak)) +
@@ -327,7 +329,7 @@ class Page {
 
   // The flame graph of the peak is drawn by the script (renderFlameGraph in html_assets.cpp) from the
   // embedded "flame" trees; it shows the section, or says why there is no graph (no stacks recorded).
-  // Without JavaScript the section stays hidden: the call-site tables above carry the stack ids.
+  // Without JavaScript the section stays hidden: the call-site tables above name the sites.
   void flame_graph_section() {
     out_ += "<section id=\"flame-graph\" class=\"flame-graph\" hidden>\n<h2>Flame graph of the peak</h2>\n"
             "<div class=\"flame-graph-body\"><p class=\"muted\">Drawing the flame graph...</p></div>\n</section>\n";
@@ -347,7 +349,7 @@ class Page {
       by_kind_rows(l);
       out_ += "<h4>Largest</h4>\n";
       allocation_rows(l.largest, true);
-      call_sites(l);
+      call_sites(run_.leak_sites);
     }
     const analysis::LiveSet& p = run_.pinned_at_exit;
     const uint64_t pinned_peak = json_u64(summary_, {"host_pinned_bytes", "peak"});
