@@ -67,6 +67,25 @@ TEST(CallSites, UserCodeBeatsLibraryPython) {
   EXPECT_FALSE(is_library_python_file("train.py"));
 }
 
+TEST(CallSites, OnlyRuntimeFramesNameTheFirstFrameworkFramePastTheAllocator) {
+  // PyTorch's autograd thread: no Python, no user code; the operator that wanted the memory.
+  const CallStack autograd = {native("", "/v/lib/libcudart.so.13"), native("cudaMalloc", "/v/lib/libcudart.so.13"),
+                              native("c10::cuda::CUDACachingAllocator::Native::DeviceCachingAllocator::alloc_block(...)", "/v/lib/libc10_cuda.so"),
+                              native("c10::cuda::CUDACachingAllocator::Native::NativeCachingAllocator::malloc(...)", "/v/lib/libc10_cuda.so"),
+                              native("at::detail::empty_generic(...)", "/v/lib/libtorch_cpu.so"),
+                              native("at::detail::empty_cuda(...)", "/v/lib/libtorch_cuda.so"),
+                              native("at::cuda::setWorkspaceForHandle(cublasContext*, c10::cuda::CUDAStream)", "/v/lib/libtorch_cuda.so"),
+                              native("at::native::structured_mm_out_cuda::impl(...)", "/v/lib/libtorch_cuda.so")};
+  EXPECT_EQ(site_frame(autograd), 6u);
+  // Framework frames without a name, or allocators only: the innermost frame, as before.
+  const CallStack unnamed = {native("cudaMalloc", "/v/lib/libcudart.so.13"), native("", "/v/lib/libtorch_cuda.so"),
+                             native("c10::Allocator::allocate", "/v/lib/libc10.so")};
+  EXPECT_EQ(site_frame(unnamed), 0u);
+  EXPECT_TRUE(is_allocation_machinery("at::native::empty_strided_cuda(...)"));
+  EXPECT_TRUE(is_allocation_machinery("xla::BFCAllocator::AllocateRaw"));
+  EXPECT_FALSE(is_allocation_machinery("at::native::addmm_out_cuda_impl"));
+}
+
 TEST(CallSites, StacksGroupUnderTheirSiteLabel) {
   StackTable stacks;
   // Two stacks reach the same Python line through different allocator paths; a third is elsewhere.

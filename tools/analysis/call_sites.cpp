@@ -18,6 +18,13 @@ size_t site_frame(const CallStack& stack) {
     // An address outside every module (JIT code, say) is nobody's runtime: it may be the answer.
     if (stack[i].module.empty() || !is_runtime_module(stack[i].module)) return i;
   }
+  // Only runtime frames, as on PyTorch's autograd thread: the first framework frame past the
+  // allocator says what the memory is for (an operator's output, cuBLAS's workspace).
+  for (size_t i = 0; i < stack.size(); ++i) {
+    if (is_framework_module(stack[i].module) && !stack[i].function.empty() && !is_allocation_machinery(stack[i].function)) {
+      return i;
+    }
+  }
   return 0;
 }
 

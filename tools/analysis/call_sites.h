@@ -2,7 +2,8 @@
 // "Reading"). The site is the innermost Python frame of the user's own code when the stack has one
 // (for PyTorch that is the model's line, not the caching allocator nor torch/nn's Python), else the
 // innermost Python frame of a library, else the innermost native frame outside the CUDA
-// libraries, framework allocators and C runtime (is_runtime_module), else the innermost frame.
+// libraries, framework allocators and C runtime (is_runtime_module), else the innermost framework
+// frame that is not allocation machinery (is_allocation_machinery), else the innermost frame.
 #pragma once
 
 #include <cstdint>

@@ -3,8 +3,10 @@
 #include <cxxabi.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <cstdlib>
+#include <initializer_list>
 #include <map>
 #include <set>
 
@@ -36,20 +38,39 @@ bool is_interpreter_module(std::string_view path) {
   return starts_with(b, "python") || starts_with(b, "libpython");
 }
 
-bool is_runtime_module(std::string_view path) {
-  static constexpr std::string_view kPrefixes[] = {
-      // The CUDA driver, runtime and math/communication libraries.
-      "libcuda.", "libcudart", "libcublas", "libcudnn", "libnccl", "libcufft", "libcurand", "libcusparse",
-      "libcusolver", "libnvrtc", "libnvJitLink", "libnvToolsExt", "libcupti", "libnvidia-",
-      // Framework allocators and dispatch: PyTorch's caching allocator lives in c10, XLA's in jaxlib.
-      "libc10", "libtorch", "xla_extension", "libxla",
-      // The C and C++ runtime and the loader.
-      "libc.so", "libc-", "libstdc++", "libgcc_s", "libpthread", "libdl.", "ld-linux", "libunwind"};
+namespace {
+
+bool has_prefix_in(std::string_view path, std::initializer_list<std::string_view> prefixes) {
   const std::string_view b = base_name(path);
-  for (std::string_view p : kPrefixes) {
+  for (std::string_view p : prefixes) {
     if (starts_with(b, p)) return true;
   }
   return false;
+}
+
+}  // namespace
+
+bool is_framework_module(std::string_view path) {
+  // PyTorch's caching allocator and dispatch live in c10 and libtorch, XLA's (JAX) in jaxlib.
+  return has_prefix_in(path, {"libc10", "libtorch", "xla_extension", "libxla"});
+}
+
+bool is_runtime_module(std::string_view path) {
+  return is_framework_module(path) ||
+         has_prefix_in(path, {// The CUDA driver, runtime and math/communication libraries.
+                              "libcuda.", "libcudart", "libcublas", "libcudnn", "libnccl", "libcufft", "libcurand",
+                              "libcusparse", "libcusolver", "libnvrtc", "libnvJitLink", "libnvToolsExt", "libcupti",
+                              "libnvidia-",
+                              // The C and C++ runtime and the loader.
+                              "libc.so", "libc-", "libstdc++", "libgcc_s", "libpthread", "libdl.", "ld-linux",
+                              "libunwind"});
+}
+
+bool is_allocation_machinery(std::string_view function) {
+  std::string lower(function);
+  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return lower.find("alloc") != std::string::npos || lower.find("::empty") != std::string::npos ||
+         lower.find("empty_") != std::string::npos;
 }
 
 bool is_library_python_file(std::string_view path) {

@@ -45,6 +45,11 @@ bool is_interpreter_module(std::string_view path);  // python3*, libpython*
 // CUDA libraries, framework allocators (c10, torch, XLA) and the C/C++ runtime: code that is
 // never the interesting answer to "who allocated this".
 bool is_runtime_module(std::string_view path);
+// The framework part of the above: PyTorch (libc10*, libtorch*) and XLA.
+bool is_framework_module(std::string_view path);
+// A function that only obtains memory (allocators, tensor constructors: "alloc", "::empty",
+// "empty_" in its name), so it cannot say what the memory is for.
+bool is_allocation_machinery(std::string_view function);
 // A Python source file of an installed package, the standard library or the import system
 // (site-packages, dist-packages, lib/pythonX.Y, "<frozen ...>"): the frames under user code.
 bool is_library_python_file(std::string_view path);
