@@ -23,6 +23,7 @@ struct Interpreter {
   int (*is_initialized)() = nullptr;
   const char* (*this_thread_state)() = nullptr;  // PyGILState_GetThisThreadState
   int (*addr2line)(const void*, int) = nullptr;   // PyCode_Addr2Line
+  const void* (*main_interpreter)() = nullptr;    // PyInterpreterState_Main: reads the runtime
   const void* code_type = nullptr;                // &PyCode_Type
   const void* unicode_type = nullptr;             // &PyUnicode_Type
 };
@@ -41,8 +42,10 @@ Interpreter resolve() {
   const bool ok = lookup(py.is_initialized, "Py_IsInitialized") &&
                   lookup(py.this_thread_state, "PyGILState_GetThisThreadState") &&
                   lookup(py.addr2line, "PyCode_Addr2Line") && lookup(py.code_type, "PyCode_Type") &&
-                  lookup(py.unicode_type, "PyUnicode_Type");
-  if (ok) py.layout = python_layout(major, minor);
+                  lookup(py.unicode_type, "PyUnicode_Type") && lookup(py.main_interpreter, "PyInterpreterState_Main");
+  // A --with-trace-refs build puts two more pointers in every object header: not our layout.
+  const void* trace_refs = real_dlsym()(RTLD_DEFAULT, "_Py_PrintReferences");
+  if (ok && trace_refs == nullptr) py.layout = python_layout(major, minor);
   return py;
 }
 
@@ -58,8 +61,12 @@ T field(const char* object, uint16_t offset) {
   return value;
 }
 
+// Pointers the reader follows are checked for plausibility first: a layout that does not match
+// the running interpreter gives values that fail these checks rather than a wild read.
+bool aligned(const char* p) { return p != nullptr && (reinterpret_cast<uintptr_t>(p) & 7) == 0; }
+
 bool is_a(const char* object, const void* type) {
-  return object != nullptr && field<const void*>(object, kObjectType) == type;
+  return aligned(object) && field<const void*>(object, kObjectType) == type;
 }
 
 void append_utf8(std::string& out, uint32_t c) {
@@ -164,11 +171,14 @@ size_t capture_python_frames(uint64_t* out, size_t max) {
   const Interpreter& py = interpreter();
   if (py.layout == nullptr || max == 0 || py.is_initialized() == 0) return 0;
   const char* thread = py.this_thread_state();
-  if (thread == nullptr) return 0;
+  // The thread state's `interp` (offset 16 in every version) must be the main interpreter: a
+  // check that the layout fits this build (subinterpreters' threads get native frames only).
+  constexpr uint16_t kThreadInterp = 16;
+  if (!aligned(thread) || field<const void*>(thread, kThreadInterp) != py.main_interpreter()) return 0;
   const PythonLayout& l = *py.layout;
   // This thread's own frames cannot change while it is here, in native code, GIL or not.
   const char* frame = field<const char*>(thread, l.thread_frame);
-  if (l.cframe_current >= 0 && frame != nullptr) frame = field<const char*>(frame, l.cframe_current);
+  if (l.cframe_current >= 0 && aligned(frame)) frame = field<const char*>(frame, l.cframe_current);
   constexpr int kMaxHops = 1024;  // bounds the walk even if a chain were ever corrupt
   // Bounded wait: a lock left held by a thread that did not survive fork() must not hang the
   // child; without the lock the frames are interned directly, which is only slower.
@@ -179,7 +189,7 @@ size_t capture_python_frames(uint64_t* out, size_t max) {
 #endif
   }
   size_t n = 0;
-  for (int hops = 0; frame != nullptr && n < max && hops < kMaxHops;
+  for (int hops = 0; aligned(frame) && n < max && hops < kMaxHops;
        ++hops, frame = field<const char*>(frame, l.frame_previous)) {
     if (l.frame_owner >= 0 && field<int8_t>(frame, l.frame_owner) == l.owner_cstack) continue;
     const char* code = field<const char*>(frame, l.frame_code);
