@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "command_args.h"
 #include "commands.h"
 #include "format.h"
 #include "run_analysis.h"
@@ -226,22 +227,10 @@ int diff(const analysis::RunAnalysis& a, const analysis::RunAnalysis& b, bool js
 }  // namespace
 
 int diff_main(int argc, char** argv) {
-  std::vector<std::string> dirs;
-  bool json = false;
-  for (int i = 0; i < argc; ++i) {
-    if (!std::strcmp(argv[i], "--help") || !std::strcmp(argv[i], "-h")) {
-      std::fputs(kUsage, stdout);
-      return 0;
-    }
-    if (!std::strcmp(argv[i], "--json")) {
-      json = true;
-    } else if (argv[i][0] == '-') {
-      std::fprintf(stderr, "gpumemprof diff: unknown option '%s'; accepted: --json, --help\n", argv[i]);
-      return 2;
-    } else {
-      dirs.push_back(argv[i]);
-    }
-  }
+  PathArgs args;
+  if (auto status = parse_path_args("diff", kUsage, argc, argv, args)) return *status;
+  const std::vector<std::string>& dirs = args.paths;
+  const bool json = args.json;
   if (dirs.size() != 2) {
     std::fprintf(stderr, "gpumemprof diff: two run directories expected, got %zu; usage: gpumemprof diff DIR_A DIR_B [--json]\n",
                  dirs.size());

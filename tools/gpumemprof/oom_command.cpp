@@ -12,6 +12,7 @@
 
 #include "attribution_reader.h"
 #include "call_sites.h"
+#include "command_args.h"
 #include "commands.h"
 #include "format.h"
 #include "oom_bundle_reader.h"
@@ -204,23 +205,13 @@ int fail(const std::string& message) {
 }  // namespace
 
 int oom_main(int argc, char** argv) {
-  std::string path;
-  bool json = false;
-  for (int i = 0; i < argc; ++i) {
-    if (!std::strcmp(argv[i], "--help") || !std::strcmp(argv[i], "-h")) {
-      std::fputs(kUsage, stdout);
-      return 0;
-    }
-    if (!std::strcmp(argv[i], "--json")) {
-      json = true;
-    } else if (argv[i][0] == '-' && argv[i][1] != '\0') {
-      return fail(std::string("unknown option '") + argv[i] + "'; accepted: --json, --help");
-    } else if (path.empty()) {
-      path = argv[i];
-    } else {
-      return fail("one bundle or directory expected, got '" + path + "' and '" + argv[i] + "'");
-    }
+  PathArgs args;
+  if (auto status = parse_path_args("oom", kUsage, argc, argv, args)) return *status;
+  if (args.paths.size() > 1) {
+    return fail("one bundle or directory expected, got '" + args.paths[0] + "' and '" + args.paths[1] + "'");
   }
+  std::string path = args.paths.empty() ? std::string() : args.paths[0];
+  const bool json = args.json;
   if (path.empty()) return fail("no bundle or directory given; usage: gpumemprof oom BUNDLE_OR_DIR [--json] (--help says more)");
   path = trim_slashes(path);
   if (!exists(path)) return fail(path + " does not exist; " + kExpected);

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "analysis_json.h"
+#include "command_args.h"
 #include "commands.h"
 #include "format.h"
 #include "report_attribution.h"
@@ -188,29 +189,18 @@ void print_text(const analysis::RunAnalysis& run) {
 }  // namespace
 
 int report_main(int argc, char** argv) {
-  std::string dir;
-  bool json = false;
-  for (int i = 0; i < argc; ++i) {
-    if (!std::strcmp(argv[i], "--help") || !std::strcmp(argv[i], "-h")) {
-      std::fputs(kUsage, stdout);
-      return 0;
-    }
-    if (!std::strcmp(argv[i], "--json")) {
-      json = true;
-    } else if (argv[i][0] == '-') {
-      std::fprintf(stderr, "gpumemprof report: unknown option '%s'; accepted: --json, --help\n", argv[i]);
-      return 2;
-    } else if (dir.empty()) {
-      dir = argv[i];
-    } else {
-      std::fprintf(stderr, "gpumemprof report: one run directory expected, got '%s' too\n", argv[i]);
-      return 2;
-    }
+  PathArgs args;
+  if (auto status = parse_path_args("report", kUsage, argc, argv, args)) return *status;
+  if (args.paths.size() > 1) {
+    std::fprintf(stderr, "gpumemprof report: one run directory expected, got '%s' too\n", args.paths[1].c_str());
+    return 2;
   }
-  if (dir.empty()) {
+  if (args.paths.empty()) {
     std::fputs(kUsage, stderr);
     return 2;
   }
+  const std::string& dir = args.paths[0];
+  const bool json = args.json;
   std::string error;
   auto run = analysis::analyze_run(dir, analysis::Options{}, error);
   if (!run) {
