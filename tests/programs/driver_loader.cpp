@@ -4,6 +4,8 @@
 
 #include <cstdio>
 
+#include "check.h"
+
 namespace gmp {
 
 namespace {
@@ -144,6 +146,16 @@ bool load_driver(LoadMode mode, DriverTable& t, std::string* error, LoadOptions 
     return false;
   }
   return true;
+}
+
+CUcontext make_primary_context_current(const DriverTable& t) {
+  CK(t.cuInit(0));
+  CUdevice dev = -1;
+  CK(t.cuDeviceGet(&dev, 0));
+  CUcontext ctx = nullptr;
+  CK(t.cuDevicePrimaryCtxRetain(&ctx, dev));
+  CK(t.cuCtxSetCurrent(ctx));
+  return ctx;
 }
 
 }  // namespace gmp

@@ -29,4 +29,8 @@ struct LoadOptions {
 // Fills `t`; on failure returns false and describes the problem in *error.
 bool load_driver(LoadMode mode, DriverTable& t, std::string* error, LoadOptions options = {});
 
+// How the test programs start: cuInit, then device 0's primary context retained and made current
+// in the calling thread. A failing call throws CheckFailure (check.h). Returns the context.
+CUcontext make_primary_context_current(const DriverTable& t);
+
 }  // namespace gmp

@@ -51,11 +51,7 @@ void load() {
 
 void init_context() {
   load();
-  CK(g_t.cuInit(0));
-  CUdevice dev = -1;
-  CK(g_t.cuDeviceGet(&dev, 0));
-  CK(g_t.cuDevicePrimaryCtxRetain(&g_ctx, dev));
-  CK(g_t.cuCtxSetCurrent(g_ctx));
+  g_ctx = gmp::make_primary_context_current(g_t);
 }
 
 CUdeviceptr alloc(size_t bytes) {

@@ -167,12 +167,7 @@ struct Runner {
     need(reinterpret_cast<const void*>(t.cuCtxSetCurrent), "cuCtxSetCurrent");
     need(reinterpret_cast<const void*>(t.cuMemAlloc_v2), "cuMemAlloc_v2");
     need(reinterpret_cast<const void*>(t.cuMemFree_v2), "cuMemFree_v2");
-    CK(t.cuInit(0));
-    CUdevice dev = -1;
-    CK(t.cuDeviceGet(&dev, 0));
-    CUcontext ctx = nullptr;
-    CK(t.cuDevicePrimaryCtxRetain(&ctx, dev));
-    CK(t.cuCtxSetCurrent(ctx));
+    gmp::make_primary_context_current(t);
   }
 
   static std::string hex(CUdeviceptr p) {

@@ -48,11 +48,7 @@ void init() {
   options.require_fake_hooks = false;
   options.allow_missing = true;
   if (!gmp::load_driver(gmp::LoadMode::CudartStyle, t, &error, options)) throw gmp::CheckFailure(error);
-  CK(t.cuInit(0));
-  CUdevice dev = -1;
-  CK(t.cuDeviceGet(&dev, 0));
-  CK(t.cuDevicePrimaryCtxRetain(&g_ctx, dev));
-  CK(t.cuCtxSetCurrent(g_ctx));
+  g_ctx = gmp::make_primary_context_current(t);
 }
 
 }  // namespace

@@ -79,11 +79,7 @@ int main(int argc, char** argv) {
   std::atomic<bool> failed{false};
   CUcontext ctx = nullptr;
   try {
-    CK(t.cuInit(0));
-    CUdevice dev = -1;
-    CK(t.cuDeviceGet(&dev, 0));
-    CK(t.cuDevicePrimaryCtxRetain(&ctx, dev));
-    CK(t.cuCtxSetCurrent(ctx));
+    ctx = gmp::make_primary_context_current(t);
   } catch (const gmp::CheckFailure& e) {
     std::fprintf(stderr, "prog_stress: %s\n", e.what());
     return 1;
