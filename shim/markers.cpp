@@ -15,11 +15,13 @@ constexpr uint32_t kMaxOpenRanges = 128;  // deeper pushes are counted but not n
 
 std::atomic<bool> g_paused{false};
 
-// The calling thread's open ranges (name ids and who opened them, outermost first) and the session
-// that has seen them.
+// The calling thread's open ranges (outermost first) and the session that has seen them.
+struct OpenRange {
+  uint32_t name_id;
+  Api source;  // replayed as it was opened: NVTX or the C API
+};
 struct ThreadRanges {
-  uint32_t ids[kMaxOpenRanges];
-  Api sources[kMaxOpenRanges];
+  OpenRange open[kMaxOpenRanges];
   uint32_t depth;
   Session* synced_with;
 };
@@ -44,7 +46,7 @@ void sync_ranges(Session* s) {
   if (t_ranges.synced_with == s) return;
   t_ranges.synced_with = s;
   const uint32_t named = t_ranges.depth < kMaxOpenRanges ? t_ranges.depth : kMaxOpenRanges;
-  for (uint32_t i = 0; i < named; ++i) record_named(Op::RangePush, t_ranges.sources[i], t_ranges.ids[i]);
+  for (uint32_t i = 0; i < named; ++i) record_named(Op::RangePush, t_ranges.open[i].source, t_ranges.open[i].name_id);
 }
 
 }  // namespace
@@ -69,10 +71,7 @@ void record_mark(Api source, const char* name) {
 
 void record_range_push(Api source, const char* name) {
   const uint32_t id = name_id(name);
-  if (t_ranges.depth < kMaxOpenRanges) {
-    t_ranges.ids[t_ranges.depth] = id;
-    t_ranges.sources[t_ranges.depth] = source;
-  }
+  if (t_ranges.depth < kMaxOpenRanges) t_ranges.open[t_ranges.depth] = {id, source};
   Session* s = g_active_session.load(std::memory_order_acquire);
   if (s != nullptr) sync_ranges(s);  // the earlier ranges first, then this one
   ++t_ranges.depth;

@@ -171,9 +171,8 @@ size_t capture_python_frames(uint64_t* out, size_t max) {
   const Interpreter& py = interpreter();
   if (py.layout == nullptr || max == 0 || py.is_initialized() == 0) return 0;
   const char* thread = py.this_thread_state();
-  // The thread state's `interp` (offset 16 in every version) must be the main interpreter: a
-  // check that the layout fits this build (subinterpreters' threads get native frames only).
-  constexpr uint16_t kThreadInterp = 16;
+  // The thread state's `interp` must be the main interpreter: a check that the layout fits this
+  // build (subinterpreters' threads get native frames only).
   if (!aligned(thread) || field<const void*>(thread, kThreadInterp) != py.main_interpreter()) return 0;
   const PythonLayout& l = *py.layout;
   // This thread's own frames cannot change while it is here, in native code, GIL or not.

@@ -39,7 +39,9 @@ inline constexpr PythonLayout kPythonLayouts[] = {
     {13, 72, -1, 0, 8, 56, 70, 3, 112, 128, 200, 40, 56},
 };
 
-// Layout of every PyObject's header and of a string's state word: the same in 3.10 to 3.13.
+// The same in 3.10 to 3.13: PyThreadState's interpreter, every PyObject's header and a string's
+// state word.
+inline constexpr uint16_t kThreadInterp = 16;   // PyThreadState.interp
 inline constexpr uint16_t kObjectType = 8;      // ob_type
 inline constexpr uint16_t kVarObjectSize = 16;  // ob_size: a code object's length in code units
 inline constexpr uint16_t kUnicodeLength = 16;  // PyASCIIObject.length, in characters

@@ -63,8 +63,8 @@ def main():
         for r in range(a.rounds):
             order = list(variants) if r % 2 == 0 else list(reversed(list(variants)))
             for v in order:
-                env = dict(os.environ, LD_LIBRARY_PATH=fake, GPUMEMPROF_OUTPUT=os.path.join(tmp, f"r{r}.%p"), **variants[v])
-                env.pop("LD_PRELOAD", None) if "LD_PRELOAD" not in variants[v] else None
+                env = {k: val for k, val in os.environ.items() if k != "LD_PRELOAD"}  # no shim unless the variant says
+                env.update(LD_LIBRARY_PATH=fake, GPUMEMPROF_OUTPUT=os.path.join(tmp, f"r{r}.%p"), **variants[v])
                 out = subprocess.run([sys.executable, __file__, "--child", "--pairs", str(a.pairs), "--depth", str(a.depth)],
                                      env=env, capture_output=True, text=True, check=True).stdout
                 times[v].append(json.loads(out)["ns_per_pair"])

@@ -83,6 +83,7 @@ int main() {
   check("code_filename", l->code_filename, offsetof(PyCodeObject, co_filename));
   check("ascii_size", l->ascii_size, sizeof(PyASCIIObject));
   check("compact_size", l->compact_size, sizeof(PyCompactUnicodeObject));
+  check("thread_interp", gmp::shim::kThreadInterp, offsetof(PyThreadState, interp));
   check("ob_type", gmp::shim::kObjectType, offsetof(PyObject, ob_type));
   check("ob_size", gmp::shim::kVarObjectSize, offsetof(PyVarObject, ob_size));
   check("unicode_length", gmp::shim::kUnicodeLength, offsetof(PyASCIIObject, length));
