@@ -1,15 +1,15 @@
 #include "alert_actions.h"
 
 #include <fcntl.h>
-#include <spawn.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstring>
 #include <sstream>
 
 #include "clock.h"
 #include "file_io.h"
+#include "hidden_child.h"
 #include "log.h"
 #include "units.h"
 
@@ -85,14 +85,16 @@ AlertCommand::AlertCommand(const std::string& command) {
 }
 
 void AlertCommand::run(const Alert& a, const std::string& json) {
-  reap();
   if (argv_.empty()) return;
   const uint64_t now = now_ns();
   uint64_t& last = last_start_ns_[static_cast<size_t>(a.type)];
   if (last != 0 && now - last < kMinIntervalNs) return;
   last = now;
-  int p[2];
-  if (pipe2(p, O_CLOEXEC) != 0) return;
+  const std::string path = find_executable(argv_[0]);
+  if (path.empty()) {
+    log::error("cannot start GPUMEMPROF_ON_ALERT command '{}': not found or not executable", argv_[0]);
+    return;
+  }
   std::vector<std::string> env;
   for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
     const std::string_view kv(*e);
@@ -106,29 +108,27 @@ void AlertCommand::run(const Alert& a, const std::string& json) {
   args.push_back(nullptr);
   for (auto& s : env) envp.push_back(s.data());
   envp.push_back(nullptr);
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_adddup2(&actions, p[0], 0);
-  pid_t pid = -1;
-  const int rc = posix_spawnp(&pid, args[0], &actions, nullptr, args.data(), envp.data());
-  posix_spawn_file_actions_destroy(&actions);
+  // Its output goes to the run directory, never to the program's stdout or stderr.
+  const int out = output_path_.empty() ? -1
+                                       : open(output_path_.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);
+  const int sink = out >= 0 ? out : open("/dev/null", O_WRONLY | O_CLOEXEC);
+  int p[2];
+  if (sink < 0 || pipe2(p, O_CLOEXEC) != 0) {
+    if (sink >= 0) close(sink);
+    return;
+  }
+  int error = 0;
+  const bool started = start_hidden_child(path, args.data(), envp.data(), p[0], sink, &error);
   close(p[0]);
-  if (rc != 0) {
-    log::error("cannot start GPUMEMPROF_ON_ALERT command '{}': error {}", argv_[0], rc);
+  close(sink);
+  if (!started) {
+    log::error("cannot start GPUMEMPROF_ON_ALERT command '{}': {}", argv_[0], std::strerror(error));
     close(p[1]);
     return;
   }
-  children_.push_back(pid);
   fcntl(p[1], F_SETFL, O_NONBLOCK);  // a command that never reads must not stall the collector
   write_all(p[1], json.data(), json.size());
   close(p[1]);
-}
-
-void AlertCommand::reap() {
-  for (auto it = children_.begin(); it != children_.end();) {
-    int status;
-    it = waitpid(*it, &status, WNOHANG) == 0 ? it + 1 : children_.erase(it);
-  }
 }
 
 }  // namespace gmp

@@ -1,7 +1,9 @@
 // What happens when an alert fires or clears, besides the trace event: a line on stderr and, if
 // GPUMEMPROF_ON_ALERT names a command, that command started without a shell, with the alert as
 // JSON on its standard input and in GPUMEMPROF_ALERT_JSON (docs/alerts.md), at most once per
-// second per alert type, never waited for.
+// second per alert type, never waited for (nor reaped: it is not our child). The program never
+// sees the command as its child and never gets its output (hidden_child.h): that goes to
+// alert_command.log in the run directory.
 #pragma once
 
 #include <sys/types.h>
@@ -27,13 +29,13 @@ class AlertCommand {
   explicit AlertCommand(const std::string& command);
   // Starts the command unless one was started for this alert type less than a second ago.
   void run(const Alert& a, const std::string& json);
-  // Collects exited commands so none stays a zombie.
-  void reap();
+  // Where the commands' stdout and stderr go (appended); /dev/null until set.
+  void set_output(std::string path) { output_path_ = std::move(path); }
 
  private:
   std::vector<std::string> argv_;
   std::array<uint64_t, 5> last_start_ns_{};
-  std::vector<pid_t> children_;
+  std::string output_path_;
 };
 
 }  // namespace gmp

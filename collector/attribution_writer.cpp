@@ -5,6 +5,7 @@
 #include <link.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstring>
 
 #include <nlohmann/json.hpp>
@@ -58,23 +59,20 @@ std::string executable_path() {
 
 }  // namespace
 
-AttributionWriter::~AttributionWriter() {
-  if (fd_ >= 0) close(fd_);
-}
-
 void AttributionWriter::write_line(const std::string& json) {
   if (failed_ || path_.empty()) return;
-  if (fd_ < 0) {
-    fd_ = open(path_.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);
-    if (fd_ < 0) {
-      failed_ = true;
-      log::error("cannot create {}; stacks and range names are not saved", path_);
-      return;
-    }
+  if (!file_.is_open() && !file_.create(path_, /*exclusive=*/false)) {
+    failed_ = true;
+    log::error("cannot create {}: {}; stacks and range names are not saved", path_, std::strerror(errno));
+    return;
   }
   // One write per record, so a killed process leaves whole lines and at most one partial last line.
   const std::string line = json + "\n";
-  if (!write_all(fd_, line.data(), line.size())) failed_ = true;
+  if (!file_.append(line.data(), line.size())) {
+    failed_ = true;
+    log::error("cannot write {}: {}; later stacks and range names are not saved", path_, std::strerror(errno));
+    return;
+  }
   ++records_;
 }
 

@@ -8,12 +8,12 @@
 #include <vector>
 
 #include "event.h"
+#include "owned_file.h"
 
 namespace gmp {
 
 class AttributionWriter {
  public:
-  ~AttributionWriter();
   void set_path(std::string path) { path_ = std::move(path); }
 
   // Writes what `e` refers to that is not in the file yet (stack, range or mark name).
@@ -35,7 +35,7 @@ class AttributionWriter {
   void refresh_modules(uint64_t now_ns);
 
   std::string path_;
-  int fd_ = -1;
+  OwnedFile file_;
   bool failed_ = false;
   std::vector<bool> written_;  // by intern id
   std::vector<Module> modules_;

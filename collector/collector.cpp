@@ -1,8 +1,7 @@
 #include "collector.h"
 
-#include <linux/futex.h>
 #include <signal.h>
-#include <sys/syscall.h>
+#include <sched.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -25,6 +24,8 @@ constexpr uint64_t kFlushIntervalNs = 2'000'000;  // under load, write the trace
 constexpr uint64_t kIdleShortNs = 1'000'000;
 constexpr uint64_t kIdleLongNs = 10'000'000;
 constexpr unsigned kIdleRoundsBeforeLong = 200;
+constexpr uint64_t kCheckpointDrainNs = 1'000'000'000;  // within the signal flush's 2 s
+constexpr uint64_t kStallNs = 100'000'000;
 
 void sleep_ns(uint64_t ns) {
   timespec ts{static_cast<time_t>(ns / 1'000'000'000ull), static_cast<long>(ns % 1'000'000'000ull)};
@@ -42,14 +43,14 @@ bool Collector::start() {
   if (!dir) return false;
   run_dir_ = *dir;
   oom_.set_run_dir(run_dir_);
+  alert_command_.set_output(run_dir_ + "/alert_command.log");
   log::attach_file(run_dir_ + "/gpumemprof.log");
   write_manifest();
   const std::string trace_path = run_dir_ + "/" + kTraceFileName;
   attribution_.set_path(run_dir_ + "/attribution.jsonl");
-  if (!trace_.open(trace_path, make_trace_header(static_cast<uint32_t>(info_.pid), info_.start_realtime_ns,
-                                                 info_.start_monotonic_ns))) {
-    log::error("cannot create {}; events are counted but not traced", trace_path);
-  }
+  // A trace that cannot be created is said once (TraceWriter); events are still counted.
+  trace_.open(trace_path, make_trace_header(static_cast<uint32_t>(info_.pid), info_.start_realtime_ns,
+                                            info_.start_monotonic_ns));
   // The collector must never take the application's signals (SIGTERM, SIGINT, SIGCHLD...).
   sigset_t all, old;
   sigfillset(&all);
@@ -68,15 +69,18 @@ size_t Collector::drain_once() {
   return n;
 }
 
-void Collector::drain_until(uint64_t target, uint64_t deadline_ns) {
+void Collector::drain_until(uint64_t target, uint64_t deadline_ns, uint64_t stall_ns) {
   // A producer that claimed a slot publishes it within nanoseconds unless it was stopped (a signal
-  // handler on that very thread, a thread killed mid-push): then the deadline bounds the wait.
+  // handler on that very thread, a thread killed mid-push): then the wait is bounded.
+  uint64_t last_progress = now_ns();
   while (ring_.consumed() < target) {
-    if (drain_once() == 0) {
-      if (now_ns() > deadline_ns) {
-        lost_.store(ring_.claimed() - ring_.consumed(), std::memory_order_relaxed);
-        break;
-      }
+    const uint64_t now = now_ns();
+    if (drain_once() > 0) {
+      last_progress = now;
+    } else if (now > deadline_ns || now - last_progress > stall_ns) {
+      lost_.store(target - ring_.consumed(), std::memory_order_relaxed);
+      break;
+    } else {
       sleep_ns(20'000);
     }
   }
@@ -91,8 +95,16 @@ void Collector::run() {
   while (!stop_requested_.load(std::memory_order_acquire)) {
     const uint64_t want = checkpoint_requested_.load(std::memory_order_acquire);
     if (want != checkpoint_done_.load(std::memory_order_relaxed)) {
-      drain_until(ring_.claimed(), now_ns() + 1'000'000'000ull);
-      write_summary(false, checkpoint_signal_.load(std::memory_order_relaxed));
+      // Bounded: a process that is ending has stopped recording (session.cpp), so the target is
+      // at most a ring's worth of events ahead; a stalled slot is given up after 100 ms.
+      drain_until(ring_.claimed(), now_ns() + kCheckpointDrainNs, kStallNs);
+      const auto why = static_cast<Ending>(checkpoint_why_.load(std::memory_order_relaxed));
+      const int signal = checkpoint_signal_.load(std::memory_order_relaxed);
+      if (why == Ending::ExitCall) {
+        write_summary(true, 0, "exit_call");
+      } else {
+        write_summary(false, signal, why == Ending::Signal ? "signal" : "exec");
+      }
       checkpoint_done_.store(want, std::memory_order_release);
       continue;
     }
@@ -108,7 +120,6 @@ void Collector::run() {
       trace_.flush();
       last_flush = now;
     }
-    alert_command_.reap();
     synthesized_.clear();
     sampler_.maybe_sample(now, devices_, synthesized_);
     for (const Event& s : synthesized_) add_own(s);
@@ -165,16 +176,16 @@ void Collector::evaluate_alerts(uint64_t now_ns) {
 }
 
 void Collector::sleep_or_wake(uint64_t ns) {
-  // A futex wait rather than a plain sleep, so an out-of-memory or flush request is served at once.
-  const uint32_t seen = wake_.load(std::memory_order_acquire);
-  timespec ts{static_cast<time_t>(ns / 1'000'000'000ull), static_cast<long>(ns % 1'000'000'000ull)};
-  syscall(SYS_futex, reinterpret_cast<uint32_t*>(&wake_), FUTEX_WAIT_PRIVATE, seen, &ts, nullptr, 0);
+  // A futex wait rather than a plain sleep, so an out-of-memory or flush request, or a producer
+  // waiting on a full ring, is served at once. With producers already waiting, no sleep at all.
+  if (ring_.producers_waiting()) {
+    sched_yield();
+    return;
+  }
+  ring_.consumer_sleep(ns);
 }
 
-void Collector::wake() {
-  wake_.fetch_add(1, std::memory_order_release);
-  syscall(SYS_futex, reinterpret_cast<uint32_t*>(&wake_), FUTEX_WAKE_PRIVATE, 1, nullptr, nullptr, 0);
-}
+void Collector::wake() { ring_.wake_consumer(); }
 
 void Collector::wait_processed(uint64_t target, uint64_t timeout_ms) {
   if (finished_.load(std::memory_order_acquire)) return;
@@ -210,9 +221,10 @@ void Collector::write_manifest() {
   }
 }
 
-void Collector::write_summary(bool clean_exit, int signal) {
+void Collector::write_summary(bool clean_exit, int signal, const char* ended_by) {
   SummaryContext ctx;
   ctx.clean_exit = clean_exit;
+  ctx.ended_by = ended_by;
   ctx.terminated_by_signal = signal;
   ctx.events_lost = lost_.load(std::memory_order_relaxed);
   ctx.producer_waits = ring_.producer_waits();
@@ -220,14 +232,17 @@ void Collector::write_summary(bool clean_exit, int signal) {
   for (int d : device_order_) ctx.device_names[d] = devices_.entries[static_cast<size_t>(d)].name;
   nlohmann::json s = build_summary(accounting_, ctx);
   s["trace_events_written"] = trace_.written_events();
+  s["events"]["unwritten"] = trace_.unwritten_events() + trace_.buffered();
+  if (trace_.failed()) s["events"]["trace_error"] = trace_.error();
   if (!write_file_atomic(run_dir_ + "/summary.json", s.dump(2) + "\n")) {
     log::error("cannot write {}/summary.json", run_dir_);
   }
 }
 
-bool Collector::checkpoint(int signal, uint64_t timeout_ms) {
+bool Collector::checkpoint(Ending why, int signal, uint64_t timeout_ms) {
   if (finished_.load(std::memory_order_acquire)) return true;
   checkpoint_signal_.store(signal, std::memory_order_relaxed);
+  checkpoint_why_.store(static_cast<int>(why), std::memory_order_relaxed);
   const uint64_t ticket = checkpoint_requested_.fetch_add(1, std::memory_order_acq_rel) + 1;
   wake();  // FUTEX_WAKE is async-signal-safe: a plain syscall
   const uint64_t deadline = now_ns() + timeout_ms * 1'000'000ull;
@@ -244,8 +259,8 @@ bool Collector::stop(uint64_t timeout_ms) {
   stop_requested_.store(true, std::memory_order_release);
   wake();
   if (thread_.joinable()) thread_.join();  // the loop exits within one idle sleep
-  drain_until(ring_.claimed(), deadline);
-  write_summary(true, 0);
+  drain_until(ring_.claimed(), deadline, kStallNs);
+  write_summary(true, 0, "exit");
   return lost_.load() == 0;
 }
 

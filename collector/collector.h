@@ -32,9 +32,12 @@ class Collector {
   const std::string& run_dir() const { return run_dir_; }
   const std::string& error() const { return error_; }
 
+  // Why a checkpoint is taken: before exec (the session may carry on if exec fails), or because
+  // the process is ending without exit handlers (a fatal signal, _exit and friends).
+  enum class Ending : int { Exec, Signal, ExitCall };
   // Drains everything claimed so far, flushes the trace and writes summary.json, waiting at most
   // `timeout_ms`. Async-signal-safe: it only touches atomics and sleeps.
-  bool checkpoint(int signal, uint64_t timeout_ms);
+  bool checkpoint(Ending why, int signal, uint64_t timeout_ms);
 
   // Waits until every event up to ring position `target` is processed (OOM bundles included), at
   // most `timeout_ms` (the configured GPUMEMPROF_OOM_WAIT_MS when UINT64_MAX).
@@ -45,7 +48,10 @@ class Collector {
 
  private:
   void run();
-  void drain_until(uint64_t target, uint64_t deadline_ns);
+  // Drains up to ring position `target`; gives up at `deadline_ns`, or once no event arrived for
+  // `stall_ns` (a producer stopped between claim and publish: a thread killed, or the very thread
+  // that is waiting on us from a signal handler), counting what is missing as lost.
+  void drain_until(uint64_t target, uint64_t deadline_ns, uint64_t stall_ns);
   size_t drain_once();
   void process(Event& e);
   void sleep_or_wake(uint64_t ns);
@@ -55,7 +61,7 @@ class Collector {
   void add_own(const Event& e);
   void wake();
   void write_manifest();
-  void write_summary(bool clean_exit, int signal);
+  void write_summary(bool clean_exit, int signal, const char* ended_by);
 
   Config config_;
   ProcessInfo info_;
@@ -81,9 +87,9 @@ class Collector {
   std::atomic<uint64_t> checkpoint_requested_{0};
   std::atomic<uint64_t> checkpoint_done_{0};
   std::atomic<int> checkpoint_signal_{0};
+  std::atomic<int> checkpoint_why_{0};
   std::atomic<uint64_t> lost_{0};
   std::atomic<uint64_t> processed_{0};  // ring positions fully handled
-  std::atomic<uint32_t> wake_{0};       // futex word: bumped to cut the collector's sleep short
   std::thread thread_;
 };
 

@@ -1,15 +1,38 @@
 #include "file_io.h"
 
 #include <fcntl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstdint>
 #include <cstdio>
 
 namespace gmp {
 
+namespace {
+
+// Whether `size` more bytes fit in `fd` under RLIMIT_FSIZE. Writing past it would raise SIGXFSZ,
+// whose default action kills the program, so we refuse such a write ourselves (EFBIG).
+bool fits_file_size_limit(int fd, size_t size) {
+  rlimit lim{};
+  if (getrlimit(RLIMIT_FSIZE, &lim) != 0 || lim.rlim_cur == RLIM_INFINITY) return true;
+  struct stat st {};
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) return true;
+  const off_t here = lseek(fd, 0, SEEK_CUR);
+  const uint64_t end = static_cast<uint64_t>(std::max<off_t>(st.st_size, here < 0 ? 0 : here));
+  return end + size <= lim.rlim_cur;
+}
+
+}  // namespace
+
 bool write_all(int fd, const void* data, size_t size) {
+  if (!fits_file_size_limit(fd, size)) {
+    errno = EFBIG;
+    return false;
+  }
   const char* p = static_cast<const char*>(data);
   while (size > 0) {
     ssize_t n = ::write(fd, p, size);

@@ -1,12 +1,31 @@
 #include "ring.h"
 
+#include <linux/futex.h>
 #include <sched.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
+
+#include <climits>
 
 #include <new>
 
 namespace gmp {
+namespace {
+
+// FUTEX_WAIT on `word` while it equals `seen`, for at most `ns`; true when woken.
+bool futex_wait(std::atomic<uint32_t>& word, uint32_t seen, uint64_t ns) {
+  timespec ts{static_cast<time_t>(ns / 1'000'000'000ull), static_cast<long>(ns % 1'000'000'000ull)};
+  return syscall(SYS_futex, reinterpret_cast<uint32_t*>(&word), FUTEX_WAIT_PRIVATE, seen, &ts, nullptr, 0) == 0;
+}
+
+void futex_wake(std::atomic<uint32_t>& word, int count) {
+  word.fetch_add(1, std::memory_order_release);
+  syscall(SYS_futex, reinterpret_cast<uint32_t*>(&word), FUTEX_WAKE_PRIVATE, count, nullptr, nullptr, 0);
+}
+
+}  // namespace
 
 Ring::Ring(size_t capacity_pow2) : mask_(capacity_pow2 - 1), bytes_(capacity_pow2 * sizeof(Slot)) {
   void* p = mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -31,17 +50,24 @@ Event* Ring::claim(uint64_t* pos) {
 
 void Ring::wait_for_room(uint64_t pos) {
   waits_.fetch_add(1, std::memory_order_relaxed);
-  for (unsigned spin = 0; pos - tail_.load(std::memory_order_acquire) > mask_; ++spin) {
-    if (spin < 64) {
-      __builtin_ia32_pause();
-    } else if (spin < 128) {
-      sched_yield();
-    } else {
-      timespec ts{0, 50'000};
-      nanosleep(&ts, nullptr);
-    }
+  auto full = [&] { return pos - tail_.load(std::memory_order_seq_cst) > mask_; };
+  for (unsigned spin = 0; spin < 64 && full(); ++spin) __builtin_ia32_pause();
+  while (full()) {
+    const uint32_t seen = room_.load(std::memory_order_acquire);
+    waiting_.fetch_add(1, std::memory_order_seq_cst);  // before re-checking: pop() reads it after
+                                                       // moving the tail, so one of us sees the other
+    wake_consumer();  // it may be asleep with a full ring ahead of it
+    // The timeout only guards against a consumer that stopped (a forked child's copy of a ring).
+    if (full()) futex_wait(room_, seen, 1'000'000);
+    waiting_.fetch_sub(1, std::memory_order_release);
   }
 }
+
+bool Ring::consumer_sleep(uint64_t ns) {
+  return futex_wait(consumer_wake_, consumer_wake_.load(std::memory_order_acquire), ns);
+}
+
+void Ring::wake_consumer() { futex_wake(consumer_wake_, 1); }
 
 size_t Ring::pop(Event* out, size_t max) {
   const uint64_t tail = tail_.load(std::memory_order_relaxed);
@@ -51,7 +77,10 @@ size_t Ring::pop(Event* out, size_t max) {
     if (s.seq.load(std::memory_order_acquire) != tail + n + 1) break;
     out[n] = s.event;
   }
-  if (n) tail_.store(tail + n, std::memory_order_release);
+  if (n) {
+    tail_.store(tail + n, std::memory_order_seq_cst);
+    if (waiting_.load(std::memory_order_seq_cst) != 0) futex_wake(room_, INT_MAX);
+  }
   return n;
 }
 

@@ -4,7 +4,9 @@
 // position + 1 into the slot's sequence word. The consumer takes slots strictly in position order,
 // so the trace order is the order in which producers claimed positions. Slots start zeroed (the
 // memory comes from mmap and is touched only as it is used), which no position+1 ever equals.
-// A full ring never drops: the producer waits for the consumer and the wait is counted.
+// A full ring never drops: the producer waits for the consumer and the wait is counted. A waiting
+// producer wakes the consumer and sleeps on a futex that the consumer bumps as it makes room, so a
+// small ring under many threads keeps moving instead of every party sleeping on a timer.
 #pragma once
 
 #include <atomic>
@@ -36,6 +38,12 @@ class Ring {
   // Consumer only: copies up to `max` published events, oldest first. Returns how many.
   size_t pop(Event* out, size_t max);
 
+  // The consumer's sleep: returns true when woken by wake_consumer(), false after `ns`.
+  bool consumer_sleep(uint64_t ns);
+  void wake_consumer();
+  // True while a producer is blocked on a full ring: the consumer should not sleep then.
+  bool producers_waiting() const { return waiting_.load(std::memory_order_acquire) != 0; }
+
   size_t capacity() const { return mask_ + 1; }
   uint64_t claimed() const { return head_.load(std::memory_order_acquire); }
   uint64_t consumed() const { return tail_.load(std::memory_order_acquire); }
@@ -54,6 +62,9 @@ class Ring {
   alignas(64) std::atomic<uint64_t> head_{0};
   alignas(64) std::atomic<uint64_t> tail_{0};
   alignas(64) std::atomic<uint64_t> waits_{0};
+  std::atomic<uint32_t> waiting_{0};       // producers blocked in wait_for_room
+  std::atomic<uint32_t> room_{0};          // futex word: bumped when pop() makes room for them
+  alignas(64) std::atomic<uint32_t> consumer_wake_{0};  // futex word of the consumer's sleep
 };
 
 }  // namespace gmp

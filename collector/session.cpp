@@ -47,11 +47,20 @@ bool g_process_hooks_installed = false;
 constexpr int kHandledSignals[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGABRT};
 constexpr size_t kSignalCount = sizeof kHandledSignals / sizeof kHandledSignals[0];
 
+// The process is ending without exit handlers: stop recording (later events would only make the
+// flush chase a moving target), then have the collector drain what was recorded and write
+// summary.json. Async-signal-safe: atomics, a futex wake and sleeps.
+void end_session_now(Collector::Ending why, int sig) {
+  Session* s = g_active_session.load(std::memory_order_acquire);
+  if (s == nullptr || s->owner_pid != getpid()) return;
+  g_state.store(kDone, std::memory_order_release);
+  g_active_session.store(nullptr, std::memory_order_release);
+  s->collector.checkpoint(why, sig, kSignalFlushTimeoutMs);
+}
+
 void on_terminating_signal(int sig) {
   const int saved_errno = errno;
-  if (Session* s = g_active_session.load(std::memory_order_acquire); s != nullptr && s->owner_pid == getpid()) {
-    s->collector.checkpoint(sig, kSignalFlushTimeoutMs);
-  }
+  end_session_now(Collector::Ending::Signal, sig);
   // Restore the default action; the signal, blocked while we run, is delivered on return.
   signal(sig, SIG_DFL);
   raise(sig);
@@ -192,7 +201,13 @@ void session_before_unload() {
 
 void session_checkpoint() {
   Session* s = g_active_session.load(std::memory_order_acquire);
-  if (s != nullptr && s->owner_pid == getpid()) s->collector.checkpoint(0, kExitFlushTimeoutMs);
+  if (s != nullptr && s->owner_pid == getpid()) s->collector.checkpoint(Collector::Ending::Exec, 0, kExitFlushTimeoutMs);
+}
+
+void session_end_by_exit_call() {
+  const int saved_errno = errno;
+  end_session_now(Collector::Ending::ExitCall, 0);
+  errno = saved_errno;
 }
 
 void session_finalize() {

@@ -77,6 +77,9 @@ void session_before_unload();
 
 // Drains and writes summary.json now, keeping the session alive (before exec).
 void session_checkpoint();
+// The process is about to end without exit handlers (_exit, _Exit, quick_exit): stops recording,
+// drains and writes summary.json, bounded. Async-signal-safe (programs call _exit from handlers).
+void session_end_by_exit_call();
 // Final drain and summary.json; later events are passed through unrecorded.
 void session_finalize();
 

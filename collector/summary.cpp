@@ -29,6 +29,7 @@ nlohmann::json build_summary(const Accounting& acc, const SummaryContext& ctx) {
   nlohmann::json s = {
       {"schema_version", 1},
       {"clean_exit", ctx.clean_exit},
+      {"ended_by", ctx.ended_by},
       {"devices", devices},
       {"host_pinned_bytes", counter_json(acc.host_pinned())},
       {"host_pinned", {{"allocs", acc.host_pinned_allocs()}, {"frees", acc.host_pinned_frees()}}},

@@ -14,6 +14,10 @@ namespace gmp {
 
 struct SummaryContext {
   bool clean_exit = true;
+  // How the process ended: "exit" (exit() or return from main), "exit_call" (_exit, _Exit or
+  // quick_exit: no exit handlers ran), "signal", "exec" (written before the image was replaced),
+  // "unknown" (a summary the tools rebuilt from the trace).
+  std::string ended_by = "exit";
   int terminated_by_signal = 0;
   uint64_t events_lost = 0;
   uint64_t producer_waits = 0;

@@ -1,39 +1,50 @@
 #include "trace_writer.h"
 
-#include <fcntl.h>
-#include <unistd.h>
+#include <cerrno>
+#include <cstring>
 
-#include "file_io.h"
+#include "log.h"
 
 namespace gmp {
 
-TraceWriter::~TraceWriter() {
-  if (fd_ >= 0) ::close(fd_);
-}
-
 bool TraceWriter::open(const std::string& path, const TraceHeader& header) {
-  fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
-  if (fd_ < 0 || !write_all(fd_, &header, sizeof header)) {
-    failed_ = true;
+  path_ = path;
+  buffer_.reserve(4096);
+  if (!file_.create(path, /*exclusive=*/true)) {
+    fail("cannot create", errno);
     return false;
   }
-  buffer_.reserve(4096);
+  if (!file_.append(&header, sizeof header)) {
+    fail("cannot write", errno);
+    return false;
+  }
   return true;
 }
 
-void TraceWriter::append(const Event& e) { buffer_.push_back(e); }
+void TraceWriter::fail(const std::string& what, int err) {
+  failed_ = true;
+  error_ = what + " " + path_ + ": " + std::strerror(err);
+  log::error("{}; from here on events are counted in summary.json but not traced", error_);
+}
 
 bool TraceWriter::flush() {
   if (buffer_.empty()) return !failed_;
-  if (fd_ >= 0 && !failed_) {
-    if (write_all(fd_, buffer_.data(), buffer_.size() * sizeof(Event))) {
+  if (!failed_) {
+    const uint64_t good_size = sizeof(TraceHeader) + written_ * sizeof(Event);
+    if (file_.append(buffer_.data(), buffer_.size() * sizeof(Event))) {
       written_ += buffer_.size();
-    } else {
-      failed_ = true;  // disk full or similar: keep accounting, stop tracing
+      buffer_.clear();
+      return true;
     }
+    const int err = errno;
+    // Cut off what part of the batch did land, so the file holds exactly the events counted as
+    // written (a reader would otherwise replay them while summary.json counts them unwritten).
+    file_.truncate(static_cast<off_t>(good_size));
+    fail("cannot write", err);
   }
+  unwritten_ += buffer_.size();
   buffer_.clear();
-  return !failed_;
+  return false;
 }
 
 }  // namespace gmp

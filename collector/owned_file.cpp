@@ -1,0 +1,80 @@
+#include "owned_file.h"
+
+#include <fcntl.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+#include "file_io.h"
+
+namespace gmp {
+namespace {
+
+// Moves `fd` to a high number (below the soft descriptor limit), where programs rarely dup2()
+// or open; keeps it where it is when no such number is free.
+int move_high(int fd) {
+  constexpr rlim_t kPreferred = 900;  // under the common soft limit of 1024
+  rlimit lim{};
+  if (getrlimit(RLIMIT_NOFILE, &lim) != 0 || lim.rlim_cur <= kPreferred) return fd;
+  const int high = fcntl(fd, F_DUPFD_CLOEXEC, static_cast<int>(kPreferred));
+  if (high < 0) return fd;
+  ::close(fd);
+  return high;
+}
+
+}  // namespace
+
+OwnedFile::~OwnedFile() {
+  if (still_ours()) ::close(fd_);
+}
+
+bool OwnedFile::create(const std::string& path, bool exclusive) {
+  const int flags = O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW | (exclusive ? O_EXCL : 0);
+  const int fd = ::open(path.c_str(), flags, 0600);
+  if (fd < 0) return false;
+  struct stat st {};
+  if (fstat(fd, &st) != 0) {
+    const int saved = errno;
+    ::close(fd);
+    errno = saved;
+    return false;
+  }
+  path_ = path;
+  dev_ = st.st_dev;
+  ino_ = st.st_ino;
+  fd_ = move_high(fd);
+  return true;
+}
+
+bool OwnedFile::still_ours() const {
+  struct stat st {};
+  return fd_ >= 0 && fstat(fd_, &st) == 0 && st.st_dev == dev_ && st.st_ino == ino_;
+}
+
+bool OwnedFile::reopen() {
+  fd_ = -1;  // the old number belongs to the program now: never close it
+  const int fd = ::open(path_.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0) return false;
+  struct stat st {};
+  if (fstat(fd, &st) != 0 || st.st_dev != dev_ || st.st_ino != ino_) {
+    ::close(fd);  // another file now has our name: not ours to write
+    return false;
+  }
+  fd_ = move_high(fd);
+  ++reopened_;
+  return true;
+}
+
+bool OwnedFile::append(const void* data, size_t size) {
+  if (!still_ours() && !reopen()) {
+    errno = EBADF;
+    return false;
+  }
+  return write_all(fd_, data, size);
+}
+
+bool OwnedFile::truncate(off_t size) { return still_ours() && ftruncate(fd_, size) == 0; }
+
+}  // namespace gmp

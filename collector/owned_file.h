@@ -1,0 +1,49 @@
+// A file the profiler keeps open for appending (trace.gmpt, attribution.jsonl, gpumemprof.log),
+// guarded against the program's descriptor games (docs/architecture.md, "Staying out of the
+// program's way"). The program may dup2() its own file onto our descriptor number, or close every
+// descriptor above 2 (closefrom) and open its own files on the freed numbers. So the descriptor
+// is never trusted: before each write, fstat() checks that it still refers to the file we created
+// (same device and inode). When it does not, the number is the program's now: we neither write to
+// it nor close it, and reopen our file by its path (O_NOFOLLOW, same inode required). Our
+// descriptors also live at high numbers, out of the way of programs that dup2() onto low ones.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstddef>
+#include <string>
+
+namespace gmp {
+
+class OwnedFile {
+ public:
+  OwnedFile() = default;
+  ~OwnedFile();
+  OwnedFile(const OwnedFile&) = delete;
+  OwnedFile& operator=(const OwnedFile&) = delete;
+
+  // Creates `path` (mode 0600, close-on-exec, never through a symlink) for appending. `exclusive`:
+  // fail if it exists. False with errno set.
+  bool create(const std::string& path, bool exclusive);
+  bool is_open() const { return fd_ >= 0; }
+
+  // Appends all of `data` to our file, after checking the descriptor is still ours. False with
+  // errno set when the file cannot be written (or reached again: then errno is EBADF).
+  bool append(const void* data, size_t size);
+  // Cuts the file back to `size` bytes (undoing a partial append); false if it cannot.
+  bool truncate(off_t size);
+  // How often the program had taken our descriptor over and the file was reopened.
+  unsigned reopened() const { return reopened_; }
+
+ private:
+  bool still_ours() const;
+  bool reopen();
+
+  std::string path_;
+  int fd_ = -1;
+  dev_t dev_ = 0;
+  ino_t ino_ = 0;
+  unsigned reopened_ = 0;
+};
+
+}  // namespace gmp
