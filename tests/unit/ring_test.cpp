@@ -79,5 +79,30 @@ TEST(Ring, ManyProducersEveryEventOnceInPerProducerOrder) {
   EXPECT_EQ(ring.pop(buf.data(), buf.size()), 0u);
 }
 
+TEST(Ring, ProducerBlockedOnAFullRingWakesTheSleepingConsumer) {
+  Ring ring(1024);
+  for (uint64_t i = 0; i < 1024; ++i) ring.push(make(0, i));
+  EXPECT_FALSE(ring.producers_waiting());
+  std::thread producer([&] { ring.push(make(1, 1024)); });
+  // A consumer that would sleep for a minute is woken by the blocked producer (which repeats its
+  // wake while it waits, so a wake sent before the sleep began is not lost for long).
+  EXPECT_TRUE(ring.consumer_sleep(60'000'000'000ull));
+  while (!ring.producers_waiting()) std::this_thread::yield();
+  std::vector<Event> buf(2048);
+  size_t n = ring.pop(buf.data(), buf.size());
+  producer.join();
+  n += ring.pop(buf.data() + n, buf.size() - n);
+  ASSERT_EQ(n, 1025u);
+  EXPECT_EQ(buf[1024].address, 1024u);
+  EXPECT_FALSE(ring.producers_waiting());
+  EXPECT_EQ(ring.producer_waits(), 1u);
+}
+
+TEST(Ring, ConsumerSleepTimesOutWithoutProducers) {
+  Ring ring(1024);
+  EXPECT_FALSE(ring.consumer_sleep(1'000'000));
+  ring.wake_consumer();  // a wake with nobody asleep is harmless
+}
+
 }  // namespace
 }  // namespace gmp
