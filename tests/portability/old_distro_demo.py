@@ -114,10 +114,13 @@ def in_chroot(args, command, env=None):
     """Runs `command` with /bin/sh inside the root file system, in a clean environment."""
     variables = {"PATH": "/usr/bin:/bin", "LD_LIBRARY_PATH": f"{INSTALL}/fake", **(env or {})}
     inner = ["env", "-i", *[f"{k}={v}" for k, v in variables.items()], "/bin/sh", "-c", command]
-    script = ('mount -t proc proc "$1/proc" || exit 125; shift; exec chroot "$@"')
-    return subprocess.run(["unshare", "--mount", "--propagation", "private", "sh", "-c", script,
-                           "sh", args.rootfs, args.rootfs, *inner],
-                          capture_output=True, text=True, timeout=120)
+    script = 'mount -t proc proc "$1/proc" || exit 125; shift; exec chroot "$@"'
+    try:
+        return subprocess.run(["unshare", "--mount", "--propagation", "private", "sh", "-c", script,
+                               "sh", args.rootfs, args.rootfs, *inner],
+                              capture_output=True, text=True, timeout=120)
+    except subprocess.TimeoutExpired:
+        fail(f"`{command}` did not finish in 120 s")
 
 
 def expect(condition, what, result=None):
