@@ -9,6 +9,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   chromium fonts-dejavu-core  # headless rendering of the HTML report (tests/html)
   clang libclang-rt-dev       # the libFuzzer targets (tests/fuzz/): -fsanitize=fuzzer needs compiler-rt
+  debootstrap                 # tests/portability: an old Debian root file system for old_distro_demo
 )
 
 missing=()
