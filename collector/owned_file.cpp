@@ -44,6 +44,7 @@ bool OwnedFile::create(const std::string& path, bool exclusive) {
   path_ = path;
   dev_ = st.st_dev;
   ino_ = st.st_ino;
+  size_ = st.st_size;
   fd_ = move_high(fd);
   return true;
 }
@@ -58,7 +59,8 @@ bool OwnedFile::reopen() {
   const int fd = ::open(path_.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC | O_NOFOLLOW);
   if (fd < 0) return false;
   struct stat st {};
-  if (fstat(fd, &st) != 0 || st.st_dev != dev_ || st.st_ino != ino_) {
+  // Same inode and exactly the bytes we wrote: an inode number can be reused by a new file.
+  if (fstat(fd, &st) != 0 || st.st_dev != dev_ || st.st_ino != ino_ || st.st_size != size_) {
     ::close(fd);  // another file now has our name: not ours to write
     return false;
   }
@@ -72,9 +74,19 @@ bool OwnedFile::append(const void* data, size_t size) {
     errno = EBADF;
     return false;
   }
-  return write_all(fd_, data, size);
+  if (!write_all(fd_, data, size)) {
+    struct stat st {};
+    if (fstat(fd_, &st) == 0) size_ = st.st_size;  // a partial write landed
+    return false;
+  }
+  size_ += static_cast<off_t>(size);
+  return true;
 }
 
-bool OwnedFile::truncate(off_t size) { return still_ours() && ftruncate(fd_, size) == 0; }
+bool OwnedFile::truncate(off_t size) {
+  if (!still_ours() || ftruncate(fd_, size) != 0) return false;
+  size_ = size;
+  return true;
+}
 
 }  // namespace gmp

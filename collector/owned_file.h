@@ -4,7 +4,8 @@
 // descriptor above 2 (closefrom) and open its own files on the freed numbers. So the descriptor
 // is never trusted: before each write, fstat() checks that it still refers to the file we created
 // (same device and inode). When it does not, the number is the program's now: we neither write to
-// it nor close it, and reopen our file by its path (O_NOFOLLOW, same inode required). Our
+// it nor close it, and reopen our file by its path (O_NOFOLLOW; the same inode holding exactly the
+// bytes we wrote, since a new file can get a freed inode's number). Our
 // descriptors also live at high numbers, out of the way of programs that dup2() onto low ones.
 #pragma once
 
@@ -43,6 +44,7 @@ class OwnedFile {
   int fd_ = -1;
   dev_t dev_ = 0;
   ino_t ino_ = 0;
+  off_t size_ = 0;  // what we have written: only we append to our files
   unsigned reopened_ = 0;
 };
 
