@@ -23,8 +23,10 @@ targets=(fuzz_trace_reader fuzz_oom_bundle)
 flags=(-std=c++20 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
        -D_GLIBCXX_ASSERTIONS -DGMP_READER_NO_BACKSTOP -Wall -Wextra -Wno-missing-field-initializers
        -Icollector -Itools/reader -Itools/analysis -Itools/gpumemprof)
-core=(collector/event.cpp collector/accounting.cpp collector/summary.cpp collector/json_views.cpp)
-sources_fuzz_trace_reader=("${core[@]}" tools/reader/trace_reader.cpp tools/reader/run_directory_reader.cpp)
+core=(collector/event.cpp collector/accounting.cpp collector/summary.cpp collector/json_views.cpp
+      tools/reader/input_file.cpp tools/reader/json_input.cpp tools/reader/json_fields.cpp)
+sources_fuzz_trace_reader=("${core[@]}" tools/reader/trace_reader.cpp tools/reader/run_directory_reader.cpp
+                           tools/reader/summary_figures.cpp)
 sources_fuzz_oom_bundle=("${core[@]}" tools/reader/oom_bundle_reader.cpp tools/gpumemprof/oom_explain.cpp
                          tools/gpumemprof/format.cpp)
 

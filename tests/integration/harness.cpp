@@ -87,19 +87,22 @@ std::map<std::string, std::string> Sandbox::env(const std::map<std::string, std:
 }
 
 RunResult Sandbox::run(const std::vector<std::string>& argv, const std::map<std::string, std::string>& extra,
-                       int timeout_s) const {
-  const std::string out = dir_ + "/.stdout", err = dir_ + "/.stderr";
+                       int timeout_s, const std::string& stdout_path) const {
+  const std::string out = stdout_path.empty() ? dir_ + "/.stdout" : stdout_path, err = dir_ + "/.stderr";
   int out_fd = open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
   int err_fd = open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
   pid_t pid = start(argv, build_env(env(extra)), out_fd, err_fd);
   close(out_fd);
   close(err_fd);
   RunResult r = wait_for(pid, -1, -1, timeout_s);
-  std::ifstream o(out), e(err);
-  r.out.assign(std::istreambuf_iterator<char>(o), {});
+  std::ifstream e(err);
   r.err.assign(std::istreambuf_iterator<char>(e), {});
-  unlink(out.c_str());
   unlink(err.c_str());
+  if (stdout_path.empty()) {
+    std::ifstream o(out);
+    r.out.assign(std::istreambuf_iterator<char>(o), {});
+    unlink(out.c_str());
+  }
   return r;
 }
 
@@ -183,11 +186,11 @@ bool exists(const std::string& path) {
   return stat(path.c_str(), &st) == 0;
 }
 
-RunResult run_tool(const std::vector<std::string>& args) {
+RunResult run_tool(const std::vector<std::string>& args, int timeout_s, const std::string& stdout_path) {
   Sandbox scratch;
   std::vector<std::string> argv{Paths::tool()};
   argv.insert(argv.end(), args.begin(), args.end());
-  return scratch.run(argv, {{"LD_PRELOAD", "<unset>"}});
+  return scratch.run(argv, {{"LD_PRELOAD", "<unset>"}}, timeout_s, stdout_path);
 }
 
 }  // namespace gmp::test

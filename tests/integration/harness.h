@@ -34,8 +34,9 @@ class Sandbox {
   // directories under this sandbox. `extra` overrides or adds; a value of "<unset>" removes.
   std::map<std::string, std::string> env(const std::map<std::string, std::string>& extra = {}) const;
 
+  // `stdout_path`: where the program's stdout goes (captured in RunResult::out when empty).
   RunResult run(const std::vector<std::string>& argv, const std::map<std::string, std::string>& extra = {},
-                int timeout_s = 120) const;
+                int timeout_s = 120, const std::string& stdout_path = {}) const;
   // Starts without waiting; stdout is a pipe the caller reads through read_line().
   pid_t spawn(const std::vector<std::string>& argv, const std::map<std::string, std::string>& extra, int* stdout_fd) const;
 
@@ -52,7 +53,8 @@ RunResult wait_for(pid_t pid, int stdout_fd, int stderr_fd, int timeout_s);
 std::string read_line(int fd, int timeout_ms);
 nlohmann::json read_json_file(const std::string& path);
 bool exists(const std::string& path);
-// Runs the gpumemprof command; returns its result.
-RunResult run_tool(const std::vector<std::string>& args);
+// Runs the gpumemprof command; returns its result. A run past `timeout_s` is killed and fails the
+// test; `stdout_path` as in Sandbox::run (e.g. "/dev/full").
+RunResult run_tool(const std::vector<std::string>& args, int timeout_s = 120, const std::string& stdout_path = {});
 
 }  // namespace gmp::test

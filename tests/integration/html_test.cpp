@@ -147,9 +147,15 @@ TEST(HtmlCommand, ReportOfAKilledProcessSaysItWasRebuilt) {
   ASSERT_EQ(unlink((dir + "/summary.json").c_str()), 0);
   RunResult r = run_tool({"html", dir, "-o", "-"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_TRUE(contains(r.out, "Rebuilt from the trace")) << r.out.substr(0, 4000);
+  EXPECT_TRUE(contains(r.out, "<p class=\"note bad\">the process ended without its final flush (no summary.json): events "
+                              "recorded after the last trace write are missing and their number is unknown; figures are "
+                              "rebuilt from the "))
+      << r.out.substr(0, 4000);
+  EXPECT_TRUE(contains(r.out, " in trace.gmpt; lost and unwritten unknown (no final flush)")) << r.out.substr(0, 4000);
   const auto data = embedded(r.out);
   EXPECT_EQ(data["run"]["rebuilt_from_trace"], true);
+  EXPECT_TRUE(data["run"]["events_lost"].is_null());
+  EXPECT_EQ(data["analysis"]["event_counts"]["final_flush"], false);
   EXPECT_EQ(data["analysis"]["devices"][0]["allocated_peak"]["bytes"], 550 * MiB);
 }
 

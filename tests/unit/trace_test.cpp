@@ -10,20 +10,13 @@
 #include "accounting.h"
 #include "run_directory_reader.h"
 #include "trace_reader.h"
+#include "temp_dir.h"
 #include "trace_writer.h"
 
 namespace gmp {
 namespace {
 
-class TempDir {
- public:
-  TempDir() {
-    char tmpl[] = "/tmp/gmp-test-XXXXXX";
-    path = mkdtemp(tmpl);
-  }
-  ~TempDir() { std::system(("rm -rf " + path).c_str()); }
-  std::string path;
-};
+using test::TempDir;
 
 std::string write_trace(const std::string& dir, int events) {
   const std::string path = dir + "/trace.gmpt";
@@ -107,7 +100,7 @@ TEST(Trace, RejectsForeignShortAndFutureFiles) {
   TempDir d;
   reader::TraceReader missing;
   EXPECT_FALSE(missing.open(d.path + "/nope"));
-  EXPECT_NE(missing.error().find("cannot open"), std::string::npos);
+  EXPECT_EQ(missing.error(), d.path + "/nope does not exist");
 
   std::ofstream(d.path + "/short") << "GMPT";
   reader::TraceReader shortr;
@@ -148,10 +141,14 @@ TEST(RunDirectoryReader, ExplainsWhatIsWrong) {
   EXPECT_NE(error.find("not a gpumemprof run directory"), std::string::npos);
   std::ofstream(d.path + "/manifest.json") << "{ broken";
   EXPECT_FALSE(reader::open_run_directory(d.path, error));
+  EXPECT_EQ(error.rfind(d.path + "/manifest.json is not valid JSON (parse error at line 1, column 3: ", 0), 0u) << error;
   std::ofstream(d.path + "/manifest.json") << "{}";
   std::ofstream(d.path + "/summary.json") << "[1,2";
   EXPECT_FALSE(reader::open_run_directory(d.path, error));
-  EXPECT_NE(error.find("no trace.gmpt"), std::string::npos) << error;
+  EXPECT_EQ(error.rfind(d.path + "/summary.json is not valid JSON (", 0), 0u) << error;
+  std::ofstream(d.path + "/summary.json") << "{}";
+  EXPECT_FALSE(reader::open_run_directory(d.path, error));
+  EXPECT_EQ(error, d.path + ": summary.json has no \"devices\" array and there is no trace.gmpt to rebuild it from");
 }
 
 }  // namespace

@@ -209,6 +209,7 @@ nlohmann::json analysis_json(const RunAnalysis& run, bool with_timeline) {
   const reader::Attribution& a = run.attribution;
   return {{"devices", devices},
           {"events", run.events},
+          {"event_counts", reader::event_counts_json(run.run.events)},
           {"duration_ns", run.duration_ns},
           {"trace_truncated_bytes", run.truncated_bytes},
           {"leaks", live_set_json(run.leaks, run.start_ns)},

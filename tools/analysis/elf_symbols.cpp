@@ -10,6 +10,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include "input_file.h"
+
 namespace gmp::analysis {
 namespace {
 
@@ -85,20 +87,18 @@ ElfSymbols::~ElfSymbols() {
 }
 
 bool ElfSymbols::load(const std::string& path, bool main_file, std::string* why) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    *why = std::strerror(errno);
+  // The path comes from attribution.jsonl: a FIFO put in a library's place must not block us.
+  reader::InputFile file;
+  if (!file.open(path, reader::Holes::Allow)) {
+    *why = file.error();
     return false;
   }
-  struct stat st {};
-  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size < static_cast<off_t>(sizeof(Elf64_Ehdr))) {
-    ::close(fd);
+  if (file.size() < sizeof(Elf64_Ehdr)) {
     *why = "not an ELF file";
     return false;
   }
-  const size_t size = static_cast<size_t>(st.st_size);
-  void* p = mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
-  ::close(fd);
+  const size_t size = file.size();
+  void* p = mmap(nullptr, size, PROT_READ, MAP_PRIVATE, file.fd(), 0);
   if (p == MAP_FAILED) {
     *why = std::strerror(errno);
     return false;

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "json_fields.h"
+#include "summary_figures.h"
 #include "trace_reader.h"
 
 namespace gmp::analysis {
@@ -62,15 +64,32 @@ void collect_marker(RunAnalysis& run, const Options& opt, const Event& e) {
 
 std::map<int, std::string> device_names(const reader::RunDirectory& run) {
   std::map<int, std::string> names;
-  if (run.summary.contains("devices") && run.summary["devices"].is_array()) {
-    for (const auto& d : run.summary["devices"]) {
-      if (d.is_object() && d.contains("device") && d["device"].is_number_integer() && d.contains("name") &&
-          d["name"].is_string()) {
-        names[d["device"].get<int>()] = d["name"].get<std::string>();
-      }
-    }
+  for (const auto& d : reader::array_or_empty(reader::member(&run.summary, "devices"))) {
+    const auto ordinal = reader::as_device(reader::member(&d, "device"));
+    const std::string name = reader::str_or(reader::member(&d, "name"));
+    if (ordinal && !name.empty()) names[*ordinal] = name;
   }
   return names;
+}
+
+// A trace that lacks events (a failed write, a file cut short) understates every total and peak
+// its replay gives; summary.json's were counted from all of them. Its figures replace the replay's,
+// while what was live when (which only the events can tell) stays the trace's, and the report says
+// so (reader::event_count_warnings).
+void take_summary_figures(RunAnalysis& run) {
+  for (const auto& j : reader::array_or_empty(reader::member(&run.run.summary, "devices"))) {
+    const DeviceStats s = reader::summary_device_stats(j);
+    if (s.device < 0) continue;
+    DeviceAnalysis& d = run.devices[s.device];
+    d.device = s.device;
+    const DeviceStats::Telemetry nvml = d.final_stats.nvml;
+    d.final_stats = s;
+    d.final_stats.nvml = nvml;
+    d.allocated_peak.bytes = s.allocated.peak;
+    d.allocated_peak.at_ns = s.allocated_peak_ns;
+    d.reserved_peak.bytes = s.reserved.peak;
+    d.reserved_peak.at_ns = s.reserved_peak_ns;
+  }
 }
 
 struct PeakWatch {
@@ -124,6 +143,10 @@ bool first_pass(const std::string& trace_path, RunAnalysis& run, const Options& 
         w.reserved = {d.reserved.current, since(e.timestamp_ns, run.start_ns), index, kind_bytes(d)};
       }
     }
+  }
+  if (trace.failed()) {
+    error = trace.error();
+    return false;
   }
   run.events = index;
   run.truncated_bytes = trace.truncated_bytes();
@@ -248,6 +271,10 @@ bool second_pass(const std::string& trace_path, RunAnalysis& run, const Options&
       ++next;
     }
   }
+  if (trace.failed()) {  // the first pass read the same bytes; only a changing file gets here
+    error = trace.error();
+    return false;
+  }
   timeline.finish();
   return true;
 }
@@ -304,6 +331,10 @@ std::optional<RunAnalysis> analyze_run(const std::string& dir, const Options& op
   RunAnalysis run;
   run.run = std::move(*opened);
   run.attribution = reader::read_attribution(dir + "/attribution.jsonl");
+  if (!run.attribution.error.empty()) {
+    error = run.attribution.error;
+    return std::nullopt;
+  }
   const std::string trace_path = dir + "/trace.gmpt";
   std::map<int, PeakWatch> peaks;
   uint64_t last_ns = 0;
@@ -319,9 +350,12 @@ std::optional<RunAnalysis> analyze_run(const std::string& dir, const Options& op
     it->second.device = it->first;
     it->second.allocated_peak = peaks[it->first].allocated;
     it->second.reserved_peak = peaks[it->first].reserved;
-    auto name = names.find(it->first);
-    if (name != names.end()) it->second.name = name->second;
     ++it;
+  }
+  if (run.run.events.trace_incomplete()) take_summary_figures(run);
+  for (auto& [ordinal, d] : run.devices) {
+    auto name = names.find(ordinal);
+    if (name != names.end()) d.name = name->second;
   }
   if (!second_pass(trace_path, run, options, error)) return std::nullopt;
   attribute(run, options);

@@ -13,6 +13,7 @@
 #include "command_args.h"
 #include "commands.h"
 #include "format.h"
+#include "json_text.h"
 #include "run_analysis.h"
 
 namespace gmp::tool {
@@ -212,7 +213,7 @@ int diff(const analysis::RunAnalysis& a, const analysis::RunAnalysis& b, bool js
   if (json) {
     out["process"] = rows_json(process);
     out["leaks_by_site"] = changes_json(leak_sites, "site");
-    std::printf("%s\n", out.dump(2).c_str());
+    std::printf("%s\n", json_text(out, 2).c_str());
   } else {
     std::printf("\nprocess\n");
     print_rows(process);

@@ -143,10 +143,10 @@ int export_main(int argc, char** argv) {
   if (!out.open(args.output, error)) return usage_error(error);
 
   args.format->write(ctx);
-  if (!ctx.error.empty()) {
-    out.finish(error);
-    std::fprintf(stderr, "gpumemprof export: %s\n", ctx.error.c_str());
-    return 1;
+  // Input found unreadable partway: no partial export is left behind.
+  if (replay.failed() || !ctx.error.empty()) {
+    out.abandon();
+    return usage_error(replay.failed() ? replay.error() : ctx.error);
   }
   if (!out.finish(error)) {
     std::fprintf(stderr, "gpumemprof export: %s\n", error.c_str());

@@ -25,7 +25,7 @@ struct Context {
   Output& out;
   Identity identity;               // telemetry-v2 only
   std::vector<std::string> notes;  // said on stderr after the export
-  std::string error;               // set by a format that failed: the export exits 1
+  std::string error;               // set by a format that found the input unreadable: the export exits 2
   std::string written;             // what was written, when not "N trace events"
 };
 

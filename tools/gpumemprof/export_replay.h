@@ -23,8 +23,11 @@ class Replay {
   // False with a one-line `error` when the trace cannot be read.
   bool open(const std::string& trace_path, std::string& error);
 
-  // Reads the next event and applies it; false at the end of the trace.
+  // Reads the next event and applies it; false at the end of the trace, or where it turns out
+  // unreadable (failed(), with error()).
   bool next();
+  bool failed() const { return trace_.failed(); }
+  const std::string& error() const { return trace_.error(); }
   const Event& event() const { return event_; }
   const Accounting& accounting() const { return acc_; }
   const TraceHeader& header() const { return trace_.header(); }

@@ -1,8 +1,13 @@
 #include "export_writer.h"
 
+#include <unistd.h>
+
+#include <algorithm>
 #include <cerrno>
 #include <charconv>
 #include <cstring>
+
+#include "json_text.h"
 
 namespace gmp::tool::exporter {
 
@@ -36,20 +41,28 @@ void Output::flush() {
 
 bool Output::finish(std::string& error) {
   flush();
+  if (!owned_) return true;  // stdout: main.cpp checks it
   if (!failed_ && std::fflush(file_) != 0) {
     failed_ = true;
     errno_ = errno;
   }
-  if (owned_) {
-    if (std::fclose(file_) != 0 && !failed_) {
-      failed_ = true;
-      errno_ = errno;
-    }
-    file_ = nullptr;
-    owned_ = false;
+  if (std::fclose(file_) != 0 && !failed_) {
+    failed_ = true;
+    errno_ = errno;
   }
+  file_ = nullptr;
+  owned_ = false;
   if (failed_) error = "writing " + name_ + " failed: " + std::strerror(errno_);
   return !failed_;
+}
+
+void Output::abandon() {
+  buf_.clear();
+  if (!owned_) return;
+  std::fclose(file_);
+  file_ = nullptr;
+  owned_ = false;
+  unlink(name_.c_str());
 }
 
 void append_u64(std::string& out, uint64_t v) {
@@ -80,34 +93,21 @@ void append_micros(std::string& out, uint64_t ns) {
   out += static_cast<char>('0' + frac % 10);
 }
 
-namespace {
-bool needs_escape(char c) { return c == '"' || c == '\\' || static_cast<unsigned char>(c) < 0x20; }
-}  // namespace
-
 void append_json_string(std::string& out, std::string_view s) {
-  out += '"';
-  size_t plain = 0;  // the common case, names and keys, has nothing to escape: append it whole
-  while (plain < s.size() && !needs_escape(s[plain])) ++plain;
-  out.append(s.data(), plain);
-  for (const char c : s.substr(plain)) {
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          static constexpr char kHex[] = "0123456789abcdef";
-          out += "\\u00";
-          out += kHex[(c >> 4) & 0xf];
-          out += kHex[c & 0xf];
-        } else {
-          out += c;  // UTF-8 passes through unchanged
-        }
-    }
+  // The common case, names and keys, is plain ASCII with nothing to escape: appended whole.
+  // Anything else (escapes, UTF-8, bytes that are not UTF-8, as in a path) goes through the one
+  // JSON encoder every tool output uses, which replaces invalid bytes with U+FFFD.
+  const bool plain = std::all_of(s.begin(), s.end(), [](char c) {
+    const auto u = static_cast<unsigned char>(c);
+    return u >= 0x20 && u < 0x80 && c != '"' && c != '\\';
+  });
+  if (plain) {
+    out += '"';
+    out.append(s.data(), s.size());
+    out += '"';
+    return;
   }
-  out += '"';
+  out += json_text(nlohmann::json(std::string(s)));
 }
 
 void append_csv_field(std::string& out, std::string_view s) {

@@ -24,8 +24,11 @@ class Output {
   void written() {
     if (buf_.size() >= kFlushBytes) flush();
   }
-  // Flushes and closes; false with `error` when any write failed (disk full, closed pipe).
+  // Flushes and closes; false with `error` when any write to a file failed (disk full). Writes to
+  // stdout are checked once for every command, at exit (main.cpp).
   bool finish(std::string& error);
+  // Closes and removes a file that holds a partial export (the input turned out unreadable).
+  void abandon();
   const std::string& name() const { return name_; }
 
  private:
@@ -36,7 +39,7 @@ class Output {
   bool owned_ = false;
   bool failed_ = false;
   int errno_ = 0;
-  std::string name_;
+  std::string name_;  // "stdout", or the file's path
   std::string buf_;
 };
 
@@ -44,7 +47,7 @@ void append_u64(std::string& out, uint64_t v);
 void append_i64(std::string& out, int64_t v);
 void append_hex(std::string& out, uint64_t v);           // "0x1a2b"
 void append_micros(std::string& out, uint64_t ns);       // ns as microseconds: "1234.567"
-void append_json_string(std::string& out, std::string_view s);  // quoted, escaped
+void append_json_string(std::string& out, std::string_view s);  // quoted, escaped, valid UTF-8
 void append_csv_field(std::string& out, std::string_view s);    // RFC 4180: quoted only when needed
 
 // One JSON object written in place: JsonObject o(out); o.u64("size", n); ...; o.close().

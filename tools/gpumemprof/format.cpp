@@ -49,13 +49,4 @@ std::string marker_label(const analysis::Marker& m) {
   return "?";
 }
 
-uint64_t json_u64(const nlohmann::json& j, std::initializer_list<const char*> path) {
-  const nlohmann::json* p = &j;
-  for (const char* k : path) {
-    if (!p->is_object() || !p->contains(k)) return 0;
-    p = &(*p)[k];
-  }
-  return p->is_number_unsigned() || p->is_number_integer() ? p->get<uint64_t>() : 0;
-}
-
 }  // namespace gmp::tool

@@ -2,11 +2,11 @@
 #pragma once
 
 #include <cstdint>
-#include <initializer_list>
 #include <string>
 
 #include <nlohmann/json.hpp>
 
+#include "json_fields.h"
 #include "run_analysis.h"
 
 namespace gmp::tool {
@@ -20,8 +20,8 @@ std::string counted(uint64_t n, const std::string& noun);
 // "WARNING alert", "cuMemAlloc_v2 of 2.00 GiB failed (CUDA_ERROR_OUT_OF_MEMORY)", ...
 std::string marker_label(const analysis::Marker& m);
 
-// The number at `path` in `j` (e.g. {"allocated_bytes", "peak"}), or 0 where there is none: the
-// tools read summaries from crashed or older runs and must not throw on a missing key.
-uint64_t json_u64(const nlohmann::json& j, std::initializer_list<const char*> path);
+// Fields of manifest.json and summary.json, read without trusting their types (json_fields.h).
+using reader::json_str;
+using reader::json_u64;
 
 }  // namespace gmp::tool

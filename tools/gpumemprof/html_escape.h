@@ -7,6 +7,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "json_text.h"
+
 namespace gmp::tool::html {
 
 // `s` as HTML text or a quoted attribute value: & < > " ' become entities, and control characters
@@ -36,7 +38,7 @@ inline std::string escape(std::string_view s) {
 // escaped, all as \uXXXX escapes inside strings (those characters only occur inside strings), so
 // JSON.parse(element.textContent) returns `j` unchanged. Invalid UTF-8 in strings becomes U+FFFD.
 inline std::string script_json(const nlohmann::json& j) {
-  const std::string text = j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  const std::string text = json_text(j);
   std::string out;
   out.reserve(text.size() + 64);
   for (size_t i = 0; i < text.size(); ++i) {

@@ -20,11 +20,6 @@ using html::escape;
 
 constexpr size_t kMaxRows = 200;  // per marker table; the embedded JSON has them all
 
-std::string str_at(const nlohmann::json& j, const char* key) {
-  if (!j.is_object() || !j.contains(key) || !j[key].is_string()) return {};
-  return j[key].get<std::string>();
-}
-
 std::string u64s(uint64_t v) { return std::to_string(v); }
 
 // "1 allocation", "3 allocations".
@@ -81,7 +76,7 @@ class Page {
 
  private:
   std::string exe_name() const {
-    const std::string exe = str_at(manifest_, "exe");
+    const std::string exe = json_str(manifest_, {"exe"});
     if (exe.empty()) return "unknown program";
     const size_t slash = exe.rfind('/');
     return slash == std::string::npos ? exe : exe.substr(slash + 1);
@@ -111,9 +106,7 @@ class Page {
   uint64_t failed_allocations() const {
     uint64_t total = 0;
     for (const auto& [_, d] : run_.devices) total += d.final_stats.failed_alloc_count;
-    const nlohmann::json& f = summary_.is_object() && summary_.contains("failed_allocations")
-                                  ? summary_["failed_allocations"] : nlohmann::json();
-    return std::max<uint64_t>(total, f.is_array() ? f.size() : 0);
+    return std::max<uint64_t>(total, reader::array_or_empty(reader::member(&summary_, "failed_allocations")).size());
   }
   uint64_t alerts_fired() const {
     uint64_t n = 0;
@@ -124,11 +117,11 @@ class Page {
   void header() {
     out_ += "<header>\n<h1>GPU memory report <span class=\"exe\">" + escape(exe_name()) + "</span></h1>\n";
     out_ += "<dl class=\"facts\">\n";
-    const std::string exe = str_at(manifest_, "exe");
+    const std::string exe = json_str(manifest_, {"exe"});
     fact("Executable", exe.empty() ? "<span class=\"muted\">unknown (no manifest.json)</span>" : "<code>" + escape(exe) + "</code>");
-    if (manifest_.is_object() && manifest_.contains("argv") && manifest_["argv"].is_array()) {
+    {
       std::string line;
-      for (const auto& a : manifest_["argv"]) {
+      for (const auto& a : reader::array_or_empty(reader::member(&manifest_, "argv"))) {
         if (!a.is_string()) continue;
         if (!line.empty()) line += ' ';
         line += a.get<std::string>();
@@ -140,36 +133,35 @@ class Page {
       if (const uint64_t ppid = json_u64(manifest_, {"ppid"})) v += " <span class=\"muted\">(parent " + u64s(ppid) + ")</span>";
       fact("PID", v);
     }
-    std::string host = str_at(manifest_, "host");
-    const std::string rank = str_at(manifest_, "rank");
+    std::string host = json_str(manifest_, {"host"});
+    const std::string rank = json_str(manifest_, {"rank"});
     if (!rank.empty()) host += (host.empty() ? "" : ", ") + std::string("rank ") + rank;
     if (!host.empty()) fact("Host", escape(host));
-    const std::string started = str_at(manifest_, "start_time_utc");
+    const std::string started = json_str(manifest_, {"start_time_utc"});
     if (!started.empty()) fact("Started", escape(started));
     fact("Duration", escape(at(run_.duration_ns)) + " <span class=\"muted\">from the profiler's start to the last event; "
                                                     "all times below are since that start</span>");
     fact("Run directory", "<code>" + escape(run_.run.path) + "</code>");
-    const uint64_t lost = json_u64(summary_, {"events", "lost"});
-    fact("Events", u64s(run_.events) + " in the trace, " + (lost ? "<strong class=\"bad\">" : std::string()) + u64s(lost) +
-                       " lost" + (lost ? "</strong>" : "") + ", " + u64s(json_u64(summary_, {"events", "producer_waits"})) +
-                       " producer waits");
+    const reader::EventCounts& events = run_.run.events;
+    const bool short_of_events = !events.final_flush || events.trace_incomplete() || events.lost > 0;
+    fact("Events", (short_of_events ? "<strong class=\"bad\">" : std::string()) + escape(reader::event_counts_line(events)) +
+                       (short_of_events ? "</strong>" : ""));
     out_ += "</dl>\n";
 
-    if (run_.run.summary_rebuilt) {
-      std::string text = "<strong>Rebuilt from the trace:</strong> " + escape(run_.run.rebuild_reason) +
-                         "; every figure here is rebuilt from the trace.";
-      if (run_.truncated_bytes) text += " The trace ends in a partial record of " + u64s(run_.truncated_bytes) + " bytes (ignored).";
-      note("warn", text);
-    } else if (summary_.is_object() && summary_.value("clean_exit", true) == false) {
+    if (run_.run.summary_rebuilt && events.final_flush) {
+      note("warn", "<strong>Rebuilt from the trace:</strong> " + escape(run_.run.rebuild_reason) +
+                       "; every figure here is rebuilt from the trace.");
+    } else if (!run_.run.summary_rebuilt && reader::as_bool(reader::member(&summary_, "clean_exit")) == false) {
       std::string text = "<strong>Not a clean exit:</strong> summary.json was written ";
-      const std::string sig = summary_.contains("terminated_by_signal") && summary_["terminated_by_signal"].is_string()
-                                  ? summary_["terminated_by_signal"].get<std::string>() : std::string();
-      text += sig.empty() ? "before an exec or on a fatal signal." : "on signal " + escape(sig) + ".";
+      const uint64_t sig = json_u64(summary_, {"terminated_by_signal"});
+      text += sig == 0 ? "before an exec or on a fatal signal." : "on signal " + u64s(sig) + ".";
       note("warn", text);
     }
-    if (lost) {
-      note("bad", "<strong>" + u64s(lost) + " events were lost:</strong> claimed in the ring but never published before the "
-                  "exit wait ran out (a thread stopped mid-record). Figures may be slightly off.");
+    for (const std::string& w : reader::event_count_warnings(events)) {
+      note(events.final_flush && !events.trace_incomplete() ? "warn" : "bad", escape(w));
+    }
+    if (run_.truncated_bytes) {
+      note("warn", "The trace ends in a partial record of " + u64s(run_.truncated_bytes) + " bytes (ignored).");
     }
     if (run_.markers_dropped) {
       note("warn", u64s(run_.markers_dropped) + " further alerts, failed allocations and OOM events were counted but not kept "
@@ -434,17 +426,17 @@ class Page {
 nlohmann::json html_report_data(const analysis::RunAnalysis& run) {
   const nlohmann::json& m = run.run.manifest;
   nlohmann::json info = {{"run_dir", run.run.path},
-                         {"exe", str_at(m, "exe")},
+                         {"exe", json_str(m, {"exe"})},
                          {"pid", json_u64(m, {"pid"})},
-                         {"host", str_at(m, "host")},
-                         {"rank", str_at(m, "rank")},
-                         {"start_time_utc", str_at(m, "start_time_utc")},
+                         {"host", json_str(m, {"host"})},
+                         {"rank", json_str(m, {"rank"})},
+                         {"start_time_utc", json_str(m, {"start_time_utc"})},
                          {"duration_ns", run.duration_ns},
                          {"rebuilt_from_trace", run.run.summary_rebuilt},
                          {"rebuild_reason", run.run.summary_rebuilt ? nlohmann::json(run.run.rebuild_reason) : nlohmann::json()},
-                         {"events_lost", json_u64(run.run.summary, {"events", "lost"})},
+                         {"events_lost", run.run.events.final_flush ? nlohmann::json(run.run.events.lost) : nlohmann::json()},
                          {"tool_version", GPUMEMPROF_VERSION}};
-  if (m.is_object() && m.contains("argv") && m["argv"].is_array()) info["argv"] = m["argv"];
+  if (const nlohmann::json* argv = reader::member(&m, "argv"); argv != nullptr && argv->is_array()) info["argv"] = *argv;
   return {{"schema", "gpumemprof-html/1"},
           {"run", std::move(info)},
           {"summary", run.run.summary},

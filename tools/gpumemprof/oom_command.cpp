@@ -15,6 +15,7 @@
 #include "command_args.h"
 #include "commands.h"
 #include "format.h"
+#include "json_text.h"
 #include "oom_bundle_reader.h"
 #include "oom_explain.h"
 #include "run_directory_reader.h"
@@ -101,17 +102,19 @@ void read_bundles(const std::vector<std::string>& paths, uint64_t pid, Result& o
 }
 
 // Names the call sites of the largest holders from the run's attribution.jsonl, when there is one:
-// a bundle records stack ids only, the run directory holds what they mean.
-void name_holder_sites(const std::string& run_dir, std::vector<OomExplanation>& explained) {
+// a bundle records stack ids only, the run directory holds what they mean. False with `error` when
+// the file is there but cannot be read.
+bool name_holder_sites(const std::string& run_dir, std::vector<OomExplanation>& explained, std::string& error) {
   std::vector<uint32_t> ids;
   for (const auto& x : explained) {
     for (const auto& a : x.top) {
       if (a.stack_id != 0 && a.stack_id <= UINT32_MAX) ids.push_back(static_cast<uint32_t>(a.stack_id));
     }
   }
-  if (ids.empty()) return;
+  if (ids.empty()) return true;
   const reader::Attribution attribution = reader::read_attribution(run_dir + "/attribution.jsonl");
-  if (!attribution.present) return;
+  error = attribution.error;
+  if (!attribution.present) return error.empty();
   analysis::Symbolizer symbolizer(attribution);
   const analysis::StackTable stacks = symbolizer.symbolize(ids);
   for (auto& x : explained) {
@@ -121,6 +124,7 @@ void name_holder_sites(const std::string& run_dir, std::vector<OomExplanation>& 
       }
     }
   }
+  return true;
 }
 
 std::string no_oom_text(const RunOom& run) {
@@ -130,9 +134,9 @@ std::string no_oom_text(const RunOom& run) {
                   "the run directory; for example GPUMEMPROF_OOM_DIR was a symlink or not writable).\n";
   if (!run.failed_oom.empty()) s += "Failed requests (summary.json):\n";
   for (const auto& f : run.failed_oom) {
-    const bool has_api = f.contains("api") && f["api"].is_string();
-    s += "  " + printable(has_api ? f["api"].get<std::string>() : std::string("?")) + " of " + human_bytes(json_u64(f, {"size"})) + " on device " +
-         std::to_string(f.contains("device") && f["device"].is_number_integer() ? f["device"].get<int64_t>() : -1) + ", " +
+    const std::string api = json_str(f, {"api"});
+    s += "  " + printable(api.empty() ? "?" : api) + " of " + human_bytes(json_u64(f, {"size"})) + " on device " +
+         std::to_string(reader::as_device(reader::member(&f, "device")).value_or(-1)) + ", " +
          human_duration_ns(json_u64(f, {"at_ns"})) + " after profiling started\n";
   }
   return s;
@@ -192,9 +196,7 @@ void print_json(const Result& r) {
     message = message.substr(0, message.find('\n'));
     out["message"] = message;
   }
-  // Paths and environment strings need not be UTF-8: replace what is not, never throw.
-  const std::string text = out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
-  std::printf("%s\n", text.c_str());
+  std::printf("%s\n", json_text(out, 2).c_str());
 }
 
 int fail(const std::string& message) {
@@ -227,7 +229,8 @@ int oom_main(int argc, char** argv) {
     auto b = reader::read_oom_bundle(path, error);
     if (!b) return fail(error);
     r.explained.push_back(explain_oom(*b));
-    name_holder_sites(path + "/../..", r.explained);  // the default place: <run dir>/oom/<bundle>
+    // The default place: <run dir>/oom/<bundle>.
+    if (!name_holder_sites(path + "/../..", r.explained, error)) return fail(error);
   } else if (run_like) {
     r.source = Source::RunDirectory;
     std::string error;
@@ -239,29 +242,29 @@ int oom_main(int argc, char** argv) {
       for (auto& b : reader::list_oom_bundles(d)) bundles.push_back(std::move(b));
     }
     if (!run) {
-      if (bundles.empty()) return fail(error + "; " + kExpected);
+      // A run directory's own files that are there but unreadable are an error, as for every
+      // command; a directory holding bundles and nothing else is explained from the bundles.
+      if (bundles.empty() || exists(path + "/manifest.json") || exists(path + "/trace.gmpt")) {
+        return fail(bundles.empty() ? error + "; " + kExpected : error);
+      }
       r.notes.push_back(error + "; explaining the bundles alone");
     } else {
       RunOom o;
       o.path = path;
       o.pid = json_u64(run->manifest, {"pid"});
-      if (run->manifest.is_object() && run->manifest.contains("exe") && run->manifest["exe"].is_string()) {
-        o.exe = run->manifest["exe"].get<std::string>();
-      }
+      o.exe = json_str(run->manifest, {"exe"});
       o.failures = json_u64(run->summary, {"oom", "failures"});
       o.bundles_written = json_u64(run->summary, {"oom", "bundles_written"});
       o.recovered = json_u64(run->summary, {"oom", "recovered"});
       o.summary_rebuilt = run->summary_rebuilt;
       o.rebuild_reason = run->rebuild_reason;
-      if (run->summary.contains("failed_allocations") && run->summary["failed_allocations"].is_array()) {
-        for (const auto& f : run->summary["failed_allocations"]) {
-          if (json_u64(f, {"error"}) == 2 && o.failed_oom.size() < 10) o.failed_oom.push_back(f);
-        }
+      for (const auto& f : reader::array_or_empty(reader::member(&run->summary, "failed_allocations"))) {
+        if (json_u64(f, {"error"}) == 2 && o.failed_oom.size() < 10) o.failed_oom.push_back(f);
       }
       r.run = std::move(o);
     }
     read_bundles(bundles, r.run ? r.run->pid : 0, r);
-    name_holder_sites(path, r.explained);
+    if (!name_holder_sites(path, r.explained, error)) return fail(error);
     if (r.run && r.run->bundles_written > r.explained.size() + r.errors.size() && !r.explained.empty()) {
       r.notes.push_back(std::to_string(r.run->bundles_written) + " bundles were written and " +
                         std::to_string(r.explained.size() + r.errors.size()) +
@@ -279,8 +282,13 @@ int oom_main(int argc, char** argv) {
 
   if (json) print_json(r);
   else print_text(r);
-  for (const auto& e : r.errors) std::fprintf(stderr, "gpumemprof oom: %s\n", e.c_str());
-  return r.errors.empty() ? 0 : 2;
+  if (r.errors.empty()) return 0;
+  // One line however many: the explanations above are what could be read (--json lists each error).
+  const size_t total = r.errors.size() + r.explained.size();
+  return fail(r.errors.size() == 1 && total == 1
+                  ? r.errors.front()
+                  : "skipped " + std::to_string(r.errors.size()) + " of " + std::to_string(total) +
+                        " bundles that cannot be read; the first: " + r.errors.front());
 }
 
 }  // namespace gmp::tool

@@ -9,6 +9,7 @@
 #include "command_args.h"
 #include "commands.h"
 #include "format.h"
+#include "json_text.h"
 #include "report_attribution.h"
 #include "run_analysis.h"
 
@@ -142,13 +143,17 @@ void print_text(const analysis::RunAnalysis& run) {
   const auto& s = run.run.summary;
   std::printf("gpumemprof report: %s\n", run.run.path.c_str());
   if (run.run.manifest.is_object()) {
-    std::printf("  process %s (pid %llu), %s of CUDA activity\n", run.run.manifest.value("exe", std::string("?")).c_str(),
+    const std::string exe = json_str(run.run.manifest, {"exe"});
+    std::printf("  process %s (pid %llu), %s of CUDA activity\n", exe.empty() ? "?" : exe.c_str(),
                 (ull)json_u64(run.run.manifest, {"pid"}), human_duration_ns(run.duration_ns).c_str());
   }
-  if (run.run.summary_rebuilt) {
-    std::printf("  note: %s; figures rebuilt from the trace", run.run.rebuild_reason.c_str());
-    if (run.truncated_bytes) std::printf(" (last %llu bytes were a partial record)", (ull)run.truncated_bytes);
-    std::printf("\n");
+  if (run.run.summary_rebuilt && run.run.events.final_flush) {
+    std::printf("  note: %s; figures rebuilt from the trace\n", run.run.rebuild_reason.c_str());
+  }
+  for (const std::string& w : reader::event_count_warnings(run.run.events)) std::printf("  note: %s\n", w.c_str());
+  if (run.truncated_bytes) {
+    std::printf("  note: trace.gmpt ends in a partial record of %llu bytes (a write cut short); it is ignored\n",
+                (ull)run.truncated_bytes);
   }
   print_attribution_notes(run);
   if (run.devices.empty()) std::printf("\nno device memory was allocated\n");
@@ -164,7 +169,7 @@ void print_text(const analysis::RunAnalysis& run) {
     for (const LiveAllocation& a : run.leaks.largest) print_allocation(run, a, true);
     print_call_sites(run, run.leak_sites, 4);
   }
-  const uint64_t failed = s["failed_allocations"].is_array() ? s["failed_allocations"].size() : 0;
+  const uint64_t failed = reader::array_or_empty(reader::member(&s, "failed_allocations")).size();
   uint64_t failed_total = 0;
   for (const auto& [_, d] : run.devices) failed_total += d.final_stats.failed_alloc_count;
   std::printf("failed allocations: %llu\n", (ull)std::max<uint64_t>(failed, failed_total));
@@ -182,8 +187,7 @@ void print_text(const analysis::RunAnalysis& run) {
   print_ranges(run);
   print_marks(run);
   print_pauses(run);
-  std::printf("events: %llu recorded, %llu lost, %llu producer waits\n", (ull)json_u64(s, {"events", "recorded"}),
-              (ull)json_u64(s, {"events", "lost"}), (ull)json_u64(s, {"events", "producer_waits"}));
+  std::printf("events: %s\n", reader::event_counts_line(run.run.events).c_str());
 }
 
 }  // namespace
@@ -196,7 +200,7 @@ int report_main(int argc, char** argv) {
     return 2;
   }
   if (args.paths.empty()) {
-    std::fputs(kUsage, stderr);
+    std::fprintf(stderr, "gpumemprof report: no run directory given; usage: gpumemprof report DIR [--json] (--help says more)\n");
     return 2;
   }
   const std::string& dir = args.paths[0];
@@ -211,7 +215,7 @@ int report_main(int argc, char** argv) {
     nlohmann::json out = run->run.summary;
     out["rebuilt_from_trace"] = run->run.summary_rebuilt;
     out["analysis"] = analysis::analysis_json(*run, false);
-    std::printf("%s\n", out.dump(2).c_str());
+    std::printf("%s\n", json_text(out, 2).c_str());
   } else {
     print_text(*run);
   }

@@ -1,10 +1,13 @@
 #include "attribution_reader.h"
 
 #include <charconv>
-#include <fstream>
 #include <optional>
+#include <sstream>
 
 #include <nlohmann/json.hpp>
+
+#include "input_file.h"
+#include "json_input.h"
 
 namespace gmp::reader {
 namespace {
@@ -173,9 +176,10 @@ Attribution parse_attribution(std::istream& in) {
     const bool unterminated = in.eof();  // getline hit the end before a '\n'
     if (line.empty()) continue;
     bool ok = false;
+    std::string problem;
     try {
-      json j = json::parse(line, nullptr, false);
-      ok = !j.is_discarded() && apply(a, j, seq);
+      auto j = parse_json(line, problem);
+      ok = j && apply(a, *j, seq);
     } catch (const std::exception&) {
       ok = false;  // a record whose fields have unexpected types
     }
@@ -191,8 +195,15 @@ Attribution parse_attribution(std::istream& in) {
 }
 
 Attribution read_attribution(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Attribution{};
+  bool missing = false;
+  std::string error;
+  auto text = read_input_text(path, error, &missing);
+  if (!text) {
+    Attribution a;
+    if (!missing) a.error = error;
+    return a;
+  }
+  std::istringstream in(std::move(*text));
   return parse_attribution(in);
 }
 

@@ -43,7 +43,8 @@ struct StackRecord {
 };
 
 struct Attribution {
-  bool present = false;           // the file exists
+  bool present = false;           // the file exists and was read
+  std::string error;              // it exists but cannot be read (input_file.h): one line naming it
   std::vector<ModuleRecord> modules;  // in file order
   std::unordered_map<uint32_t, PyFrameRecord> pyframes;
   std::unordered_map<uint32_t, StackRecord> stacks;
@@ -62,7 +63,8 @@ struct Attribution {
   const ModuleRecord* module_at(uint64_t addr, uint64_t seq) const;
 };
 
-// Reads `path`; a missing file gives an empty Attribution with present = false.
+// Reads `path` (input_file.h: a regular file without holes); a missing file gives an empty
+// Attribution with present = false, one that cannot be read the same with `error` set.
 Attribution read_attribution(const std::string& path);
 Attribution parse_attribution(std::istream& in);
 

@@ -4,105 +4,23 @@
 #include <sys/stat.h>
 
 #include <algorithm>
-#include <climits>
-#include <fstream>
-#include <sstream>
+
+#include "input_file.h"
+#include "json_fields.h"
+#include "json_input.h"
 
 namespace gmp::reader {
 namespace {
 
 using json = nlohmann::json;
 
-// ---- Accessors that never throw: a wrong type or an out-of-range value reads as absent. ----
-
-const json* member(const json* j, const char* key) {
-  if (j == nullptr || !j->is_object()) return nullptr;
-  auto it = j->find(key);
-  return it == j->end() ? nullptr : &*it;
-}
-
-std::optional<uint64_t> as_u64(const json* j) {
-  if (j == nullptr) return std::nullopt;
-  if (j->is_number_unsigned()) return j->get<uint64_t>();
-  if (j->is_number_integer()) {
-    const int64_t v = j->get<int64_t>();
-    if (v >= 0) return static_cast<uint64_t>(v);
-  }
-  return std::nullopt;
-}
-
-std::optional<int64_t> as_i64(const json* j) {
-  if (j == nullptr) return std::nullopt;
-  if (j->is_number_unsigned()) {
-    const uint64_t v = j->get<uint64_t>();
-    if (v <= static_cast<uint64_t>(INT64_MAX)) return static_cast<int64_t>(v);
-    return std::nullopt;
-  }
-  if (j->is_number_integer()) return j->get<int64_t>();
-  return std::nullopt;
-}
-
-uint64_t u64_or(const json* j, uint64_t fallback = 0) { return as_u64(j).value_or(fallback); }
-
-// A device ordinal: -1 (none) up to the int16 the trace stores; anything else is absent.
-std::optional<int> as_device(const json* j) {
-  auto v = as_i64(j);
-  if (!v || *v < -1 || *v > INT16_MAX) return std::nullopt;
-  return static_cast<int>(*v);
-}
-
-std::string str_or(const json* j, const std::string& fallback = {}) {
-  return j != nullptr && j->is_string() ? j->get_ref<const std::string&>() : fallback;
-}
-
-// ---- Files ----
-
-// What a parse error says, on one line and bounded (the message quotes the last token read).
-std::string parse_problem(const std::string& what) {
-  std::string s = what;
-  if (s.rfind("[json.exception.", 0) == 0) {
-    const size_t close = s.find("] ");
-    if (close != std::string::npos) s = s.substr(close + 2);
-  }
-  for (char& c : s) {
-    if (c == '\n' || c == '\r') c = ' ';
-  }
-  if (s.size() > 160) s = s.substr(0, 157) + "...";
-  return s;
-}
-
-std::optional<json> parse_text(const std::string& text, std::string& problem) {
-  try {
-    return json::parse(text);
-  } catch (const json::exception& e) {
-    problem = parse_problem(e.what());
-  } catch (const std::exception& e) {  // bad_alloc on absurd input
-    problem = e.what();
-  }
-  return std::nullopt;
-}
-
-// The file's text, or nullopt when it is missing. Not-a-regular-file and read failures are
-// problems (a FIFO named metadata.json must not block the tool).
+// The file's text, or nullopt: missing (no `problem`), or not readable (`problem`, one line naming
+// it: a FIFO named metadata.json must not block the tool).
 std::optional<std::string> read_text(const std::string& path, std::string& problem) {
-  struct stat st {};
-  if (stat(path.c_str(), &st) != 0) return std::nullopt;
-  if (!S_ISREG(st.st_mode)) {
-    problem = "is not a regular file";
-    return std::nullopt;
-  }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    problem = "cannot be opened";
-    return std::nullopt;
-  }
-  std::ostringstream s;
-  s << in.rdbuf();
-  if (in.bad()) {
-    problem = "cannot be read";
-    return std::nullopt;
-  }
-  return s.str();
+  bool missing = false;
+  auto text = read_input_text(path, problem, &missing);
+  if (missing) problem.clear();
+  return text;
 }
 
 std::string last_component(const std::string& path) {
@@ -268,7 +186,7 @@ const json* optional_file(const OomBundleFiles& files, const char* name, json& h
     return nullptr;
   }
   std::string problem;
-  auto parsed = parse_text(it->second, problem);
+  auto parsed = parse_json(it->second, problem);
   if (!parsed) {
     notes.push_back(std::string(name) + " is not valid JSON (" + problem + "); ignored");
     return nullptr;
@@ -297,7 +215,7 @@ std::optional<OomBundle> parse_checked(const std::string& path, const OomBundleF
     return std::nullopt;
   }
   std::string problem;
-  auto metadata = parse_text(meta->second, problem);
+  auto metadata = parse_json(meta->second, problem);
   if (!metadata) {
     error = where + "metadata.json is not valid JSON (" + problem + "); expected the JSON object of an OOM bundle's metadata";
     return std::nullopt;
@@ -345,7 +263,7 @@ std::optional<OomBundle> parse_oom_bundle(const std::string& path, const OomBund
   try {
     return parse_checked(path, files, error);
   } catch (const std::exception& e) {  // not expected: the accessors above do not throw
-    error = (path.empty() ? std::string() : path + ": ") + "cannot read the bundle (" + parse_problem(e.what()) + ")";
+    error = (path.empty() ? std::string() : path + ": ") + "cannot read the bundle (" + e.what() + ")";
     return std::nullopt;
   }
 #endif
@@ -357,21 +275,26 @@ std::optional<OomBundle> read_oom_bundle(const std::string& dir, std::string& er
     return std::nullopt;
   }
   OomBundleFiles files;
-  std::vector<std::string> unreadable;
+  std::vector<std::pair<std::string, std::string>> unreadable;  // {name, "allocations.json is a FIFO, ..."}
   for (const char* name : {"manifest.json", "metadata.json", "allocations.json", "environment.json"}) {
+    const std::string path = dir + "/" + name;
     std::string problem;
-    if (auto text = read_text(dir + "/" + name, problem)) files[name] = std::move(*text);
-    else if (!problem.empty()) unreadable.push_back(std::string(name) + " " + problem);
-  }
-  for (const auto& u : unreadable) {
-    if (u.rfind("metadata.json", 0) == 0) {
-      error = dir + "/" + u + "; expected the JSON file of an OOM bundle's metadata";
+    if (auto text = read_text(path, problem)) {
+      files[name] = std::move(*text);
+    } else if (!problem.empty() && std::string(name) == "metadata.json") {
+      error = problem + "; expected the JSON file of an OOM bundle's metadata";
       return std::nullopt;
+    } else if (!problem.empty()) {
+      const size_t at = problem.find(path);  // named within the bundle, as the other notes are
+      unreadable.emplace_back(name, at == std::string::npos ? problem : problem.replace(at, path.size(), name));
     }
   }
   auto b = parse_oom_bundle(dir, files, error);
   if (b) {
-    for (auto& u : unreadable) b->notes.insert(b->notes.begin(), u);
+    for (auto& [name, note] : unreadable) {
+      std::erase(b->notes, name + " is missing");  // what the parser, given no text, said of it
+      b->notes.insert(b->notes.begin(), note);
+    }
   }
   return b;
 }
@@ -383,7 +306,7 @@ bool looks_like_oom_bundle(const std::string& dir) {
   std::string problem;
   auto text = read_text(dir + "/manifest.json", problem);
   if (!text) return false;
-  std::optional<json> manifest = parse_text(*text, problem);
+  std::optional<json> manifest = parse_json(*text, problem);
   return manifest && member(&*manifest, "bundle_name") != nullptr;
 }
 

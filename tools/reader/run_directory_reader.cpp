@@ -2,24 +2,39 @@
 
 #include <sys/stat.h>
 
-#include <fstream>
-
 #include "accounting.h"
+#include "json_fields.h"
+#include "json_input.h"
 #include "summary.h"
 #include "trace_reader.h"
 
 namespace gmp::reader {
 namespace {
 
-nlohmann::json read_json(const std::string& path, std::string& problem) {
-  std::ifstream in(path);
-  if (!in) return nullptr;
-  try {
-    return nlohmann::json::parse(in);
-  } catch (const nlohmann::json::exception& e) {
-    problem = path + " is not valid JSON (" + e.what() + ")";
-    return nullptr;
+// The summary the events of `trace` (opened, nothing read yet) imply; nullopt with `error` when
+// the trace turns out unreadable.
+std::optional<nlohmann::json> replay_summary(TraceReader& trace, const nlohmann::json& manifest, std::string& error) {
+  Accounting acc;
+  Event e;
+  while (trace.next(e)) acc.apply(e);
+  if (trace.failed()) {
+    error = trace.error();
+    return std::nullopt;
   }
+  SummaryContext ctx;
+  ctx.clean_exit = false;
+  ctx.start_monotonic_ns = trace.header().start_monotonic_ns;
+  for (const auto& d : array_or_empty(member(&manifest, "devices"))) {
+    auto ordinal = as_device(member(&d, "ordinal"));
+    const nlohmann::json* name = member(&d, "name");
+    if (ordinal && name != nullptr && name->is_string()) ctx.device_names[*ordinal] = name->get<std::string>();
+  }
+  return build_summary(acc, ctx);
+}
+
+bool exists(const std::string& path) {
+  struct stat st {};
+  return lstat(path.c_str(), &st) == 0;
 }
 
 }  // namespace
@@ -31,21 +46,9 @@ std::optional<nlohmann::json> rebuild_summary(const std::string& trace_path, con
     error = trace.error();
     return std::nullopt;
   }
-  Accounting acc;
-  Event e;
-  while (trace.next(e)) acc.apply(e);
+  auto summary = replay_summary(trace, manifest, error);
   if (truncated_bytes != nullptr) *truncated_bytes = trace.truncated_bytes();
-  SummaryContext ctx;
-  ctx.clean_exit = false;
-  ctx.start_monotonic_ns = trace.header().start_monotonic_ns;
-  if (manifest.is_object() && manifest.contains("devices") && manifest["devices"].is_array()) {
-    for (const auto& d : manifest["devices"]) {
-      if (d.contains("ordinal") && d["ordinal"].is_number_integer() && d.contains("name") && d["name"].is_string()) {
-        ctx.device_names[d["ordinal"].get<int>()] = d["name"].get<std::string>();
-      }
-    }
-  }
-  return build_summary(acc, ctx);
+  return summary;
 }
 
 std::optional<RunDirectory> open_run_directory(const std::string& path, std::string& error) {
@@ -56,27 +59,43 @@ std::optional<RunDirectory> open_run_directory(const std::string& path, std::str
   }
   RunDirectory run;
   run.path = path;
-  std::string problem;
-  run.manifest = read_json(path + "/manifest.json", problem);
+  bool missing = false;
+  auto manifest = read_json_file(path + "/manifest.json", error, missing);
+  if (!manifest && !missing) return std::nullopt;
+  run.manifest = manifest ? std::move(*manifest) : nlohmann::json();
   const std::string trace_path = path + "/trace.gmpt";
-  const bool has_trace = stat(trace_path.c_str(), &st) == 0;
-  if (run.manifest.is_null() && !has_trace) {
-    error = path + " is not a gpumemprof run directory (no manifest.json and no trace.gmpt)" +
-            (problem.empty() ? "" : "; " + problem);
+  const bool has_trace = exists(trace_path);
+  if (!manifest && !has_trace) {
+    error = path + " is not a gpumemprof run directory (no manifest.json and no trace.gmpt)";
     return std::nullopt;
   }
-  run.summary = read_json(path + "/summary.json", problem);
-  if (run.summary.is_object() && run.summary.contains("devices")) return run;
-  run.rebuild_reason = run.summary.is_null() && problem.empty() ? "summary.json is missing (the process did not exit normally)"
-                                                                 : "summary.json is unreadable";
+  auto summary = read_json_file(path + "/summary.json", error, missing);
+  if (!summary && !missing) return std::nullopt;
+  // Every file is checked, and the records counted, before anything is replayed.
+  TraceReader trace;
+  if (has_trace && !trace.open(trace_path)) {
+    error = trace.error();
+    return std::nullopt;
+  }
+  run.events = event_counts(summary ? *summary : nlohmann::json(), trace.records_in_file());
+  if (summary && member(&*summary, "devices") != nullptr && member(&*summary, "devices")->is_array()) {
+    run.summary = std::move(*summary);
+    return run;
+  }
+  run.rebuild_reason = summary ? "summary.json has no \"devices\" array" : "summary.json is missing (the process did not exit normally)";
   if (!has_trace) {
     error = path + ": " + run.rebuild_reason + " and there is no trace.gmpt to rebuild it from";
     return std::nullopt;
   }
-  auto rebuilt = rebuild_summary(trace_path, run.manifest, &run.trace_truncated_bytes, error);
+  auto rebuilt = replay_summary(trace, run.manifest, error);
   if (!rebuilt) return std::nullopt;
+  run.trace_truncated_bytes = trace.truncated_bytes();
   run.summary = std::move(*rebuilt);
   run.summary_rebuilt = true;
+  // A trace cannot say what was lost or never written: unknown, not 0 (event_counts_json agrees).
+  if (!run.events.final_flush) {
+    for (const char* k : {"lost", "unwritten", "producer_waits"}) run.summary["events"][k] = nullptr;
+  }
   return run;
 }
 

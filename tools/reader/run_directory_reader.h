@@ -1,5 +1,10 @@
 // A run directory as the tools see it: manifest, summary (or one rebuilt from the trace when the
-// process died before writing it), and the trace itself.
+// process died before writing it), and what the event counts say about the trace.
+//
+// What is refused (docs/testing.md, "What the tools refuse"): a path that is not a directory; a
+// directory with neither manifest.json nor trace.gmpt; any of the run's files that exists but is
+// not a regular file, is sparse, is not valid JSON (or nests deeper than json_input.h allows) or is
+// not a trace. A missing summary.json is rebuilt from the trace.
 #pragma once
 
 #include <optional>
@@ -7,15 +12,18 @@
 
 #include <nlohmann/json.hpp>
 
+#include "summary_figures.h"
+
 namespace gmp::reader {
 
 struct RunDirectory {
   std::string path;
-  nlohmann::json manifest;  // null when missing or unreadable
+  nlohmann::json manifest;  // null when missing
   nlohmann::json summary;   // from summary.json, or rebuilt
   bool summary_rebuilt = false;
   std::string rebuild_reason;
   uint64_t trace_truncated_bytes = 0;
+  EventCounts events;  // summary.json's counts against the records trace.gmpt holds
 };
 
 // Opens `path`; nullopt with `error` (one line) when it is not a readable run directory.

@@ -3,22 +3,37 @@
 #include <cerrno>
 #include <cstring>
 
+#include "input_file.h"
+
 namespace gmp::reader {
 
 namespace {
 constexpr size_t kBlockEvents = 16384;
+
+bool is_valid(const Event& e) {
+  static constexpr Event kZero{};
+  return static_cast<unsigned>(e.kind) < static_cast<unsigned>(kKindCount) && std::memcmp(&e, &kZero, sizeof e) != 0;
 }
+}  // namespace
 
 TraceReader::~TraceReader() {
   if (file_ != nullptr) fclose(file_);
 }
 
 bool TraceReader::open(const std::string& path) {
-  file_ = fopen(path.c_str(), "rb");
-  if (file_ == nullptr) {
-    error_ = "cannot open " + path + ": " + std::strerror(errno);
+  path_ = path;
+  InputFile input;
+  if (!input.open(path)) {
+    error_ = input.error();
     return false;
   }
+  const uint64_t size = input.size();
+  file_ = fdopen(input.fd(), "rb");
+  if (file_ == nullptr) {
+    error_ = "cannot read " + path + ": " + std::strerror(errno);
+    return false;
+  }
+  input.release();  // file_ owns it now
   const size_t got = fread(&header_, 1, sizeof header_, file_);
   if (got < sizeof header_) {
     error_ = path + " is truncated: " + std::to_string(got) + " bytes, shorter than the 64-byte trace header";
@@ -39,6 +54,7 @@ bool TraceReader::open(const std::string& path) {
     error_ = path + ": cannot skip the header";
     return false;
   }
+  records_in_file_ = size > header_.header_size ? (size - header_.header_size) / sizeof(Event) : 0;
   return true;
 }
 
@@ -50,6 +66,11 @@ bool TraceReader::refill() {
   if (bytes < want) {
     eof_ = true;
     truncated_ = bytes % sizeof(Event);
+    if (std::ferror(file_)) {
+      error_ = "cannot read " + path_ + ": " + std::strerror(errno);
+      failed_ = true;
+      return false;
+    }
   }
   block_.resize(bytes / sizeof(Event));
   pos_ = 0;
@@ -58,12 +79,20 @@ bool TraceReader::refill() {
 
 bool TraceReader::next(Event& out) {
   for (;;) {
-    if (pos_ >= block_.size() && !refill()) return false;
+    if (failed_ || (pos_ >= block_.size() && !refill())) return false;
     const Event& e = block_[pos_++];
-    if (static_cast<unsigned>(e.kind) >= static_cast<unsigned>(kKindCount)) {
+    if (!is_valid(e)) {
       ++invalid_;
+      if (++invalid_run_ >= kMaxInvalidRun) {
+        const uint64_t at = header_.header_size + (read_ + invalid_ - invalid_run_) * sizeof(Event);
+        error_ = path_ + " is corrupt: " + std::to_string(invalid_run_) + " records in a row from byte " +
+                 std::to_string(at) + " are all zero or of no known kind; gpumemprof writes neither";
+        failed_ = true;
+        return false;
+      }
       continue;
     }
+    invalid_run_ = 0;
     out = e;
     ++read_;
     return true;

@@ -1,0 +1,111 @@
+#include "summary_figures.h"
+
+#include "json_fields.h"
+
+namespace gmp::reader {
+namespace {
+
+using json = nlohmann::json;
+
+Counter counter(const json* j) { return {u64_or(member(j, "current")), u64_or(member(j, "peak"))}; }
+
+KindStats kind_stats(const json* j) { return {counter(j), u64_or(member(j, "allocs")), u64_or(member(j, "frees"))}; }
+
+// One line whatever the summary holds: a message with a line break would break the one-line rule.
+std::string one_line(std::string s) {
+  for (char& c : s) {
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = ' ';
+  }
+  return s;
+}
+
+}  // namespace
+
+DeviceStats summary_device_stats(const json& device) {
+  const json* d = &device;
+  DeviceStats s;
+  s.device = as_device(member(d, "device")).value_or(-1);
+  s.total_bytes = u64_or(member(d, "total_bytes"));
+  s.allocated = counter(member(d, "allocated_bytes"));
+  s.reserved = counter(member(d, "reserved_bytes"));
+  s.allocated_peak_ns = u64_or(member(d, "allocated_peak_at_ns"));
+  s.reserved_peak_ns = u64_or(member(d, "reserved_peak_at_ns"));
+  const json* by_kind = member(d, "by_kind");
+  for (Kind k : {Kind::Linear, Kind::Pool, Kind::Vmm, Kind::Array, Kind::Managed}) {
+    s.kind(k) = kind_stats(member(by_kind, std::string(kind_name(k)).c_str()));
+  }
+  s.pool_reserved = counter(member(member(by_kind, "pool"), "reserved"));
+  s.released_by_pool_destroy = u64_or(member(member(by_kind, "pool"), "released_by_pool_destroy"));
+  s.vmm_physical = counter(member(member(by_kind, "vmm"), "physical"));
+  s.alloc_count = u64_or(member(d, "alloc_count"));
+  s.free_count = u64_or(member(d, "free_count"));
+  s.failed_alloc_count = u64_or(member(d, "failed_alloc_count"));
+  return s;
+}
+
+EventCounts event_counts(const json& summary, uint64_t records_in_trace) {
+  EventCounts c;
+  c.in_trace = records_in_trace;
+  if (!summary.is_object()) {
+    c.final_flush = false;
+    return c;
+  }
+  const json* events = member(&summary, "events");
+  c.recorded = u64_or(member(events, "recorded"));
+  c.lost = u64_or(member(events, "lost"));
+  c.unwritten = u64_or(member(events, "unwritten"));
+  c.producer_waits = u64_or(member(events, "producer_waits"));
+  c.trace_error = one_line(str_or(member(events, "trace_error")));
+  c.written = as_u64(member(&summary, "trace_events_written"));
+  return c;
+}
+
+std::vector<std::string> event_count_warnings(const EventCounts& c) {
+  const std::string in_trace = std::to_string(c.in_trace);
+  if (!c.final_flush) {
+    return {"the process ended without its final flush (no summary.json): events recorded after the last trace write "
+            "are missing and their number is unknown; figures are rebuilt from the " + in_trace + " events in trace.gmpt"};
+  }
+  std::vector<std::string> out;
+  if (c.unwritten > 0) {
+    out.push_back("trace incomplete: " + std::to_string(c.unwritten) + " of " + std::to_string(c.recorded) +
+                  " events were not written to trace.gmpt" + (c.trace_error.empty() ? "" : " (" + c.trace_error + ")"));
+  }
+  if (const uint64_t missing = c.missing_from_file()) {
+    out.push_back("trace truncated: trace.gmpt holds " + in_trace + " events, " + std::to_string(missing) +
+                  " fewer than the " + std::to_string(*c.written) + " summary.json says were written");
+  }
+  if (c.trace_incomplete()) {
+    out.push_back("totals and peaks come from summary.json; what was live at the peaks and at exit, call sites and "
+                  "timelines from the " + in_trace + " events in trace.gmpt");
+  }
+  if (c.lost > 0) {
+    out.push_back(std::to_string(c.lost) + " events were lost: claimed in the ring but never published before the exit "
+                  "wait ran out (a thread stopped mid-record); no figure includes them");
+  }
+  return out;
+}
+
+std::string event_counts_line(const EventCounts& c) {
+  const std::string in_trace = std::to_string(c.in_trace) + " in trace.gmpt";
+  if (!c.final_flush) return in_trace + "; lost and unwritten unknown (no final flush)";
+  return std::to_string(c.recorded) + " recorded, " + std::to_string(c.lost) + " lost, " + std::to_string(c.unwritten) +
+         " unwritten, " + in_trace + ", " + std::to_string(c.producer_waits) + " producer waits";
+}
+
+json event_counts_json(const EventCounts& c) {
+  auto known = [&c](uint64_t v) { return c.final_flush ? json(v) : json(nullptr); };
+  return {{"final_flush", c.final_flush},
+          {"recorded", known(c.recorded)},
+          {"lost", known(c.lost)},
+          {"unwritten", known(c.unwritten)},
+          {"producer_waits", known(c.producer_waits)},
+          {"trace_error", c.trace_error.empty() ? json(nullptr) : json(c.trace_error)},
+          {"written", c.written ? json(*c.written) : json(nullptr)},
+          {"in_trace", c.in_trace},
+          {"missing_from_trace", c.missing_from_file()},
+          {"trace_incomplete", c.trace_incomplete()},
+          {"warnings", event_count_warnings(c)}};
+}
+
+}  // namespace gmp::reader
