@@ -8,22 +8,13 @@
 #include <cerrno>
 #include <cstring>
 
-#include <nlohmann/json.hpp>
-
+#include "attribution_records.h"
 #include "file_io.h"
 #include "intern_table.h"
 #include "log.h"
 
 namespace gmp {
 namespace {
-
-constexpr uint64_t kPythonFrameTag = 1ull << 63;  // as the shim writes Python frames (python_frames.h)
-
-std::string hex(uint64_t v) {
-  char buf[24];
-  std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
-  return buf;
-}
 
 std::string build_id_of(const dl_phdr_info* info) {
   for (int i = 0; i < info->dlpi_phnum; ++i) {
@@ -95,46 +86,25 @@ void AttributionWriter::write_stack(uint32_t id, uint64_t now_ns) {
   InternEntry entry;
   if (!intern_table().get(id, &entry) || entry.type != InternType::Stack) return;
   refresh_modules(now_ns);  // the stack's libraries are loaded now; note any new ones first
-  nlohmann::json frames = nlohmann::json::array();
-  for (uint32_t off = 0; off + sizeof(uint64_t) <= entry.length; off += sizeof(uint64_t)) {
-    uint64_t f;
-    std::memcpy(&f, entry.data + off, sizeof f);
-    if (f & kPythonFrameTag) {
-      const auto py = static_cast<uint32_t>(f & ~kPythonFrameTag);
-      if (first_time(py)) write_pyframe(py);
-      frames.push_back("py:" + std::to_string(py));
-    } else {
-      frames.push_back(hex(f));
-    }
+  std::vector<uint64_t> frames(entry.length / sizeof(uint64_t));
+  for (size_t i = 0; i < frames.size(); ++i) std::memcpy(&frames[i], entry.data + i * sizeof(uint64_t), sizeof(uint64_t));
+  for (uint64_t f : frames) {  // a Python frame's record goes before the first stack that names it
+    const auto py = static_cast<uint32_t>(f & ~kPythonFrameTag);
+    if ((f & kPythonFrameTag) && first_time(py)) write_pyframe(py);
   }
-  write_line(nlohmann::json{{"type", "stack"}, {"id", id}, {"frames", frames}}.dump());
+  write_line(stack_record(id, frames));
 }
 
 void AttributionWriter::write_name(uint32_t id) {
   InternEntry entry;
   if (!intern_table().get(id, &entry) || entry.type != InternType::Name) return;
-  const std::string name(reinterpret_cast<const char*>(entry.data), entry.length);
-  write_line(nlohmann::json{{"type", "name"}, {"id", id}, {"name", name}}.dump(-1, ' ', false,
-                                                                               nlohmann::json::error_handler_t::replace));
+  write_line(name_record(id, std::string_view(reinterpret_cast<const char*>(entry.data), entry.length)));
 }
 
 void AttributionWriter::write_pyframe(uint32_t id) {
   InternEntry entry;
   if (!intern_table().get(id, &entry) || entry.type != InternType::PyFrame) return;
-  // file NUL function NUL line (4 bytes), as python_frames.cpp interns them.
-  const char* text = reinterpret_cast<const char*>(entry.data);
-  const size_t file_len = strnlen(text, entry.length);
-  if (file_len + 1 + sizeof(int) > entry.length) return;
-  const char* function = text + file_len + 1;
-  const size_t function_len = strnlen(function, entry.length - file_len - 1 - sizeof(int));
-  int line = 0;
-  std::memcpy(&line, entry.data + entry.length - sizeof line, sizeof line);
-  write_line(nlohmann::json{{"type", "pyframe"},
-                            {"id", id},
-                            {"file", std::string(text, file_len)},
-                            {"function", std::string(function, function_len)},
-                            {"line", line}}
-                 .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+  if (auto line = pyframe_record(id, entry.data, entry.length)) write_line(*line);
 }
 
 void AttributionWriter::refresh_modules(uint64_t now_ns) {
@@ -173,14 +143,7 @@ void AttributionWriter::refresh_modules(uint64_t now_ns) {
           if (k.present && k.base == m.base && k.path == m.path) known = true;
         }
         if (!known) {
-          s->self->write_line(nlohmann::json{{"type", "module"},
-                                             {"path", m.path},
-                                             {"base", hex(m.base)},
-                                             {"start", hex(m.start)},
-                                             {"end", hex(m.end)},
-                                             {"build_id", build_id_of(info)},
-                                             {"seen_ns", s->now_ns}}
-                                  .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+          s->self->write_line(module_record(m.path, m.base, m.start, m.end, build_id_of(info), s->now_ns));
         }
         s->found.push_back(std::move(m));
         return 0;
@@ -193,8 +156,7 @@ void AttributionWriter::refresh_modules(uint64_t now_ns) {
     for (const Module& f : scan.found) still = still || (f.base == k.base && f.path == k.path);
     if (!still) {
       k.present = false;
-      write_line(nlohmann::json{{"type", "unloaded"}, {"path", k.path}, {"base", hex(k.base)}, {"unloaded_ns", now_ns}}.dump(
-          -1, ' ', false, nlohmann::json::error_handler_t::replace));
+      write_line(unloaded_record(k.path, k.base, now_ns));
     }
   }
   for (Module& f : scan.found) {

@@ -9,7 +9,9 @@
 
 #include "clock.h"
 #include "file_io.h"
+#include "json_text.h"
 #include "log.h"
+#include "manifest.h"
 #include "run_directory.h"
 #include "summary.h"
 #include "trace_format.h"
@@ -171,7 +173,7 @@ void Collector::evaluate_alerts(uint64_t now_ns) {
     add_own(e);
     log::warn("{}", alert_message(a, config_));
     const std::string name = a.device >= 0 && a.device < kMaxDevices ? devices_.entries[a.device].name : "";
-    alert_command_.run(a, alert_json(a, name, info_, run_dir_, config_).dump());
+    alert_command_.run(a, json_text(alert_json(a, name, info_, run_dir_, config_)));
   }
 }
 
@@ -197,26 +199,7 @@ void Collector::wait_processed(uint64_t target, uint64_t timeout_ms) {
 void Collector::write_manifest() {
   nlohmann::json devices = nlohmann::json::array();
   for (int d : device_order_) devices.push_back(devices_.entry_json(d));
-  nlohmann::json m = {
-      {"schema_version", 1},
-      {"tool", "gpumemprof"},
-      {"tool_version", GPUMEMPROF_VERSION},
-      {"pid", info_.pid},
-      {"ppid", info_.ppid},
-      {"exe", info_.exe},
-      {"argv", info_.argv},
-      {"cwd", info_.cwd},
-      {"host", info_.host},
-      {"rank", info_.rank},
-      {"start_time_utc", iso8601_utc(info_.start_realtime_ns)},
-      {"start_realtime_ns", info_.start_realtime_ns},
-      {"start_monotonic_ns", info_.start_monotonic_ns},
-      {"cuda_driver_version", info_.cuda_driver_version},
-      {"config", config_to_json(config_)},
-      {"devices", devices},
-      {"trace", {{"file", kTraceFileName}, {"version", kTraceVersion}, {"event_size", sizeof(Event)}}},
-  };
-  if (!write_file_atomic(run_dir_ + "/manifest.json", m.dump(2) + "\n")) {
+  if (!write_file_atomic(run_dir_ + "/manifest.json", json_text(manifest_json(info_, config_, devices), 2) + "\n")) {
     log::error("cannot write {}/manifest.json", run_dir_);
   }
 }
@@ -234,7 +217,7 @@ void Collector::write_summary(bool clean_exit, int signal, const char* ended_by)
   s["trace_events_written"] = trace_.written_events();
   s["events"]["unwritten"] = trace_.unwritten_events() + trace_.buffered();
   if (trace_.failed()) s["events"]["trace_error"] = trace_.error();
-  if (!write_file_atomic(run_dir_ + "/summary.json", s.dump(2) + "\n")) {
+  if (!write_file_atomic(run_dir_ + "/summary.json", json_text(s, 2) + "\n")) {
     log::error("cannot write {}/summary.json", run_dir_);
   }
 }

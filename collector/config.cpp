@@ -1,7 +1,9 @@
 #include "config.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <string>
 
@@ -14,26 +16,66 @@ std::string lower(std::string_view s) {
   return out;
 }
 
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
-  return s;
+bool is_blank(std::string_view s) {
+  for (char c : s) {
+    if (!std::isspace(static_cast<unsigned char>(c))) return false;
+  }
+  return true;
+}
+
+bool all_digits(std::string_view s) {
+  return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
+// Decimal digits, optionally a point and more digits: no sign, exponent, hex, inf or nan, and no
+// whitespace anywhere (a value is taken exactly as written or not at all).
+bool is_decimal(std::string_view s) {
+  const size_t point = s.find('.');
+  return point == std::string_view::npos ? all_digits(s) : all_digits(s.substr(0, point)) && all_digits(s.substr(point + 1));
 }
 
 std::optional<double> parse_double(std::string_view s) {
-  s = trim(s);
   double v = 0;
-  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (!is_decimal(s)) return std::nullopt;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v, std::chars_format::fixed);
   if (ec != std::errc() || p != s.data() + s.size() || !std::isfinite(v)) return std::nullopt;
   return v;
 }
 
 std::optional<uint64_t> parse_uint(std::string_view s) {
-  s = trim(s);
   uint64_t v = 0;
-  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (ec != std::errc() || p != s.data() + s.size() || s.empty()) return std::nullopt;
+  if (!all_digits(s)) return std::nullopt;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);  // out of range: an error
+  if (ec != std::errc() || p != s.data() + s.size()) return std::nullopt;
   return v;
+}
+
+// A value as a warning line may show it: always one line of printable ASCII. \n, \r, \t, \\ and
+// \' are spelled so; every other control or non-ASCII byte as \xNN; at most kEchoBytes of the value.
+constexpr size_t kEchoBytes = 64;
+
+std::string echo(std::string_view v) {
+  std::string out;
+  for (size_t i = 0; i < v.size() && i < kEchoBytes; ++i) {
+    const auto c = static_cast<unsigned char>(v[i]);
+    switch (c) {
+      case '\n': out += "\\n"; break;
+      case '\r': out += "\\r"; break;
+      case '\t': out += "\\t"; break;
+      case '\\': out += "\\\\"; break;
+      case '\'': out += "\\'"; break;
+      default:
+        if (c >= 0x20 && c < 0x7f) {
+          out += static_cast<char>(c);
+        } else {
+          char hex[5];
+          std::snprintf(hex, sizeof hex, "\\x%02x", c);
+          out += hex;
+        }
+    }
+  }
+  if (v.size() > kEchoBytes) out += "...";
+  return out;
 }
 
 // Applies one variable: `parse` returns false when the text is not acceptable.
@@ -46,7 +88,7 @@ class Reader {
     const char* raw = env_(name);
     if (raw == nullptr) return;
     if (!parse(std::string_view(raw))) {
-      c_.errors.push_back(std::string("invalid ") + name + "='" + raw + "': expected " + accepted +
+      c_.errors.push_back(std::string("invalid ") + name + "='" + echo(raw) + "': expected " + accepted +
                           "; using the default " + default_text);
     }
   }
@@ -77,27 +119,31 @@ auto double_in(double& field, double lo, double hi) {
 
 }  // namespace
 
-std::optional<uint64_t> parse_size(std::string_view text) {
-  std::string_view s = trim(text);
-  size_t i = 0;
-  while (i < s.size() && (std::isdigit(static_cast<unsigned char>(s[i])) || s[i] == '.')) ++i;
-  auto number = parse_double(s.substr(0, i));
-  if (!number || *number < 0) return std::nullopt;
-  const std::string unit = lower(trim(s.substr(i)));
-  double scale = 1;
+std::optional<uint64_t> parse_size(std::string_view s) {
+  const size_t unit_at = std::min(s.find_first_not_of("0123456789."), s.size());
+  const std::string_view number = s.substr(0, unit_at);
+  const std::string unit = lower(s.substr(unit_at));
+  uint64_t scale = 0;
   if (unit.empty() || unit == "b") scale = 1;
-  else if (unit == "k" || unit == "kib" || unit == "kb") scale = 1024.0;
-  else if (unit == "m" || unit == "mib" || unit == "mb") scale = 1024.0 * 1024;
-  else if (unit == "g" || unit == "gib" || unit == "gb") scale = 1024.0 * 1024 * 1024;
-  else if (unit == "t" || unit == "tib" || unit == "tb") scale = 1024.0 * 1024 * 1024 * 1024;
+  else if (unit == "k" || unit == "kib" || unit == "kb") scale = 1ull << 10;
+  else if (unit == "m" || unit == "mib" || unit == "mb") scale = 1ull << 20;
+  else if (unit == "g" || unit == "gib" || unit == "gb") scale = 1ull << 30;
+  else if (unit == "t" || unit == "tib" || unit == "tb") scale = 1ull << 40;
   else return std::nullopt;
-  const double bytes = *number * scale;
-  if (bytes >= 1.8e19 || bytes != std::floor(bytes)) return std::nullopt;
+  // A whole number is computed exactly; a fraction in double, and must come to whole bytes.
+  if (auto whole = parse_uint(number)) {
+    if (*whole > UINT64_MAX / scale) return std::nullopt;
+    return *whole * scale;
+  }
+  auto fraction = parse_double(number);
+  if (!fraction) return std::nullopt;
+  const double bytes = *fraction * static_cast<double>(scale);
+  if (bytes >= 0x1p64 || bytes != std::floor(bytes)) return std::nullopt;
   return static_cast<uint64_t>(bytes);
 }
 
 std::optional<bool> parse_bool(std::string_view text) {
-  const std::string s = lower(trim(text));
+  const std::string s = lower(text);
   if (s == "1" || s == "true" || s == "yes" || s == "on") return true;
   if (s == "0" || s == "false" || s == "no" || s == "off") return false;
   return std::nullopt;
@@ -125,13 +171,13 @@ Config parse_config(const EnvLookup& env) {
     return v.has_value();
   });
   r.read("GPUMEMPROF_OUTPUT", c.output, "a non-empty directory template", [&](std::string_view s) {
-    if (trim(s).empty()) return false;
+    if (is_blank(s)) return false;
     c.output = std::string(s);
     return true;
   });
   r.read("GPUMEMPROF_LOG_LEVEL", "warn", "one of trace, debug, info, warn, error, critical, off",
          [&](std::string_view s) {
-           const std::string v = lower(trim(s));
+           const std::string v = lower(s);
            for (auto l : {LogLevel::Trace, LogLevel::Debug, LogLevel::Info, LogLevel::Warn,
                           LogLevel::Error, LogLevel::Critical, LogLevel::Off}) {
              if (v == log_level_name(l) || (l == LogLevel::Warn && v == "warning")) {
@@ -164,11 +210,11 @@ Config parse_config(const EnvLookup& env) {
     return true;
   });
   r.read("GPUMEMPROF_ON_ALERT", "none", "a command (program and arguments separated by spaces)", [&](std::string_view s) {
-    c.on_alert = std::string(trim(s));
+    c.on_alert = is_blank(s) ? std::string() : std::string(s);  // split on whitespace when run
     return true;
   });
   r.read("GPUMEMPROF_OOM_DIR", "<run dir>/oom", "a non-empty directory path", [&](std::string_view s) {
-    if (trim(s).empty()) return false;
+    if (is_blank(s)) return false;
     c.oom_dir = std::string(s);
     return true;
   });

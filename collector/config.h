@@ -43,8 +43,12 @@ Config parse_config(const EnvLookup& getenv_fn);
 Config config_from_environment();
 nlohmann::json config_to_json(const Config& c);
 
-// "123", "4K", "4KiB", "1.5G", "100MiB" (K/M/G/T and KiB/MiB/GiB/TiB are all powers of 1024).
+// Values are taken exactly as written (docs/configuration.md): no whitespace, sign, exponent or hex.
+// "123", "4K", "4KiB", "1.5G", "100MiB": decimal digits (a fraction only if it comes to whole
+// bytes), then nothing or a unit B, K, M, G, T, also KiB/KB, MiB/MB, ..., in any case, all powers
+// of 1024; at most 2^64 - 1 bytes.
 std::optional<uint64_t> parse_size(std::string_view text);
+// 1, true, yes, on / 0, false, no, off, in any case.
 std::optional<bool> parse_bool(std::string_view text);
 std::string_view log_level_name(LogLevel l);
 

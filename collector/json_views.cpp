@@ -26,6 +26,11 @@ std::string cuda_error_name(int code) {
   }
 }
 
+nlohmann::json process_json(const ProcessInfo& info) {
+  return {{"pid", info.pid},   {"ppid", info.ppid}, {"exe", info.exe},   {"argv", info.argv},
+          {"cwd", info.cwd},   {"host", info.host}, {"rank", info.rank}, {"cuda_driver_version", info.cuda_driver_version}};
+}
+
 nlohmann::json event_json(const Event& e, uint64_t start_ns) {
   return {{"t_ns", since(e.timestamp_ns, start_ns)},
           {"op", std::string(op_name(e.op))},

@@ -10,11 +10,14 @@
 #include <cstring>
 
 #include "file_io.h"
+#include "json_text.h"
 
 namespace gmp {
 namespace {
 
 constexpr const char* kBundlePrefix = "oom_dump_";
+
+std::string text_of(const BundleFile& f) { return json_text(f.content, 2) + "\n"; }
 
 bool write_new_file(const std::string& path, const std::string& content) {
   int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
@@ -70,7 +73,7 @@ std::optional<std::string> write_bundle(const std::string& dir, const std::strin
     return std::nullopt;
   }
   for (const auto& f : files) {
-    if (!write_new_file(tmp + "/" + f.name, f.content.dump(2) + "\n")) {
+    if (!write_new_file(tmp + "/" + f.name, text_of(f))) {
       error = "cannot write " + tmp + "/" + f.name + ": " + std::strerror(errno);
       remove_bundle(tmp);
       return std::nullopt;
@@ -86,7 +89,7 @@ std::optional<std::string> write_bundle(const std::string& dir, const std::strin
 }
 
 bool rewrite_bundle_file(const std::string& bundle, const BundleFile& file) {
-  return write_file_atomic(bundle + "/" + file.name, file.content.dump(2) + "\n");
+  return write_file_atomic(bundle + "/" + file.name, text_of(file));
 }
 
 std::vector<std::string> apply_retention(const std::string& dir, uint64_t max_dumps, uint64_t max_bytes,

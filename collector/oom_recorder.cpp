@@ -49,10 +49,10 @@ nlohmann::json OomRecorder::environment_json() const {
   for (int d = 0; d < kMaxDevices; ++d) {
     if (devices_.seen.load(std::memory_order_acquire) & (1ull << d)) devices.push_back(devices_.entry_json(d));
   }
-  return {{"host", info_.host},     {"pid", info_.pid},   {"ppid", info_.ppid},
-          {"exe", info_.exe},       {"argv", info_.argv}, {"cwd", info_.cwd},
-          {"rank", info_.rank},     {"cuda_driver_version", info_.cuda_driver_version},
-          {"devices", devices},     {"environment", redacted_environment(environ)}};
+  nlohmann::json j = process_json(info_);
+  j["devices"] = devices;
+  j["environment"] = redacted_environment(environ);
+  return j;
 }
 
 void OomRecorder::after(const Event& e, const Accounting& acc, std::vector<Event>& out) {

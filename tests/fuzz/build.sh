@@ -16,12 +16,14 @@ fuzz_time="${FUZZ_TIME:-20}"
 cxx="${FUZZ_CXX:-clang++}"
 mode="${1:-all}"
 
-targets=(fuzz_trace_reader fuzz_oom_bundle)
+targets=(fuzz_trace_reader fuzz_oom_bundle fuzz_json_writers)
 
 # _GLIBCXX_ASSERTIONS bounds-checks std::array/std::vector indexing, which ASan cannot see inside
 # an object. GMP_READER_NO_BACKSTOP lets an exception escaping the bundle parser crash the target.
+# The spdlog/fmt and version definitions are the collector's own (collector/CMakeLists.txt).
 flags=(-std=c++20 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
-       -D_GLIBCXX_ASSERTIONS -DGMP_READER_NO_BACKSTOP -Wall -Wextra -Wno-missing-field-initializers
+       -D_GLIBCXX_ASSERTIONS -DGMP_READER_NO_BACKSTOP -DSPDLOG_FMT_EXTERNAL -DFMT_HEADER_ONLY=1
+       '-DGPUMEMPROF_VERSION="fuzz"' -Wall -Wextra -Wno-missing-field-initializers
        -Icollector -Itools/reader -Itools/analysis -Itools/gpumemprof)
 core=(collector/event.cpp collector/accounting.cpp collector/summary.cpp collector/json_views.cpp
       tools/reader/input_file.cpp tools/reader/json_input.cpp tools/reader/json_fields.cpp)
@@ -29,13 +31,20 @@ sources_fuzz_trace_reader=("${core[@]}" tools/reader/trace_reader.cpp tools/read
                            tools/reader/summary_figures.cpp)
 sources_fuzz_oom_bundle=("${core[@]}" tools/reader/oom_bundle_reader.cpp tools/gpumemprof/oom_explain.cpp
                          tools/gpumemprof/format.cpp)
+sources_fuzz_json_writers=("${core[@]}" collector/config.cpp collector/manifest.cpp collector/process_info.cpp
+                           collector/oom_bundle.cpp collector/file_io.cpp collector/attribution_records.cpp
+                           collector/alert_actions.cpp collector/log.cpp)
 
 build() {
   command -v "$cxx" >/dev/null || { echo "fuzz: $cxx not found (scripts/setup.sh installs clang)" >&2; exit 1; }
   mkdir -p "$out/obj"
   local t src obj objs pids=()
   # Every source once, in parallel; then one link per target.
-  local all=("${sources_fuzz_trace_reader[@]}" "${sources_fuzz_oom_bundle[@]}" tests/fuzz/fuzz_trace_reader.cpp tests/fuzz/fuzz_oom_bundle.cpp)
+  local all=()
+  for t in "${targets[@]}"; do
+    local -n target_srcs="sources_$t"
+    all+=("${target_srcs[@]}" "tests/fuzz/$t.cpp")
+  done
   local jobs; jobs="$(nproc)"
   for src in $(printf '%s\n' "${all[@]}" | sort -u); do
     obj="$out/obj/$(echo "$src" | tr / _).o"

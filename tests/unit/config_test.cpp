@@ -101,14 +101,125 @@ TEST(Config, ParseSize) {
   EXPECT_EQ(parse_size("123"), 123u);
   EXPECT_EQ(parse_size("4K"), 4096u);
   EXPECT_EQ(parse_size("4KiB"), 4096u);
+  EXPECT_EQ(parse_size("4kb"), 4096u);
   EXPECT_EQ(parse_size("100MiB"), 100ull << 20);
   EXPECT_EQ(parse_size("2G"), 2ull << 30);
-  EXPECT_EQ(parse_size(" 1.5 g "), 1536ull << 20);
+  EXPECT_EQ(parse_size("1.5g"), 1536ull << 20);
   EXPECT_EQ(parse_size("1T"), 1ull << 40);
-  EXPECT_FALSE(parse_size("").has_value());
-  EXPECT_FALSE(parse_size("-1").has_value());
-  EXPECT_FALSE(parse_size("12Q").has_value());
-  EXPECT_FALSE(parse_size("0.5").has_value());  // not a whole number of bytes
+  EXPECT_EQ(parse_size("7b"), 7u);
+  EXPECT_EQ(parse_size("18446744073709551615"), UINT64_MAX);  // exact: whole numbers are not rounded
+  EXPECT_EQ(parse_size("16777215T"), (16777215ull << 40));
+  for (const char* bad : {"", " 1G", "1G ", "1 G", "+1G", "-1", "1e3", "0x10", "G", "12Q", "1.G", ".5G",
+                          "0.5",  // not a whole number of bytes
+                          "18446744073709551616", "16777216T", "17179869184G"}) {
+    EXPECT_FALSE(parse_size(bad).has_value()) << "'" << bad << "'";
+  }
+}
+
+TEST(Config, ParseBool) {
+  for (const char* yes : {"1", "true", "TRUE", "Yes", "on"}) EXPECT_EQ(parse_bool(yes), true) << yes;
+  for (const char* no : {"0", "false", "No", "OFF"}) EXPECT_EQ(parse_bool(no), false) << no;
+  for (const char* bad : {"", " 1", "1 ", "2", "y", "enabled", "0x1"}) {
+    EXPECT_FALSE(parse_bool(bad).has_value()) << "'" << bad << "'";
+  }
+}
+
+// Each kind of value: what is taken, and what is rejected (default kept, one line naming it).
+// `key` and `taken`: the manifest's config entry and its value when the value is accepted; a
+// null `key` marks a rejected value.
+struct ValueCase {
+  const char* variable;
+  const char* value;
+  const char* key;
+  nlohmann::json taken;
+};
+
+TEST(Config, EveryKindOfValueIsStrict) {
+  const ValueCase cases[] = {
+      // integers: decimal digits only
+      {"GPUMEMPROF_STACKS", "8", "stacks", 8},
+      {"GPUMEMPROF_STACKS", "008", "stacks", 8},
+      {"GPUMEMPROF_STACKS", " 5", nullptr, nullptr},
+      {"GPUMEMPROF_STACKS", "5 ", nullptr, nullptr},
+      {"GPUMEMPROF_STACKS", "\t5", nullptr, nullptr},
+      {"GPUMEMPROF_STACKS", "5\n", nullptr, nullptr},
+      {"GPUMEMPROF_STACKS", "+5", nullptr, nullptr},
+      {"GPUMEMPROF_STACKS", "-1", nullptr, nullptr},
+      {"GPUMEMPROF_STACKS", "0x10", nullptr, nullptr},
+      {"GPUMEMPROF_STACKS", "5.0", nullptr, nullptr},
+      {"GPUMEMPROF_STACKS", "", nullptr, nullptr},
+      {"GPUMEMPROF_SAMPLE_MS", "1e3", nullptr, nullptr},
+      {"GPUMEMPROF_OOM_EVENTS", "18446744073709551616", nullptr, nullptr},  // overflow
+      {"GPUMEMPROF_RING_EVENTS", "4096", "ring_events", 4096},
+      {"GPUMEMPROF_RING_EVENTS", " 4096", nullptr, nullptr},
+      // numbers: decimal digits with at most one point between digits
+      {"GPUMEMPROF_WARN_PERCENT", "70.5", "warn_percent", 70.5},
+      {"GPUMEMPROF_WARN_PERCENT", "80", "warn_percent", 80.0},
+      {"GPUMEMPROF_WARN_PERCENT", " 80", nullptr, nullptr},
+      {"GPUMEMPROF_WARN_PERCENT", "80 ", nullptr, nullptr},
+      {"GPUMEMPROF_WARN_PERCENT", "+80", nullptr, nullptr},
+      {"GPUMEMPROF_WARN_PERCENT", "8e1", nullptr, nullptr},
+      {"GPUMEMPROF_WARN_PERCENT", "80%", nullptr, nullptr},
+      {"GPUMEMPROF_WARN_PERCENT", ".5", nullptr, nullptr},
+      {"GPUMEMPROF_WARN_PERCENT", "5.", nullptr, nullptr},
+      {"GPUMEMPROF_WARN_PERCENT", "inf", nullptr, nullptr},
+      {"GPUMEMPROF_WARN_PERCENT", "nan", nullptr, nullptr},
+      {"GPUMEMPROF_WARN_PERCENT", "0x50", nullptr, nullptr},
+      {"GPUMEMPROF_WARN_PERCENT", "", nullptr, nullptr},
+      {"GPUMEMPROF_FRAGMENTATION", "0.25", "fragmentation", 0.25},
+      {"GPUMEMPROF_FRAGMENTATION", "-0.5", nullptr, nullptr},
+      // sizes
+      {"GPUMEMPROF_LEAK_BYTES", "512M", "leak_bytes", 512ull << 20},
+      {"GPUMEMPROF_LEAK_BYTES", "512 M", nullptr, nullptr},
+      {"GPUMEMPROF_LEAK_BYTES", " 512M", nullptr, nullptr},
+      {"GPUMEMPROF_LEAK_BYTES", "0", nullptr, nullptr},
+      // booleans and names: exact words in any case, nothing around them
+      {"GPUMEMPROF_PYTHON_STACKS", "Off", "python_stacks", false},
+      {"GPUMEMPROF_PYTHON_STACKS", " off", nullptr, nullptr},
+      {"GPUMEMPROF_PYTHON_STACKS", "off ", nullptr, nullptr},
+      {"GPUMEMPROF_LOG_LEVEL", "Warning", "log_level", "warn"},
+      {"GPUMEMPROF_LOG_LEVEL", "info ", nullptr, nullptr},
+      // paths: anything but nothing
+      {"GPUMEMPROF_OUTPUT", " run.%p", "output", " run.%p"},
+      {"GPUMEMPROF_OUTPUT", "", nullptr, nullptr},
+      {"GPUMEMPROF_OUTPUT", " \t ", nullptr, nullptr},
+      {"GPUMEMPROF_OOM_DIR", "", nullptr, nullptr},
+  };
+  const Config defaults = parse({});
+  for (const ValueCase& k : cases) {
+    const Config c = parse({{k.variable, k.value}});
+    const std::string what = std::string(k.variable) + "='" + k.value + "'";
+    if (k.key != nullptr) {
+      EXPECT_TRUE(c.errors.empty()) << what;
+      EXPECT_EQ(config_to_json(c)[k.key], k.taken) << what;
+      continue;
+    }
+    EXPECT_EQ(config_to_json(c), config_to_json(defaults)) << what;
+    ASSERT_EQ(c.errors.size(), 1u) << what;
+    EXPECT_EQ(c.errors[0].find(std::string("invalid ") + k.variable + "='"), 0u) << c.errors[0];
+    EXPECT_EQ(c.errors[0].find('\n'), std::string::npos) << c.errors[0];
+  }
+}
+
+TEST(Config, ABadValueIsEchoedOnOneLineEscapedAndCapped) {
+  struct Echo {
+    std::string value, shown;
+  };
+  const Echo cases[] = {
+      {"12\nfoo", "12\\nfoo"},
+      {"a\tb\rc", "a\\tb\\rc"},
+      {"x\x01\x7f\xe9\xff", "x\\x01\\x7f\\xe9\\xff"},
+      {"it's", "it\\'s"},
+      {"back\\slash", "back\\\\slash"},
+      {std::string(100, 'z'), std::string(64, 'z') + "..."},
+      {std::string(63, 'z') + "\n", std::string(63, 'z') + "\\n"},
+  };
+  for (const Echo& e : cases) {
+    const Config c = parse({{"GPUMEMPROF_RING_EVENTS", e.value}});
+    ASSERT_EQ(c.errors.size(), 1u);
+    EXPECT_EQ(c.errors[0], "invalid GPUMEMPROF_RING_EVENTS='" + e.shown +
+                               "': expected a power of two from 1024 to 67108864; using the default 1048576");
+  }
 }
 
 }  // namespace
