@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "file_io.h"
+#include "redact.h"
 
 namespace gmp {
 namespace {
@@ -136,23 +137,13 @@ std::vector<std::string> apply_retention(const std::string& dir, uint64_t max_du
   return removed;
 }
 
-bool is_secret_name(std::string_view name) {
-  std::string upper(name);
-  for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  for (const char* word : {"TOKEN", "SECRET", "KEY", "PASSWORD", "CREDENTIAL", "AUTH"}) {
-    if (upper.find(word) != std::string::npos) return true;
-  }
-  return false;
-}
-
 nlohmann::json redacted_environment(char** envp) {
   nlohmann::json env = nlohmann::json::object();
   for (char** e = envp; e != nullptr && *e != nullptr; ++e) {
     std::string_view kv(*e);
     const size_t eq = kv.find('=');
     if (eq == std::string_view::npos) continue;
-    const std::string name(kv.substr(0, eq));
-    env[name] = is_secret_name(name) ? std::string("<redacted>") : std::string(kv.substr(eq + 1));
+    env[std::string(kv.substr(0, eq))] = redact_env_value(kv.substr(0, eq), kv.substr(eq + 1));
   }
   return env;
 }

@@ -6,7 +6,6 @@
 #include <cstdint>
 #include <optional>
 #include <string>
-#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -33,11 +32,7 @@ bool rewrite_bundle_file(const std::string& bundle, const BundleFile& file);
 std::vector<std::string> apply_retention(const std::string& dir, uint64_t max_dumps, uint64_t max_bytes,
                                          const std::string& keep);
 
-// True when an environment variable's name suggests a secret (TOKEN, SECRET, KEY, PASSWORD,
-// CREDENTIAL, AUTH, in any case).
-bool is_secret_name(std::string_view name);
-
-// {NAME: value} of `envp`, with secret-looking values replaced by "<redacted>".
+// {NAME: value} of `envp`, each value as redact_env_value (redact.h) leaves it.
 nlohmann::json redacted_environment(char** envp);
 
 }  // namespace gmp
