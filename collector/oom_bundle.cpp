@@ -91,7 +91,7 @@ bool rewrite_bundle_file(const std::string& bundle, const BundleFile& file) {
 }
 
 std::vector<std::string> apply_retention(const std::string& dir, uint64_t max_dumps, uint64_t max_bytes,
-                                         const std::string& keep) {
+                                         const std::string& keep, uid_t owner) {
   struct Bundle {
     std::string path;
     struct timespec mtime;
@@ -105,7 +105,7 @@ std::vector<std::string> apply_retention(const std::string& dir, uint64_t max_du
     if (name.rfind(kBundlePrefix, 0) != 0) continue;
     const std::string path = dir + "/" + name;
     struct stat st {};
-    if (lstat(path.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) continue;
+    if (lstat(path.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != owner) continue;
     Bundle b{path, st.st_mtim, 0};
     if (DIR* inner = opendir(path.c_str())) {
       while (dirent* f = readdir(inner)) {

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include <sys/types.h>
+
 #include <nlohmann/json.hpp>
 
 namespace gmp {
@@ -27,10 +29,12 @@ std::optional<std::string> write_bundle(const std::string& dir, const std::strin
 // Replaces one file of an existing bundle atomically.
 bool rewrite_bundle_file(const std::string& bundle, const BundleFile& file);
 
-// Removes the oldest bundles of `dir` (by modification time, then name) until at most `max_dumps`
-// remain and they hold at most `max_bytes`; never `keep`. Returns the paths removed.
+// Removes the oldest bundles of `dir` owned by `owner` (by modification time, then name) until at
+// most `max_dumps` of them remain and they hold at most `max_bytes`; never `keep`. Bundles of other
+// users are neither counted nor removed: in a shared OOM directory the limits apply per user. The
+// caller passes geteuid(); tests pass another uid. Returns the paths removed.
 std::vector<std::string> apply_retention(const std::string& dir, uint64_t max_dumps, uint64_t max_bytes,
-                                         const std::string& keep);
+                                         const std::string& keep, uid_t owner);
 
 // {NAME: value} of `envp`, each value as redact_env_value (redact.h) leaves it.
 nlohmann::json redacted_environment(char** envp);

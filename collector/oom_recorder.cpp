@@ -1,5 +1,7 @@
 #include "oom_recorder.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 
 #include "clock.h"
@@ -167,7 +169,7 @@ void OomRecorder::open_episode(Episode& ep, const Event& e, const Accounting& ac
   ep.bundle = *path;
   ++bundles_;
   log::warn("{}; OOM bundle written to {}", reason, *path);
-  apply_retention(dir, config_.oom_max_dumps, config_.oom_max_total_mb << 20, *path);
+  apply_retention(dir, config_.oom_max_dumps, config_.oom_max_total_mb << 20, *path, geteuid());
   Event b{};
   b.timestamp_ns = e.timestamp_ns;
   b.op = Op::OomBundle;
