@@ -1,7 +1,6 @@
 #include "file_io.h"
 
 #include <fcntl.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -19,13 +18,6 @@ bool write_all(int fd, const void* data, size_t size) {
     }
     p += n;
     size -= static_cast<size_t>(n);
-  }
-  return true;
-}
-
-bool make_parent_dirs(const std::string& path) {
-  for (size_t pos = path.find('/', 1); pos != std::string::npos; pos = path.find('/', pos + 1)) {
-    if (::mkdir(path.substr(0, pos).c_str(), 0777) != 0 && errno != EEXIST) return false;
   }
   return true;
 }

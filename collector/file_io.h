@@ -9,9 +9,6 @@
 namespace gmp {
 
 bool write_all(int fd, const void* data, size_t size);
-// Creates every missing parent directory of `path` (mode 0777 less the umask); false, with errno
-// set, at the first that cannot be made.
-bool make_parent_dirs(const std::string& path);
 // Writes `path` atomically (temporary file + rename), mode 0600.
 bool write_file_atomic(const std::string& path, std::string_view content);
 

@@ -11,6 +11,7 @@
 
 #include "file_io.h"
 #include "redact.h"
+#include "trusted_dir.h"
 
 namespace gmp {
 namespace {
@@ -42,21 +43,26 @@ bool remove_bundle(const std::string& path) {
 
 }  // namespace
 
-bool ensure_bundle_dir(const std::string& dir, std::string& error) {
+bool ensure_bundle_dir(const std::string& dir, std::string& error, uid_t self) {
+  const PathParts parts = split_last_component(dir);
+  Fd parent = open_trusted_dir(parts.parent, self, error);
   struct stat st {};
-  if (lstat(dir.c_str(), &st) == 0) {
-    if (S_ISLNK(st.st_mode)) {
-      error = "OOM directory " + dir + " is a symlink; not following it";
-      return false;
-    }
-    if (!S_ISDIR(st.st_mode)) {
-      error = "OOM directory " + dir + " exists and is not a directory";
-      return false;
-    }
-    return true;
+  Fd oom;
+  if (parent) oom = open_or_make_entry(parent.get(), parts.parent, parts.name, 0700, self, st, error);
+  if (!oom) {
+    error = "cannot open OOM directory " + dir + ": " + error;
+    return false;
   }
-  if (!make_parent_dirs(dir) || (mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST)) {
-    error = "cannot create OOM directory " + dir + ": " + std::strerror(errno);
+  if (S_ISLNK(st.st_mode)) {  // even our own: the bundles' directory is used as named
+    error = "OOM directory " + dir + " is a symlink; not following it";
+    return false;
+  }
+  if (!S_ISDIR(st.st_mode)) {
+    error = "OOM directory " + dir + " exists and is not a directory";
+    return false;
+  }
+  if (!may_write_into(oom.get(), dir, self, error)) {
+    error = "cannot open OOM directory " + dir + ": " + error;
     return false;
   }
   return true;

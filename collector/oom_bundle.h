@@ -19,8 +19,9 @@ struct BundleFile {
   nlohmann::json content;
 };
 
-// Creates `dir` (mode 0700) if needed; refuses one that is a symlink or not a directory.
-bool ensure_bundle_dir(const std::string& dir, std::string& error);
+// Creates `dir` (mode 0700) if needed, reached by the rules of trusted_dir.h with `self` as our
+// uid (the caller passes geteuid()); refuses one that is a symlink, even ours, or not a directory.
+bool ensure_bundle_dir(const std::string& dir, std::string& error, uid_t self);
 
 // Writes <dir>/<name>/ with `files`; returns the bundle's path, or nullopt with `error`.
 std::optional<std::string> write_bundle(const std::string& dir, const std::string& name,

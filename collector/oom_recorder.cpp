@@ -161,7 +161,7 @@ void OomRecorder::open_episode(Episode& ep, const Event& e, const Accounting& ac
   const std::string dir = bundle_dir();
   std::string error;
   std::optional<std::string> path;
-  if (ensure_bundle_dir(dir, error)) path = write_bundle(dir, name, files, error);
+  if (ensure_bundle_dir(dir, error, geteuid())) path = write_bundle(dir, name, files, error);
   if (!path) {
     log::error("out of memory, but the OOM bundle could not be written: {}", error);
     return;
