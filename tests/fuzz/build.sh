@@ -16,7 +16,7 @@ fuzz_time="${FUZZ_TIME:-20}"
 cxx="${FUZZ_CXX:-clang++}"
 mode="${1:-all}"
 
-targets=(fuzz_trace_reader fuzz_oom_bundle)
+targets=(fuzz_trace_reader fuzz_oom_bundle fuzz_redact)
 
 # _GLIBCXX_ASSERTIONS bounds-checks std::array/std::vector indexing, which ASan cannot see inside
 # an object. GMP_READER_NO_BACKSTOP lets an exception escaping the bundle parser crash the target.
@@ -27,13 +27,15 @@ core=(collector/event.cpp collector/accounting.cpp collector/summary.cpp collect
 sources_fuzz_trace_reader=("${core[@]}" tools/reader/trace_reader.cpp tools/reader/run_directory_reader.cpp)
 sources_fuzz_oom_bundle=("${core[@]}" tools/reader/oom_bundle_reader.cpp tools/gpumemprof/oom_explain.cpp
                          tools/gpumemprof/format.cpp)
+sources_fuzz_redact=(collector/redact.cpp)
 
 build() {
   command -v "$cxx" >/dev/null || { echo "fuzz: $cxx not found (scripts/setup.sh installs clang)" >&2; exit 1; }
   mkdir -p "$out/obj"
   local t src obj objs pids=()
   # Every source once, in parallel; then one link per target.
-  local all=("${sources_fuzz_trace_reader[@]}" "${sources_fuzz_oom_bundle[@]}" tests/fuzz/fuzz_trace_reader.cpp tests/fuzz/fuzz_oom_bundle.cpp)
+  local all=("${sources_fuzz_trace_reader[@]}" "${sources_fuzz_oom_bundle[@]}" "${sources_fuzz_redact[@]}"
+             tests/fuzz/fuzz_trace_reader.cpp tests/fuzz/fuzz_oom_bundle.cpp tests/fuzz/fuzz_redact.cpp)
   local jobs; jobs="$(nproc)"
   for src in $(printf '%s\n' "${all[@]}" | sort -u); do
     obj="$out/obj/$(echo "$src" | tr / _).o"
