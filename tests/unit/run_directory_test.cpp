@@ -30,7 +30,8 @@ TEST(RunDirectory, ExpandsEveryPlaceholder) {
 // What the logger writes to stderr while `f` runs.
 template <typename F>
 std::string stderr_of(F f) {
-  log::configure(LogLevel::Warn);
+  static const bool configured = (log::configure(LogLevel::Warn), true);  // once: each logger is kept forever
+  (void)configured;
   ::testing::internal::CaptureStderr();
   f();
   return ::testing::internal::GetCapturedStderr();
