@@ -46,13 +46,6 @@ bool write_all(int fd, const void* data, size_t size) {
   return true;
 }
 
-bool make_parent_dirs(const std::string& path) {
-  for (size_t pos = path.find('/', 1); pos != std::string::npos; pos = path.find('/', pos + 1)) {
-    if (::mkdir(path.substr(0, pos).c_str(), 0777) != 0 && errno != EEXIST) return false;
-  }
-  return true;
-}
-
 bool write_file_atomic(const std::string& path, std::string_view content) {
   const std::string tmp = path + ".tmp";
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);

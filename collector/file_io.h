@@ -11,9 +11,6 @@ namespace gmp {
 // Writes all of `data`, or nothing at all when it would cross RLIMIT_FSIZE (EFBIG: the kernel
 // would otherwise send the program a SIGXFSZ that kills it).
 bool write_all(int fd, const void* data, size_t size);
-// Creates every missing parent directory of `path` (mode 0777 less the umask); false, with errno
-// set, at the first that cannot be made.
-bool make_parent_dirs(const std::string& path);
 // Writes `path` atomically (temporary file + rename), mode 0600.
 bool write_file_atomic(const std::string& path, std::string_view content);
 

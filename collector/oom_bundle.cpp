@@ -11,6 +11,8 @@
 
 #include "file_io.h"
 #include "json_text.h"
+#include "redact.h"
+#include "trusted_dir.h"
 
 namespace gmp {
 namespace {
@@ -44,21 +46,26 @@ bool remove_bundle(const std::string& path) {
 
 }  // namespace
 
-bool ensure_bundle_dir(const std::string& dir, std::string& error) {
+bool ensure_bundle_dir(const std::string& dir, std::string& error, uid_t self) {
+  const PathParts parts = split_last_component(dir);
+  Fd parent = open_trusted_dir(parts.parent, self, error);
   struct stat st {};
-  if (lstat(dir.c_str(), &st) == 0) {
-    if (S_ISLNK(st.st_mode)) {
-      error = "OOM directory " + dir + " is a symlink; not following it";
-      return false;
-    }
-    if (!S_ISDIR(st.st_mode)) {
-      error = "OOM directory " + dir + " exists and is not a directory";
-      return false;
-    }
-    return true;
+  Fd oom;
+  if (parent) oom = open_or_make_entry(parent.get(), parts.parent, parts.name, 0700, self, st, error);
+  if (!oom) {
+    error = "cannot open OOM directory " + dir + ": " + error;
+    return false;
   }
-  if (!make_parent_dirs(dir) || (mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST)) {
-    error = "cannot create OOM directory " + dir + ": " + std::strerror(errno);
+  if (S_ISLNK(st.st_mode)) {  // even our own: the bundles' directory is used as named
+    error = "OOM directory " + dir + " is a symlink; not following it";
+    return false;
+  }
+  if (!S_ISDIR(st.st_mode)) {
+    error = "OOM directory " + dir + " exists and is not a directory";
+    return false;
+  }
+  if (!may_write_into(oom.get(), dir, self, error)) {
+    error = "cannot open OOM directory " + dir + ": " + error;
     return false;
   }
   return true;
@@ -93,7 +100,7 @@ bool rewrite_bundle_file(const std::string& bundle, const BundleFile& file) {
 }
 
 std::vector<std::string> apply_retention(const std::string& dir, uint64_t max_dumps, uint64_t max_bytes,
-                                         const std::string& keep) {
+                                         const std::string& keep, uid_t owner) {
   struct Bundle {
     std::string path;
     struct timespec mtime;
@@ -107,7 +114,7 @@ std::vector<std::string> apply_retention(const std::string& dir, uint64_t max_du
     if (name.rfind(kBundlePrefix, 0) != 0) continue;
     const std::string path = dir + "/" + name;
     struct stat st {};
-    if (lstat(path.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) continue;
+    if (lstat(path.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != owner) continue;
     Bundle b{path, st.st_mtim, 0};
     if (DIR* inner = opendir(path.c_str())) {
       while (dirent* f = readdir(inner)) {
@@ -139,23 +146,13 @@ std::vector<std::string> apply_retention(const std::string& dir, uint64_t max_du
   return removed;
 }
 
-bool is_secret_name(std::string_view name) {
-  std::string upper(name);
-  for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  for (const char* word : {"TOKEN", "SECRET", "KEY", "PASSWORD", "CREDENTIAL", "AUTH"}) {
-    if (upper.find(word) != std::string::npos) return true;
-  }
-  return false;
-}
-
 nlohmann::json redacted_environment(char** envp) {
   nlohmann::json env = nlohmann::json::object();
   for (char** e = envp; e != nullptr && *e != nullptr; ++e) {
     std::string_view kv(*e);
     const size_t eq = kv.find('=');
     if (eq == std::string_view::npos) continue;
-    const std::string name(kv.substr(0, eq));
-    env[name] = is_secret_name(name) ? std::string("<redacted>") : std::string(kv.substr(eq + 1));
+    env[std::string(kv.substr(0, eq))] = redact_env_value(kv.substr(0, eq), kv.substr(eq + 1));
   }
   return env;
 }

@@ -1,5 +1,7 @@
 #include "oom_recorder.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 
 #include "clock.h"
@@ -159,7 +161,7 @@ void OomRecorder::open_episode(Episode& ep, const Event& e, const Accounting& ac
   const std::string dir = bundle_dir();
   std::string error;
   std::optional<std::string> path;
-  if (ensure_bundle_dir(dir, error)) path = write_bundle(dir, name, files, error);
+  if (ensure_bundle_dir(dir, error, geteuid())) path = write_bundle(dir, name, files, error);
   if (!path) {
     log::error("out of memory, but the OOM bundle could not be written: {}", error);
     return;
@@ -167,7 +169,7 @@ void OomRecorder::open_episode(Episode& ep, const Event& e, const Accounting& ac
   ep.bundle = *path;
   ++bundles_;
   log::warn("{}; OOM bundle written to {}", reason, *path);
-  apply_retention(dir, config_.oom_max_dumps, config_.oom_max_total_mb << 20, *path);
+  apply_retention(dir, config_.oom_max_dumps, config_.oom_max_total_mb << 20, *path, geteuid());
   Event b{};
   b.timestamp_ns = e.timestamp_ns;
   b.op = Op::OomBundle;

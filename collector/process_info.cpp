@@ -9,6 +9,7 @@
 #include <iterator>
 
 #include "clock.h"
+#include "redact.h"
 
 namespace gmp {
 namespace {
@@ -55,7 +56,7 @@ ProcessInfo current_process_info() {
   auto slash = p.exe.rfind('/');
   p.exe_name = slash == std::string::npos ? p.exe : p.exe.substr(slash + 1);
   if (p.exe_name.empty()) p.exe_name = "unknown";
-  p.argv = read_cmdline();
+  p.argv = redact_argv(read_cmdline());  // the one place argv enters: every writer gets it redacted
   if (gethostname(buf, sizeof buf) == 0) {
     buf[sizeof buf - 1] = '\0';
     p.host = buf;

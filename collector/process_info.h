@@ -12,7 +12,7 @@ struct ProcessInfo {
   int ppid = 0;
   std::string exe;       // resolved /proc/self/exe
   std::string exe_name;  // its basename
-  std::vector<std::string> argv;
+  std::vector<std::string> argv;  // with secrets redacted (redact.h)
   std::string host;
   std::string rank;      // RANK, OMPI_COMM_WORLD_RANK, PMI_RANK or SLURM_PROCID; "0" when none
   std::string cwd;

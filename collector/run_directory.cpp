@@ -1,19 +1,25 @@
 #include "run_directory.h"
 
-#include "file_io.h"
-
 #include <sys/stat.h>
 
 #include <cerrno>
 #include <cstring>
 
+#include "log.h"
+#include "trusted_dir.h"
+
 namespace gmp {
 
 std::string expand_output_template(const std::string& tpl, const ProcessInfo& info) {
-  std::string out;
+  std::string out, kept;  // `kept`: the sequences that are not placeholders, for the warning
   for (size_t i = 0; i < tpl.size(); ++i) {
-    if (tpl[i] != '%' || i + 1 == tpl.size()) {
+    if (tpl[i] != '%') {
       out += tpl[i];
+      continue;
+    }
+    if (i + 1 == tpl.size()) {
+      out += '%';
+      kept += std::string(kept.empty() ? "" : ", ") + "'%' at the end";
       continue;
     }
     switch (tpl[++i]) {
@@ -23,23 +29,31 @@ std::string expand_output_template(const std::string& tpl, const ProcessInfo& in
       case 'r': out += info.rank; break;
       case 't': out += utc_timestamp(info.start_realtime_ns); break;
       case '%': out += '%'; break;
-      default: out += '%'; out += tpl[i]; break;
+      default:
+        out += tpl.substr(i - 1, 2);
+        kept += (kept.empty() ? "'" : ", '") + tpl.substr(i - 1, 2) + "'";
+        break;
     }
+  }
+  if (!kept.empty()) {
+    log::warn("GPUMEMPROF_OUTPUT '{}': not placeholders, kept as written: {}; accepted: %e %p %h %r %t %%", tpl, kept);
   }
   return out;
 }
 
-
-std::optional<std::string> create_run_directory(const std::string& path, std::string& error) {
-  if (!make_parent_dirs(path)) {
-    error = "cannot create parent directories of '" + path + "': " + std::strerror(errno);
+std::optional<std::string> create_run_directory(const std::string& path, std::string& error, uid_t self) {
+  const PathParts parts = split_last_component(path);
+  const std::string base = path.substr(0, path.find_last_not_of('/') + 1);  // "runs/x/" is "runs/x"
+  Fd parent = open_trusted_dir(parts.parent, self, error);
+  if (!parent || !may_write_into(parent.get(), parts.parent, self, error)) {
+    error = "cannot create run directory '" + path + "': " + error;
     return std::nullopt;
   }
   for (int n = 0; n < 100000; ++n) {
-    const std::string candidate = n == 0 ? path : path + "." + std::to_string(n);
-    if (mkdir(candidate.c_str(), 0700) == 0) return candidate;
+    const std::string suffix = n == 0 ? "" : "." + std::to_string(n);
+    if (mkdirat(parent.get(), (parts.name + suffix).c_str(), 0700) == 0) return base + suffix;
     if (errno != EEXIST) {
-      error = "cannot create run directory '" + candidate + "': " + std::strerror(errno);
+      error = "cannot create run directory '" + base + suffix + "': " + std::strerror(errno);
       return std::nullopt;
     }
   }

@@ -1,6 +1,9 @@
 // Naming and creating the run directory (design.md section 5).
 #pragma once
 
+#include <sys/types.h>
+#include <unistd.h>
+
 #include <optional>
 #include <string>
 
@@ -8,11 +11,13 @@
 
 namespace gmp {
 
-// Expands %e (executable name), %p (pid), %h (host), %r (rank), %t (UTC start time) and %%.
+// Expands %e (executable name), %p (pid), %h (host), %r (rank), %t (UTC start time) and %%. Any
+// other '%' sequence, and a '%' at the end, is kept as written, with one warning naming them.
 std::string expand_output_template(const std::string& tpl, const ProcessInfo& info);
 
-// Creates `path` with mode 0700 (parents as needed). An existing path is never reused: `.1`, `.2`,
-// ... are tried in turn. Returns the directory created, or nullopt with `error` set.
-std::optional<std::string> create_run_directory(const std::string& path, std::string& error);
+// Creates `path` with mode 0700, parents as needed, reached by the rules of trusted_dir.h with
+// `self` as our uid. An existing path is never reused: `.1`, `.2`, ... are tried in turn. Returns
+// the directory created, or nullopt with `error` set.
+std::optional<std::string> create_run_directory(const std::string& path, std::string& error, uid_t self = geteuid());
 
 }  // namespace gmp

@@ -16,7 +16,7 @@ fuzz_time="${FUZZ_TIME:-20}"
 cxx="${FUZZ_CXX:-clang++}"
 mode="${1:-all}"
 
-targets=(fuzz_trace_reader fuzz_oom_bundle fuzz_json_writers)
+targets=(fuzz_trace_reader fuzz_oom_bundle fuzz_json_writers fuzz_redact)
 
 # _GLIBCXX_ASSERTIONS bounds-checks std::array/std::vector indexing, which ASan cannot see inside
 # an object. GMP_READER_NO_BACKSTOP lets an exception escaping the bundle parser crash the target.
@@ -33,7 +33,8 @@ sources_fuzz_oom_bundle=("${core[@]}" tools/reader/oom_bundle_reader.cpp tools/g
                          tools/gpumemprof/format.cpp)
 sources_fuzz_json_writers=("${core[@]}" collector/config.cpp collector/manifest.cpp collector/process_info.cpp
                            collector/oom_bundle.cpp collector/file_io.cpp collector/attribution_records.cpp
-                           collector/alert_actions.cpp collector/log.cpp)
+                           collector/alert_actions.cpp collector/log.cpp collector/redact.cpp collector/trusted_dir.cpp)
+sources_fuzz_redact=(collector/redact.cpp)
 
 build() {
   command -v "$cxx" >/dev/null || { echo "fuzz: $cxx not found (scripts/setup.sh installs clang)" >&2; exit 1; }

@@ -18,6 +18,9 @@
 //   expect_fail:SIZE   cuMemAlloc_v2(SIZE) that must return CUDA_ERROR_OUT_OF_MEMORY
 //   retry_ok:SIZE      cuMemAlloc_v2(SIZE) that must succeed (appended to the list)
 //
+// Arguments after `--` are not ops: they are ignored, so that tests can put anything on the
+// command line.
+//
 // SIZE: bytes, optionally followed by K, M, G or T (1024-based, case-insensitive); 0 is passed on
 // (the driver refuses it: `alloc:0` prints `alloc failed 1`).
 // After the last op `ok` is printed and the program returns 0; what is still allocated stays
@@ -266,7 +269,7 @@ struct Runner {
 int main(int argc, char** argv) {
   if (argc < 2) usage_error("no ops given");
   std::vector<Step> steps;
-  for (int i = 1; i < argc; ++i) steps.push_back(parse(argv[i]));
+  for (int i = 1; i < argc && std::string(argv[i]) != "--"; ++i) steps.push_back(parse(argv[i]));
   try {
     Runner runner;
     runner.init();

@@ -4,6 +4,8 @@
 
 #include <cstdlib>
 
+#include "log.h"
+#include "oom_bundle.h"
 #include "run_directory.h"
 
 namespace gmp {
@@ -25,6 +27,32 @@ TEST(RunDirectory, ExpandsEveryPlaceholder) {
   EXPECT_EQ(expand_output_template("trailing%", info()), "trailing%");
 }
 
+// What the logger writes to stderr while `f` runs.
+template <typename F>
+std::string stderr_of(F f) {
+  static const bool configured = (log::configure(LogLevel::Warn), true);  // once: each logger is kept forever
+  (void)configured;
+  ::testing::internal::CaptureStderr();
+  f();
+  return ::testing::internal::GetCapturedStderr();
+}
+
+TEST(RunDirectory, AcceptedPlaceholdersExpandWithoutWarning) {
+  EXPECT_EQ(stderr_of([] { expand_output_template("runs/%e.%p.%h.%r.%t.100%%", info()); }), "");
+}
+
+TEST(RunDirectory, UnknownPlaceholderIsKeptWithOneWarning) {
+  EXPECT_EQ(stderr_of([] { EXPECT_EQ(expand_output_template("runs/%z.%p", info()), "runs/%z.1234"); }),
+            "gpumemprof: GPUMEMPROF_OUTPUT 'runs/%z.%p': not placeholders, kept as written: '%z'; "
+            "accepted: %e %p %h %r %t %%\n");
+}
+
+TEST(RunDirectory, TrailingPercentIsKeptWithOneWarning) {
+  EXPECT_EQ(stderr_of([] { EXPECT_EQ(expand_output_template("a%qb%x%", info()), "a%qb%x%"); }),
+            "gpumemprof: GPUMEMPROF_OUTPUT 'a%qb%x%': not placeholders, kept as written: '%q', '%x', '%' at the end; "
+            "accepted: %e %p %h %r %t %%\n");
+}
+
 TEST(RunDirectory, NeverReusesAnExistingDirectory) {
   char tmpl[] = "/tmp/gmp-rd-XXXXXX";
   const std::string root = mkdtemp(tmpl);
@@ -40,6 +68,141 @@ TEST(RunDirectory, NeverReusesAnExistingDirectory) {
   ASSERT_EQ(stat(a->c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 0777, 0700u);
   std::system(("rm -rf " + root).c_str());
+}
+
+// A scratch directory, removed at the end of the test.
+class RunDirectoryPath : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/gmp-rdp-XXXXXX";
+    root_ = mkdtemp(tmpl);
+  }
+  void TearDown() override { std::system(("rm -rf " + root_).c_str()); }
+
+  // The uid to treat as ours so that `path`, which we created, belongs to another user: as root,
+  // `path` is given to uid 4242; otherwise we pretend to be uid + 1.
+  static uid_t foreign(const std::string& path) {
+    if (geteuid() != 0) return geteuid() + 1;
+    EXPECT_EQ(lchown(path.c_str(), 4242, 4242), 0);
+    return 0;
+  }
+  static uid_t owner(const std::string& path) {
+    struct stat st {};
+    EXPECT_EQ(lstat(path.c_str(), &st), 0);
+    return st.st_uid;
+  }
+  static bool is_dir(const std::string& path) {
+    struct stat st {};
+    return lstat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+  }
+
+  std::string root_;
+};
+
+TEST_F(RunDirectoryPath, AnotherUsersSymlinkInAParentIsNotFollowed) {
+  ASSERT_EQ(mkdir((root_ + "/target").c_str(), 0700), 0);
+  ASSERT_EQ(symlink("target", (root_ + "/link").c_str()), 0);
+  const uid_t self = foreign(root_ + "/link");
+  std::string error;
+  EXPECT_FALSE(create_run_directory(root_ + "/link/deeper/run", error, self));
+  EXPECT_EQ(error, "cannot create run directory '" + root_ + "/link/deeper/run': '" + root_ + "/link' is a symlink owned by uid " +
+                       std::to_string(owner(root_ + "/link")) + ", neither root nor uid " + std::to_string(self) +
+                       "; not following it");
+  EXPECT_FALSE(is_dir(root_ + "/target/deeper"));
+}
+
+TEST_F(RunDirectoryPath, OurOwnSymlinksInParentsAreFollowed) {
+  ASSERT_EQ(mkdir((root_ + "/target").c_str(), 0700), 0);
+  ASSERT_EQ(symlink("target", (root_ + "/link").c_str()), 0);
+  ASSERT_EQ(symlink((root_ + "/link").c_str(), (root_ + "/absolute").c_str()), 0);  // a chain of two
+  std::string error;
+  auto dir = create_run_directory(root_ + "/absolute/sub/run", error, geteuid());
+  ASSERT_TRUE(dir) << error;
+  EXPECT_EQ(*dir, root_ + "/absolute/sub/run");
+  EXPECT_TRUE(is_dir(root_ + "/target/sub/run"));
+}
+
+// As root, a root-owned symlink is followed whoever we are (/var/run -> /run).
+TEST_F(RunDirectoryPath, RootsSymlinksAreFollowed) {
+  if (geteuid() != 0) GTEST_SKIP() << "only root can own a symlink as root";
+  ASSERT_EQ(mkdir((root_ + "/target").c_str(), 0777), 0);
+  ASSERT_EQ(symlink("target", (root_ + "/link").c_str()), 0);
+  std::string error;
+  ASSERT_TRUE(create_run_directory(root_ + "/link/run", error, 4242)) << error;
+  EXPECT_TRUE(is_dir(root_ + "/target/run"));
+}
+
+TEST_F(RunDirectoryPath, AWorldWritableDirectoryOfAnotherUserWithoutStickyBitIsNotWrittenInto) {
+  const std::string shared = root_ + "/shared";
+  ASSERT_EQ(mkdir(shared.c_str(), 0700), 0);
+  ASSERT_EQ(chmod(shared.c_str(), 0777), 0);
+  const uid_t self = foreign(shared);
+  std::string error;
+  EXPECT_FALSE(create_run_directory(shared + "/run", error, self));
+  EXPECT_EQ(error, "cannot create run directory '" + shared + "/run': '" + shared +
+                       "' is world-writable without the sticky bit and owned by uid " + std::to_string(owner(shared)) +
+                       "; not writing into it");
+  EXPECT_FALSE(create_run_directory(shared + "/missing/run", error, self));  // nor a parent made in it
+  EXPECT_EQ(error, "cannot create run directory '" + shared + "/missing/run': '" + shared +
+                       "' is world-writable without the sticky bit and owned by uid " + std::to_string(owner(shared)) +
+                       "; not writing into it");
+  EXPECT_FALSE(is_dir(shared + "/run") || is_dir(shared + "/missing"));
+  // Passing through it to a directory that exists is not writing into it.
+  ASSERT_EQ(mkdir((shared + "/mine").c_str(), 0700), 0);
+  EXPECT_TRUE(create_run_directory(shared + "/mine/run", error, self)) << error;
+}
+
+TEST_F(RunDirectoryPath, StickyOrOwnWorldWritableDirectoriesAreWrittenInto) {
+  const std::string sticky = root_ + "/tmp-like", own = root_ + "/own";
+  ASSERT_EQ(mkdir(sticky.c_str(), 0700), 0);
+  ASSERT_EQ(chmod(sticky.c_str(), 01777), 0);
+  std::string error;
+  EXPECT_TRUE(create_run_directory(sticky + "/run", error, foreign(sticky))) << error;
+  ASSERT_EQ(mkdir(own.c_str(), 0700), 0);
+  ASSERT_EQ(chmod(own.c_str(), 0777), 0);
+  EXPECT_TRUE(create_run_directory(own + "/run", error, owner(own))) << error;
+}
+
+TEST_F(RunDirectoryPath, ARelativePathStartsAtTheWorkingDirectory) {
+  char cwd[4096];
+  ASSERT_NE(getcwd(cwd, sizeof cwd), nullptr);
+  ASSERT_EQ(chdir(root_.c_str()), 0);
+  std::string error;
+  auto dir = create_run_directory("a/run", error, geteuid());
+  auto plain = create_run_directory("plain", error, geteuid());
+  ASSERT_EQ(chdir(cwd), 0);
+  ASSERT_TRUE(dir && plain) << error;
+  EXPECT_EQ(*dir, "a/run");
+  EXPECT_EQ(*plain, "plain");
+  EXPECT_TRUE(is_dir(root_ + "/a/run") && is_dir(root_ + "/plain"));
+}
+
+// The OOM directory (GPUMEMPROF_OOM_DIR) follows the same rules, and is never a symlink itself.
+TEST_F(RunDirectoryPath, TheOomDirectoryFollowsTheSameRules) {
+  ASSERT_EQ(mkdir((root_ + "/target").c_str(), 0700), 0);
+  ASSERT_EQ(symlink("target", (root_ + "/link").c_str()), 0);
+  std::string error;
+  EXPECT_TRUE(ensure_bundle_dir(root_ + "/link/oom", error, geteuid())) << error;
+  EXPECT_TRUE(is_dir(root_ + "/target/oom"));
+  EXPECT_FALSE(ensure_bundle_dir(root_ + "/link", error, geteuid()));
+  EXPECT_EQ(error, "OOM directory " + root_ + "/link is a symlink; not following it");
+
+  const uid_t self = foreign(root_ + "/link");
+  EXPECT_FALSE(ensure_bundle_dir(root_ + "/link/oom", error, self));
+  EXPECT_EQ(error, "cannot open OOM directory " + root_ + "/link/oom: '" + root_ + "/link' is a symlink owned by uid " +
+                       std::to_string(owner(root_ + "/link")) + ", neither root nor uid " + std::to_string(self) +
+                       "; not following it");
+
+  const std::string shared = root_ + "/shared";
+  ASSERT_EQ(mkdir(shared.c_str(), 0700), 0);
+  ASSERT_EQ(chmod(shared.c_str(), 0777), 0);
+  const uid_t not_owner = foreign(shared);
+  EXPECT_FALSE(ensure_bundle_dir(shared, error, not_owner));
+  EXPECT_EQ(error, "cannot open OOM directory " + shared + ": '" + shared +
+                       "' is world-writable without the sticky bit and owned by uid " + std::to_string(owner(shared)) +
+                       "; not writing into it");
+  ASSERT_EQ(chmod(shared.c_str(), 01777), 0);
+  EXPECT_TRUE(ensure_bundle_dir(shared, error, not_owner)) << error;
 }
 
 TEST(RunDirectory, ReportsAnUncreatablePath) {
