@@ -43,7 +43,9 @@ Collector::Collector(const Config& config, const ProcessInfo& info, Ring& ring, 
 bool Collector::start() {
   auto dir = create_run_directory(expand_output_template(config_.output, info_), error_);
   if (!dir) return false;
-  run_dir_ = *dir;
+  // Absolute, so that later writes by path (summary.json, OOM bundles, reopening our files) still
+  // land here after the program changes its working directory.
+  run_dir_ = (*dir)[0] == '/' || info_.cwd.empty() ? *dir : info_.cwd + "/" + *dir;
   oom_.set_run_dir(run_dir_);
   alert_command_.set_output(run_dir_ + "/alert_command.log");
   log::attach_file(run_dir_ + "/gpumemprof.log");

@@ -7,6 +7,8 @@
 #include <cstdlib>
 #include <string>
 
+#include "redact.h"
+
 namespace gmp {
 namespace {
 
@@ -247,7 +249,8 @@ nlohmann::json config_to_json(const Config& c) {
       {"critical_percent", c.critical_percent},
       {"fragmentation", c.fragmentation},
       {"leak_bytes", c.leak_bytes},
-      {"on_alert", c.on_alert.empty() ? nlohmann::json(nullptr) : nlohmann::json(c.on_alert)},
+      // A command line may carry a webhook URL or a token: written redacted (redact.h).
+      {"on_alert", c.on_alert.empty() ? nlohmann::json(nullptr) : nlohmann::json(redact_text(c.on_alert))},
       {"oom_dir", c.oom_dir.empty() ? nlohmann::json(nullptr) : nlohmann::json(c.oom_dir)},
       {"oom_events", c.oom_events},
       {"oom_max_dumps", c.oom_max_dumps},

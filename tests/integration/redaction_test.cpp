@@ -53,6 +53,7 @@ TEST(Redaction, NoPlantedSecretReachesAnyFile) {
       {"COOKIE", "session=PlantedK11"},
       {"HF_TOKEN", "PlantedL12"},
       {"EXTRA_ARGS", "--password=PlantedM13 -v"},
+      {"GPUMEMPROF_ON_ALERT", "/bin/true https://hooks.slack.com/services/T0/B0/PlantedR18"},
   };
   const std::vector<std::string> argv = {Paths::bin("prog_ops"), "alloc:256M", "expect_fail:2G", "--",
                                          "--password=PlantedN14", "--api-key", "PlantedO15", "DB_PASSWORD=PlantedP16",
@@ -79,6 +80,8 @@ TEST(Redaction, NoPlantedSecretReachesAnyFile) {
   EXPECT_EQ(e["environment"]["EXTRA_ARGS"], "--password=<redacted> -v");
   EXPECT_EQ(e["environment"]["MYSQL_PWD"], "<redacted>");
   EXPECT_EQ(e["environment"]["FAKE_CUDA_CAPACITY"], "1G");
+  EXPECT_EQ(read_json_file(run + "/manifest.json")["config"]["on_alert"],
+            "/bin/true https://hooks.slack.com/<redacted>");
 
   ASSERT_EQ(run_tool({"html", run, "-o", box.dir() + "/report.html"}).exit_code, 0);
   RunResult oom = run_tool({"oom", run, "--json"});
@@ -89,12 +92,12 @@ TEST(Redaction, NoPlantedSecretReachesAnyFile) {
   ASSERT_GE(files.size(), 10u);
   for (const std::string& f : files) {
     const std::string text = contents(f);
-    for (int i = 1; i <= 17; ++i) {
+    for (int i = 1; i <= 18; ++i) {
       const std::string secret = std::string("Planted") + static_cast<char>('A' + i - 1) + std::to_string(i);
       EXPECT_EQ(text.find(secret), std::string::npos) << secret << " in " << f;
     }
   }
-  for (int i = 1; i <= 17; ++i) {
+  for (int i = 1; i <= 18; ++i) {
     const std::string secret = std::string("Planted") + static_cast<char>('A' + i - 1) + std::to_string(i);
     EXPECT_EQ(oom.out.find(secret), std::string::npos) << secret << " in gpumemprof oom --json";
   }

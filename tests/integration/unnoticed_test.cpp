@@ -106,6 +106,17 @@ TEST(Unnoticed, OurFilesAreNeitherInheritedNorOpenToOthers) {
   ASSERT_EQ(stat((dir + "/gpumemprof.log").c_str(), &log), 0);
 }
 
+TEST(Unnoticed, ARelativeRunDirectoryStaysPutWhenTheProgramChangesDirectory) {
+  Sandbox box;
+  const std::string other = box.dir() + "/elsewhere";
+  ASSERT_EQ(mkdir(other.c_str(), 0700), 0);
+  RunResult r = box.run({Paths::bin("prog_hostile"), "chdir", box.dir(), other}, {{"GPUMEMPROF_OUTPUT", "run.rel.%p"}});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string dir = box.only_run_dir();
+  EXPECT_EQ(summary_of(dir)["devices"][0]["alloc_count"], 2);
+  EXPECT_FALSE(exists(other + "/" + dir.substr(dir.rfind('/') + 1)));
+}
+
 TEST(Unnoticed, FailedTraceWritesAreCountedAndSaidOnce) {
   Sandbox box;
   // 64 KiB of file size (dash counts 512-byte blocks): the trace fills after about a thousand of

@@ -17,6 +17,8 @@
 //                       fail with ECHILD
 //   threads-signal T    T threads allocate and free in a loop; after 100 ms main raises SIGTERM
 //                       (the process dies by it)
+//   chdir START OTHER   chdir to START, allocate once (the run directory is created, relative to
+//                       START with a relative GPUMEMPROF_OUTPUT), chdir to OTHER, allocate again
 //   exec-fds            allocate once, sleep 50 ms, then exec /bin/sh to list (ls -l) the
 //                       descriptors the new image inherited
 //   _exit N             N alloc+free pairs and one more allocation, then _exit(5)
@@ -113,7 +115,7 @@ void end_with(const std::string& how, long n) {
 
 int usage() {
   std::fprintf(stderr, "usage: prog_hostile dup2|closefrom FILE N | wait-child MS | threads-signal T | "
-                       "exec-fds | _exit|_Exit|quick_exit N\n");
+                       "chdir START OTHER | exec-fds | _exit|_Exit|quick_exit N\n");
   return 2;
 }
 
@@ -186,6 +188,13 @@ int run(int argc, char** argv) {
     raise(SIGTERM);
     sleep_ms(10'000);
     return 1;  // SIGTERM should have ended the process
+  }
+  if (mode == "chdir" && argc == 4) {
+    CHECK(chdir(argv[2]) == 0);
+    alloc();
+    CHECK(chdir(argv[3]) == 0);
+    alloc();
+    return 0;
   }
   if (mode == "exec-fds" && argc == 2) {
     alloc();
