@@ -146,7 +146,7 @@ TEST(Lifecycle, SigkillLeavesAReadableTrace) {
   EXPECT_EQ(dev0(s)["allocated_bytes"]["current"], 4 * MiB);
   EXPECT_EQ(dev0(s)["name"], "Fake CUDA Device 0");
   RunResult text = run_tool({"report", dir});
-  EXPECT_NE(text.out.find("rebuilt from the trace"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("figures are rebuilt from the"), std::string::npos) << text.out;
 }
 
 TEST(Lifecycle, ProcessesThatNeverAllocateLeaveNothing) {

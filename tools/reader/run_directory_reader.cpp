@@ -23,6 +23,7 @@ std::optional<nlohmann::json> replay_summary(TraceReader& trace, const nlohmann:
   }
   SummaryContext ctx;
   ctx.clean_exit = false;
+  ctx.ended_by = "unknown";  // no summary.json: how the process ended is not known
   ctx.start_monotonic_ns = trace.header().start_monotonic_ns;
   for (const auto& d : array_or_empty(member(&manifest, "devices"))) {
     auto ordinal = as_device(member(&d, "ordinal"));
