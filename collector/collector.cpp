@@ -1,7 +1,6 @@
 #include "collector.h"
 
 #include <signal.h>
-#include <sched.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -181,11 +180,9 @@ void Collector::evaluate_alerts(uint64_t now_ns) {
 
 void Collector::sleep_or_wake(uint64_t ns) {
   // A futex wait rather than a plain sleep, so an out-of-memory or flush request, or a producer
-  // waiting on a full ring, is served at once. With producers already waiting, no sleep at all.
-  if (ring_.producers_waiting()) {
-    sched_yield();
-    return;
-  }
+  // waiting on a full ring, is served at once. With producers already waiting, no sleep at all:
+  // measured on 2 busy cores, even a sched_yield() here made a small ring 30% slower.
+  if (ring_.producers_waiting()) return;
   ring_.consumer_sleep(ns);
 }
 

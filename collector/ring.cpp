@@ -56,7 +56,7 @@ void Ring::wait_for_room(uint64_t pos) {
     const uint32_t seen = room_.load(std::memory_order_acquire);
     waiting_.fetch_add(1, std::memory_order_seq_cst);  // before re-checking: pop() reads it after
                                                        // moving the tail, so one of us sees the other
-    wake_consumer();  // it may be asleep with a full ring ahead of it
+    if (consumer_asleep_.load(std::memory_order_seq_cst)) wake_consumer();  // a full ring ahead of it
     // The timeout only guards against a consumer that stopped (a forked child's copy of a ring).
     if (full()) futex_wait(room_, seen, 1'000'000);
     waiting_.fetch_sub(1, std::memory_order_release);
@@ -64,7 +64,12 @@ void Ring::wait_for_room(uint64_t pos) {
 }
 
 bool Ring::consumer_sleep(uint64_t ns) {
-  return futex_wait(consumer_wake_, consumer_wake_.load(std::memory_order_acquire), ns);
+  const uint32_t seen = consumer_wake_.load(std::memory_order_acquire);
+  consumer_asleep_.store(true, std::memory_order_seq_cst);
+  // A producer that began waiting just before this store did not wake us: do not sleep then.
+  const bool woken = !producers_waiting() && futex_wait(consumer_wake_, seen, ns);
+  consumer_asleep_.store(false, std::memory_order_relaxed);
+  return woken || producers_waiting();
 }
 
 void Ring::wake_consumer() { futex_wake(consumer_wake_, 1); }

@@ -65,6 +65,7 @@ class Ring {
   std::atomic<uint32_t> waiting_{0};       // producers blocked in wait_for_room
   std::atomic<uint32_t> room_{0};          // futex word: bumped when pop() makes room for them
   alignas(64) std::atomic<uint32_t> consumer_wake_{0};  // futex word of the consumer's sleep
+  std::atomic<bool> consumer_asleep_{false};             // so waiting producers wake it only then
 };
 
 }  // namespace gmp
