@@ -8,17 +8,13 @@
 #include <cstdlib>
 
 #include "oom_bundle.h"
+#include "temp_dir.h"
 
 namespace gmp {
 namespace {
 
 class OomRetention : public ::testing::Test {
  protected:
-  void SetUp() override {
-    char tmpl[] = "/tmp/gmp-retention-XXXXXX";
-    dir_ = mkdtemp(tmpl);
-  }
-  void TearDown() override { std::system(("rm -rf " + dir_).c_str()); }
 
   // A bundle of one 100-byte file, modified `age` seconds before the others' reference time.
   std::string bundle(const std::string& name, int age) {
@@ -36,7 +32,8 @@ class OomRetention : public ::testing::Test {
     return lstat(path.c_str(), &st) == 0;
   }
 
-  std::string dir_;
+  test::TempDir tmp_;
+  const std::string& dir_ = tmp_.path;
 };
 
 TEST_F(OomRetention, RemovesOurOldestBundlesBeyondTheLimit) {

@@ -10,17 +10,13 @@
 #include <string>
 
 #include "owned_file.h"
+#include "temp_dir.h"
 
 namespace gmp {
 namespace {
 
 class OwnedFileTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    char tmpl[] = "/tmp/gmp-owned-XXXXXX";
-    dir_ = mkdtemp(tmpl);
-  }
-  void TearDown() override { std::system(("rm -rf " + dir_).c_str()); }
   std::string text(const std::string& name) {
     std::ifstream in(dir_ + "/" + name);
     return std::string(std::istreambuf_iterator<char>(in), {});
@@ -34,7 +30,8 @@ class OwnedFileTest : public ::testing::Test {
     }
     return -1;
   }
-  std::string dir_;
+  test::TempDir tmp_;
+  const std::string& dir_ = tmp_.path;
 };
 
 TEST_F(OwnedFileTest, CreatesPrivateCloseOnExecFileAtAHighDescriptor) {

@@ -7,6 +7,7 @@
 #include "log.h"
 #include "oom_bundle.h"
 #include "run_directory.h"
+#include "temp_dir.h"
 
 namespace gmp {
 namespace {
@@ -73,11 +74,6 @@ TEST(RunDirectory, NeverReusesAnExistingDirectory) {
 // A scratch directory, removed at the end of the test.
 class RunDirectoryPath : public ::testing::Test {
  protected:
-  void SetUp() override {
-    char tmpl[] = "/tmp/gmp-rdp-XXXXXX";
-    root_ = mkdtemp(tmpl);
-  }
-  void TearDown() override { std::system(("rm -rf " + root_).c_str()); }
 
   // The uid to treat as ours so that `path`, which we created, belongs to another user: as root,
   // `path` is given to uid 4242; otherwise we pretend to be uid + 1.
@@ -96,7 +92,8 @@ class RunDirectoryPath : public ::testing::Test {
     return lstat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
   }
 
-  std::string root_;
+  test::TempDir tmp_;
+  const std::string& root_ = tmp_.path;
 };
 
 TEST_F(RunDirectoryPath, AnotherUsersSymlinkInAParentIsNotFollowed) {
