@@ -28,11 +28,17 @@ TEST(RunDirectory, ExpandsEveryPlaceholder) {
   EXPECT_EQ(expand_output_template("trailing%", info()), "trailing%");
 }
 
+// Once per process: each logger is kept forever, so a second one would leak the first (LSan).
+// Not inside the template below, which has one static per lambda type.
+void configure_logger_once() {
+  static const bool configured = (log::configure(LogLevel::Warn), true);
+  (void)configured;
+}
+
 // What the logger writes to stderr while `f` runs.
 template <typename F>
 std::string stderr_of(F f) {
-  static const bool configured = (log::configure(LogLevel::Warn), true);  // once: each logger is kept forever
-  (void)configured;
+  configure_logger_once();
   ::testing::internal::CaptureStderr();
   f();
   return ::testing::internal::GetCapturedStderr();
