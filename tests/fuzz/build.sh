@@ -33,7 +33,8 @@ sources_fuzz_oom_bundle=("${core[@]}" tools/reader/oom_bundle_reader.cpp tools/g
                          tools/gpumemprof/format.cpp)
 sources_fuzz_json_writers=("${core[@]}" collector/config.cpp collector/manifest.cpp collector/process_info.cpp
                            collector/oom_bundle.cpp collector/file_io.cpp collector/attribution_records.cpp
-                           collector/alert_actions.cpp collector/log.cpp collector/redact.cpp collector/trusted_dir.cpp)
+                           collector/alert_actions.cpp collector/hidden_child.cpp collector/log.cpp
+                           collector/owned_file.cpp collector/redact.cpp collector/trusted_dir.cpp)
 sources_fuzz_redact=(collector/redact.cpp)
 
 build() {
