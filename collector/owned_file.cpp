@@ -75,17 +75,15 @@ bool OwnedFile::append(const void* data, size_t size) {
     return false;
   }
   if (!write_all(fd_, data, size)) {
+    // All or nothing: cut off whatever part did land (a disk that filled mid-write), so the file
+    // holds only whole records. If even that fails, remember what is there.
+    const int err = errno;
     struct stat st {};
-    if (fstat(fd_, &st) == 0) size_ = st.st_size;  // a partial write landed
+    if (ftruncate(fd_, size_) != 0 && fstat(fd_, &st) == 0) size_ = st.st_size;
+    errno = err;
     return false;
   }
   size_ += static_cast<off_t>(size);
-  return true;
-}
-
-bool OwnedFile::truncate(off_t size) {
-  if (!still_ours() || ftruncate(fd_, size) != 0) return false;
-  size_ = size;
   return true;
 }
 

@@ -28,11 +28,10 @@ class OwnedFile {
   bool create(const std::string& path, bool exclusive);
   bool is_open() const { return fd_ >= 0; }
 
-  // Appends all of `data` to our file, after checking the descriptor is still ours. False with
-  // errno set when the file cannot be written (or reached again: then errno is EBADF).
+  // Appends all of `data` to our file, after checking the descriptor is still ours, or nothing (a
+  // partial write is cut off again). False with errno set when the file cannot be written (or
+  // reached again: then errno is EBADF).
   bool append(const void* data, size_t size);
-  // Cuts the file back to `size` bytes (undoing a partial append); false if it cannot.
-  bool truncate(off_t size);
   // How often the program had taken our descriptor over and the file was reopened.
   unsigned reopened() const { return reopened_; }
 

@@ -30,17 +30,12 @@ void TraceWriter::fail(const std::string& what, int err) {
 bool TraceWriter::flush() {
   if (buffer_.empty()) return !failed_;
   if (!failed_) {
-    const uint64_t good_size = sizeof(TraceHeader) + written_ * sizeof(Event);
-    if (file_.append(buffer_.data(), buffer_.size() * sizeof(Event))) {
+    if (file_.append(buffer_.data(), buffer_.size() * sizeof(Event))) {  // all of the batch or none
       written_ += buffer_.size();
       buffer_.clear();
       return true;
     }
-    const int err = errno;
-    // Cut off what part of the batch did land, so the file holds exactly the events counted as
-    // written (a reader would otherwise replay them while summary.json counts them unwritten).
-    file_.truncate(static_cast<off_t>(good_size));
-    fail("cannot write", err);
+    fail("cannot write", errno);
   }
   unwritten_ += buffer_.size();
   buffer_.clear();
