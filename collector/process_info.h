@@ -1,25 +1,13 @@
-// Facts about the profiled process that name its run directory and fill its manifest.
+// Gathers the facts about the profiled process (process_record.h) that name its run directory and
+// fill its manifest.
 #pragma once
 
 #include <cstdint>
 #include <string>
-#include <vector>
+
+#include "process_record.h"
 
 namespace gmp {
-
-struct ProcessInfo {
-  int pid = 0;
-  int ppid = 0;
-  std::string exe;       // resolved /proc/self/exe
-  std::string exe_name;  // its basename
-  std::vector<std::string> argv;  // with secrets redacted (redact.h)
-  std::string host;
-  std::string rank;      // RANK, OMPI_COMM_WORLD_RANK, PMI_RANK or SLURM_PROCID; "0" when none
-  std::string cwd;
-  uint64_t start_realtime_ns = 0;
-  uint64_t start_monotonic_ns = 0;
-  int cuda_driver_version = 0;  // cuDriverGetVersion; 0 when unknown
-};
 
 ProcessInfo current_process_info();
 std::string utc_timestamp(uint64_t realtime_ns);  // YYYYmmddTHHMMSSZ

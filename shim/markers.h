@@ -5,7 +5,7 @@
 
 #include <cstdint>
 
-#include "../collector/event.h"
+#include "event.h"
 
 namespace gmp::shim {
 

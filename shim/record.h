@@ -8,7 +8,7 @@
 #include <cerrno>
 #include <cstdint>
 
-#include "../collector/event.h"
+#include "event.h"
 #include "../collector/session.h"
 #include "markers.h"
 #include "real_driver.h"

@@ -24,8 +24,8 @@ targets=(fuzz_trace_reader fuzz_oom_bundle fuzz_json_writers fuzz_redact)
 flags=(-std=c++20 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
        -D_GLIBCXX_ASSERTIONS -DGMP_READER_NO_BACKSTOP -DSPDLOG_FMT_EXTERNAL -DFMT_HEADER_ONLY=1
        '-DGPUMEMPROF_VERSION="fuzz"' -Wall -Wextra -Wno-missing-field-initializers
-       -Icollector -Itools/reader -Itools/analysis -Itools/gpumemprof)
-core=(collector/event.cpp collector/accounting.cpp collector/summary.cpp collector/json_views.cpp
+       -Iformat -Icollector -Itools/reader -Itools/analysis -Itools/gpumemprof)
+core=(format/event.cpp format/accounting.cpp format/summary.cpp format/json_views.cpp
       tools/reader/input_file.cpp tools/reader/json_input.cpp tools/reader/json_fields.cpp)
 sources_fuzz_trace_reader=("${core[@]}" tools/reader/trace_reader.cpp tools/reader/run_directory_reader.cpp
                            tools/reader/summary_figures.cpp)
@@ -52,7 +52,7 @@ build() {
     obj="$out/obj/$(echo "$src" | tr / _).o"
     # Up to date: newer than its source and than every header it could include.
     if [ "$obj" -nt "$src" ] && [ "$obj" -nt "$0" ] &&
-       [ -z "$(find collector tools -name '*.h' -newer "$obj" -print -quit)" ]; then
+       [ -z "$(find format collector tools -name '*.h' -newer "$obj" -print -quit)" ]; then
       continue
     fi
     "$cxx" "${flags[@]}" -c "$src" -o "$obj" &

@@ -1,6 +1,6 @@
 // csv and jsonl: one record per trace event, every field of the 64-byte record plus the
 // allocated and reserved bytes of the event's device after it. The jsonl fields are spelled as in
-// collector/json_views.cpp event_json(), which summary.json and the OOM bundles use.
+// format/json_views.cpp event_json(), which summary.json and the OOM bundles use.
 #include "export_formats.h"
 
 namespace gmp::tool::exporter {

@@ -10,7 +10,7 @@
 
 #include "accounting.h"
 #include "event.h"
-#include "process_info.h"
+#include "process_record.h"
 
 namespace gmp {
 
