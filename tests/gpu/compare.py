@@ -4,8 +4,8 @@
   compare.py --work DIR [--out DIR] [--only a,b] [--no-bench]   print and write the table
   compare.py --self-test                                        check this file on tests/gpu/fixtures
 
-The work directory is what scripts/gpu-check.sh fills:
-  plan.txt                      one "<name> <c|torch|hotpath>" line per workload, in run order
+The work directory is what scripts/gpu_check.py fills:
+  plan.txt                      one "<name> <c|torch|train|layout|exit|hotpath>" line per workload, in run order
   <name>/rc                     the workload's exit status (124: killed by timeout)
   <name>/gt.json                ground truth written by the workload
   <name>/runs/run.<pid>/        run directories (GPUMEMPROF_OUTPUT=<name>/runs/run.%p)
@@ -703,6 +703,34 @@ def compare_train_bench(t, work):
               round(got, 3), round(base, 3), verdict, f"ratio {ratio:.4f}" + (f", target < {TRAIN_TARGET}" if variant == "shim" else ""))
 
 
+def compare_exit(t, work, name):
+    """PyTorch ending without exit handlers (tests/gpu/exit_paths.py): summary.json says how the
+    process ended, every recorded event reached the trace, the 1 GiB tensor is still live."""
+    gt, s, run_dir = start(t, work, name)
+    if gt is None or s is None:
+        return
+    t.exact(name, "ended_by", s.get("ended_by"), gt.get("expect_ended_by"))
+    ev = s.get("events") if isinstance(s.get("events"), dict) else {}
+    recorded, unwritten = ev.get("recorded"), ev.get("unwritten", 0)
+    written = s.get("trace_events_written")
+    complete = isinstance(recorded, int) and written == recorded and unwritten == 0
+    t.add(name, "events in the trace of recorded", f"{written} (+{unwritten} unwritten)", recorded,
+          "MATCH" if complete else "MISMATCH", "" if complete else "the trace is missing events")
+    live = lookup(s, "dev0.by_kind.linear.current")
+    tensor = gt.get("tensor_bytes")
+    if live == tensor:
+        t.add(name, "linear bytes live at the end", live, tensor, "MATCH")
+    elif isinstance(live, int) and isinstance(tensor, int) and live > tensor:
+        t.add(name, "linear bytes live at the end", live, tensor, "OK",
+              f"+{live - tensor} B: the caching allocator's other segments (the retry's tensor, cuBLAS)")
+    else:
+        t.add(name, "linear bytes live at the end", live, tensor, "MISMATCH", "the tensor is not live")
+    if "expect_oom_bundles" in gt:
+        oom = s.get("oom") if isinstance(s.get("oom"), dict) else {}
+        t.exact(name, "oom bundles written", oom.get("bundles_written"), gt["expect_oom_bundles"])
+    t.add(name, "clean_exit", s.get("clean_exit"), None, "INFO")
+
+
 def compare_layout(t, work, name):
     """check_python_layout built against the GPU machine's Python: every offset must agree."""
     d = os.path.join(work, name)
@@ -776,7 +804,7 @@ def run(work, out=None, only=None, bench=True, target=BENCH_TARGET, quiet=False)
         if only and name not in only:
             continue
         {"torch": compare_torch, "hotpath": compare_hotpath, "train": compare_train,
-         "layout": compare_layout}.get(kind, compare_c)(t, work, name)
+         "layout": compare_layout, "exit": compare_exit}.get(kind, compare_c)(t, work, name)
     if bench:
         compare_bench(t, work, target)
         compare_train_bench(t, work)

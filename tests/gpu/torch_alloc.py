@@ -1,4 +1,4 @@
-"""PyTorch workload for scripts/gpu-check.sh: a few MLP training steps, a small convolution
+"""PyTorch workload for scripts/gpu_check.py: a few MLP training steps, a small convolution
 (cuDNN), tensor churn with an empty_cache() in the middle, then PyTorch's own memory figures as
 ground truth in $GROUND_TRUTH. Run once per allocator setting (PYTORCH_CUDA_ALLOC_CONF unset,
 expandable_segments:True, backend:cudaMallocAsync).

@@ -1,4 +1,4 @@
-"""PyTorch out-of-memory workload for scripts/gpu-check.sh (default caching allocator).
+"""PyTorch out-of-memory workload for scripts/gpu_check.py (default caching allocator).
 
 Fills part of device 0 with three known 2 GiB tensors, then asks for a tensor of the device's
 total memory, which cannot fit, and catches torch.cuda.OutOfMemoryError. PyTorch's allocator

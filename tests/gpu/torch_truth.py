@@ -1,4 +1,4 @@
-"""Shared by the PyTorch workloads of scripts/gpu-check.sh: runs a workload and writes PyTorch's own
+"""Shared by the PyTorch workloads of scripts/gpu_check.py: runs a workload and writes PyTorch's own
 memory figures as ground truth to $GROUND_TRUTH (stdout when unset). A failure is reported in
 "errors", not hidden: the table then shows FAIL with its text."""
 import json

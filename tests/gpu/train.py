@@ -1,4 +1,4 @@
-"""A small PyTorch training job for scripts/gpu-check.sh: an MLP trained with Adam, with NVTX
+"""A small PyTorch training job for scripts/gpu_check.py: an MLP trained with Adam, with NVTX
 ranges around forward, backward and the optimizer step (as users write for Nsight) and a
 gpumemprof mark at the end of each epoch (through ctypes; a no-op without the profiler).
 

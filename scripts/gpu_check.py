@@ -1,0 +1,591 @@
+#!/usr/bin/env python3
+"""Real-GPU check of gpumemprof in one call (stdlib only).
+
+Builds the CUDA workloads in tests/gpu/, runs each (and PyTorch with three allocator settings, and
+PyTorch ending through os._exit, SIGTERM and a caught OOM) under LD_PRELOAD=build/lib/libgpumemprof.so,
+times allocation pairs and training steps with and without the shim, then has tests/gpu/compare.py
+judge every run directory against the workload's ground truth and print one table.
+
+  scripts/gpu_check.py                 results in $OUT when set, else build/gpu-check/
+  GPU_CHECK_ONLY="hotpath_costs bench_*" scripts/gpu_check.py   only these (fnmatch globs; commas
+                                       work as separators too); the table then holds only them.
+
+Environment: PYTHON (the Python that runs the PyTorch workloads; default python3), NVCC,
+GPU_CHECK_DEADLINE (seconds, default 420: caps every timeout so the whole check ends well under 8
+minutes even if everything hangs), GPU_CHECK_BENCH_ROUNDS (A/B rounds, 4), GPU_CHECK_ASYNC_PAIRS
+(200000), GPU_CHECK_MALLOC_PAIRS (2000), GPU_CHECK_KEEP (set: keep the work directory).
+
+Workloads:
+  rt_static rt_shared driver_api async_pools vmm   CUDA programs (static/shared cudart, driver API)
+  torch_default torch_expandable torch_async       PyTorch with each allocator setting
+  torch_oom rt_oom_exit                            out of memory on purpose: OOM bundles checked
+  torch_train        tests/gpu/train.py through `gpumemprof run`, then every post-mortem command
+  python_layout      shim/python_layouts.h against offsetof on this Python's own headers
+  exit_os_exit exit_sigterm exit_oom_retry         PyTorch ending without exit handlers
+  hotpath_costs      ns per call of the hot path's ingredients (INFO)
+  bench_async bench_malloc bench_train             interleaved A/B timing against targets
+
+Files written to the results directory (at most 4): table.txt, table.json, log.txt and
+gpu-check.tar.gz (ground truths, summaries, manifests, logs, OOM bundle JSON, stdout/stderr, build
+logs, hot-path JSONs, and traces under 8 MiB; the benchmarks' run directories are reduced to
+summary.json and the log: their traces are hundreds of MB).
+Exit status: 0 all good, 1 a MISMATCH or FAIL, 2 only a benchmark over target, 3 prerequisites
+missing or a GPU_CHECK_ONLY word that selects nothing.
+"""
+import fnmatch
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "tests", "gpu"))
+import compare  # noqa: E402  (tests/gpu/compare.py: the judge)
+
+ALL_NAMES = ("rt_static rt_shared driver_api async_pools vmm torch_default torch_expandable torch_async torch_oom "
+             "rt_oom_exit torch_train python_layout exit_os_exit exit_sigterm exit_oom_retry hotpath_costs "
+             "bench_async bench_malloc bench_train").split()
+# CUDA sources: binary name -> (source, extra nvcc arguments). rt_shared is rt_static's source
+# linked against the shared cudart.
+CUDA_BUILDS = {
+    "rt_static": ("rt_static.cu", []),
+    "rt_shared": ("rt_static.cu", ["-cudart", "shared"]),
+    "driver_api": ("driver_api.cpp", ["-lcuda"]),
+    "async_pools": ("async_pools.cu", []),
+    "vmm": ("vmm.cu", []),
+    "rt_oom_exit": ("rt_oom_exit.cu", []),
+    "hotpath_costs": ("hotpath_costs.cu", []),
+    "bench_async_pair": ("bench_async_pair.cu", []),
+}
+# The OOM bundle settings are unset so that bundles go to <run dir>/oom/ with the defaults.
+UNSET_FOR_WORKLOADS = ("PYTORCH_CUDA_ALLOC_CONF", "GPUMEMPROF_ENABLE", "GPUMEMPROF_OOM_DIR", "GPUMEMPROF_OOM_MAX_DUMPS",
+                       "GPUMEMPROF_OOM_MAX_TOTAL_MB", "GPUMEMPROF_OOM_EVENTS")
+MiB = 1 << 20
+TARBALL_LIMIT = 15 * MiB
+
+
+class Tee:
+    """stdout and log.txt at once: everything the check prints is also in the results."""
+
+    def __init__(self, path):
+        self.file = open(path, "w")
+        self.console = sys.stdout
+
+    def write(self, text):
+        self.console.write(text)
+        self.file.write(text)
+
+    def flush(self):
+        self.console.flush()
+        self.file.flush()
+
+
+def say(*args):
+    print(*args, flush=True)
+
+
+def tail(path, lines=5, indent="    "):
+    """The last lines of a file, indented, for the log ("" when there is none)."""
+    try:
+        with open(path, errors="replace") as f:
+            return "".join(indent + ln for ln in f.readlines()[-lines:])
+    except OSError:
+        return ""
+
+
+def exit_status(returncode):
+    """A child's status as a shell writes it: killed by signal N is 128+N (SIGKILL: 137)."""
+    return 128 - returncode if returncode < 0 else returncode
+
+
+class Check:
+    def __init__(self):
+        self.start = time.monotonic()
+        self.dest = os.environ.get("OUT") or os.path.join(ROOT, "build", "gpu-check")
+        self.shim = os.path.join(ROOT, "build", "lib", "libgpumemprof.so")
+        self.tool = os.path.join(ROOT, "build", "bin", "gpumemprof")
+        self.py = os.environ.get("PYTHON", "python3")
+        self.deadline = self.start + int(os.environ.get("GPU_CHECK_DEADLINE", "420"))
+        self.rounds = int(os.environ.get("GPU_CHECK_BENCH_ROUNDS", "4"))
+        self.async_pairs = int(os.environ.get("GPU_CHECK_ASYNC_PAIRS", "200000"))
+        self.malloc_pairs = int(os.environ.get("GPU_CHECK_MALLOC_PAIRS", "2000"))
+        self.reps = 5  # timed repetitions per benchmark process (median)
+        self.only = os.environ.get("GPU_CHECK_ONLY", "").replace(",", " ").split()
+        self.work = tempfile.mkdtemp(prefix="gpu-check.", dir=os.environ.get("TMPDIR", "/tmp"))
+        self.bin = os.path.join(self.work, "bin")
+        for d in (self.dest, self.bin, os.path.join(self.work, "build"), os.path.join(self.work, "bench")):
+            os.makedirs(d, exist_ok=True)
+        self.nvcc = self.cuda_home = None
+
+    # -- selection and time -------------------------------------------------------------------
+
+    def want(self, name):
+        return not self.only or any(fnmatch.fnmatchcase(name, p) for p in self.only)
+
+    def needs(self, binary):
+        """Whether a selected workload runs this binary."""
+        if binary == "bench_async_pair":
+            return self.want("bench_async") or self.want("bench_malloc")
+        return self.want(binary)
+
+    def check_only(self):
+        """Every word of GPU_CHECK_ONLY must select something: a typo must not run an empty check."""
+        bad = [p for p in self.only if not any(fnmatch.fnmatchcase(n, p) for n in ALL_NAMES)]
+        for p in bad:
+            say(f"GPU_CHECK_ONLY: '{p}' selects nothing; names: {' '.join(ALL_NAMES)}")
+        if self.only:
+            say("GPU_CHECK_ONLY: " + " ".join(n for n in ALL_NAMES if self.want(n)))
+        return not bad
+
+    def elapsed(self):
+        return int(time.monotonic() - self.start)
+
+    def phase(self, what):
+        say(f"\n== {what} (t={self.elapsed()}s)")
+
+    def budget(self, limit):
+        """Seconds a command may run now: its own limit, cut to what is left before the deadline."""
+        left = int(self.deadline - time.monotonic() - 20)
+        return max(1, min(limit, left))
+
+    def plan(self, name, kind):
+        with open(os.path.join(self.work, "plan.txt"), "a") as f:
+            f.write(f"{name} {kind}\n")
+
+    def timed(self, limit, argv, cwd=None, env=None, stdout=None, stderr=None):
+        """Runs argv under timeout(1) (SIGTERM at the limit, SIGKILL 5 s later, so that the shim can
+        still write its summary); returns the exit status as a shell reports it (124: timed out)."""
+        out = open(stdout, "wb") if stdout else subprocess.DEVNULL
+        err = open(stderr, "ab") if stderr else subprocess.DEVNULL
+        try:
+            p = subprocess.run(["timeout", "-k", "5", str(limit)] + argv, cwd=cwd, env=env, stdout=out, stderr=err,
+                               stdin=subprocess.DEVNULL)
+            return exit_status(p.returncode)
+        finally:
+            for f in (out, err):
+                if f is not subprocess.DEVNULL:
+                    f.close()
+
+    def shim_env(self, unset=(), **values):
+        env = {k: v for k, v in os.environb.items() if k.decode() not in unset}
+        for k, v in values.items():
+            env[k.encode()] = v if isinstance(v, bytes) else str(v).encode()
+        env[b"LD_PRELOAD"] = self.shim.encode()
+        return env
+
+    # -- phases -------------------------------------------------------------------------------
+
+    def prereqs(self):
+        self.phase("prerequisites")
+        ok = True
+        if shutil.which("nvidia-smi"):
+            r = subprocess.run(["timeout", "30", "nvidia-smi", "--query-gpu=index,name,driver_version,memory.total,"
+                                "compute_cap", "--format=csv,noheader"], capture_output=True, text=True)
+            say((r.stdout + r.stderr).rstrip())
+        else:
+            say("MISSING nvidia-smi")
+            ok = False
+        # Resolved to its real path: nvcc finds its headers relative to where it really lives.
+        nvcc = os.environ.get("NVCC") or "/usr/local/cuda/bin/nvcc"
+        if not os.access(nvcc, os.X_OK):
+            nvcc = shutil.which("nvcc") or nvcc
+        self.nvcc = os.path.realpath(nvcc)
+        if os.access(self.nvcc, os.X_OK):
+            version = subprocess.run([self.nvcc, "--version"], capture_output=True, text=True).stdout
+            say("".join(version.splitlines(keepends=True)[-2:]).rstrip())
+        else:
+            say("MISSING nvcc")
+            ok = False
+        self.cuda_home = os.path.dirname(os.path.dirname(self.nvcc))
+        if self.want("torch_*") or self.want("exit_*") or self.want("bench_train"):
+            r = subprocess.run(["timeout", "60", self.py, "-c", "import torch; print('torch', torch.__version__, "
+                                "'cuda', torch.version.cuda, 'available', torch.cuda.is_available())"],
+                               capture_output=True, text=True)
+            say(r.stdout.rstrip() if r.returncode == 0 else
+                f"WARNING: {self.py} cannot import torch; the torch workloads will show FAIL")
+        if os.path.isfile(self.shim):
+            say(f"{self.shim}: {os.path.getsize(self.shim)} bytes")
+            ldd = subprocess.run(["ldd", self.shim], capture_output=True, text=True).stdout
+            missing = [ln.strip() for ln in ldd.splitlines() if "not found" in ln]
+            if missing:
+                say("WARNING: the shim has unresolved dependencies: " + "; ".join(missing))
+        else:
+            say(f"MISSING {self.shim} (build it first: cmake --build build)")
+            ok = False
+        return ok
+
+    def compile(self):
+        """nvcc for every selected workload at once; a failure shows as a FAIL row later ("not built")."""
+        self.phase("compile")
+        cap = subprocess.run(["timeout", "30", "nvidia-smi", "--query-gpu=compute_cap", "--format=csv,noheader"],
+                             capture_output=True, text=True).stdout.split("\n")[0].replace(".", "").strip()
+        arch = f"sm_{cap}" if re.fullmatch(r"\d+", cap) else "sm_90"
+        rpath = ["-Xlinker", f"-rpath={self.cuda_home}/lib64:{self.cuda_home}/targets/x86_64-linux/lib"]
+        src = os.path.join(ROOT, "tests", "gpu")
+        limit = self.budget(180)
+
+        def build(binary):
+            source, extra = CUDA_BUILDS[binary]
+            argv = [self.nvcc, "-O2", f"-arch={arch}", f"-I{src}", "-o", os.path.join(self.bin, binary),
+                    os.path.join(src, source)] + extra + (rpath if "shared" in extra else [])
+            log = os.path.join(self.work, "build", binary + ".log")
+            return self.timed(limit, argv, stdout=log, stderr=log)
+
+        wanted = [b for b in CUDA_BUILDS if self.needs(b)]
+        with ThreadPoolExecutor(max_workers=max(1, len(wanted))) as pool:
+            list(pool.map(build, wanted))
+        for b in wanted:
+            if os.access(os.path.join(self.bin, b), os.X_OK):
+                say(f"built {b} ({arch})")
+            else:
+                say(f"BUILD FAILED {b}:\n" + tail(os.path.join(self.work, "build", b + ".log"), 15, ""))
+
+    def run_workload(self, name, kind, limit, argv, **env):
+        """Runs once under the shim, in its own directory, with its run directory at
+        <name>/runs/run.<pid>. rc: the exit status; -1 skipped (deadline), -2 not built, 124/137 timed out."""
+        d = os.path.join(self.work, name)
+        os.makedirs(os.path.join(d, "runs"), exist_ok=True)
+        self.plan(name, kind)
+        t0 = time.monotonic()
+        limit = self.budget(limit)
+        if limit < 10:
+            rc = -1
+        elif kind == "c" and not os.access(argv[0], os.X_OK):
+            rc = -2
+        else:
+            e = self.shim_env(UNSET_FOR_WORKLOADS, GROUND_TRUTH=os.path.join(d, "gt.json"),
+                              GPUMEMPROF_OUTPUT=os.path.join(d, "runs", "run.%p"), GPU_CHECK_NAME=name, **env)
+            rc = self.timed(limit, argv, cwd=d, env=e, stdout=os.path.join(d, "stdout.txt"),
+                            stderr=os.path.join(d, "stderr.txt"))
+        self.write_rc(os.path.join(d, "rc"), rc)
+        runs = " ".join(sorted(os.listdir(os.path.join(d, "runs"))))[:120]
+        say(f"{name:<18} rc={rc:<4} {int(time.monotonic() - t0):3d}s  run dirs: {runs}")
+        if rc != 0 and tail(os.path.join(d, "stderr.txt")):
+            say(tail(os.path.join(d, "stderr.txt")).rstrip("\n"))
+
+    @staticmethod
+    def write_rc(path, rc):
+        with open(path, "w") as f:
+            f.write(f"{rc}\n")
+
+    def workloads(self):
+        self.phase("workloads under the shim")
+        for name in ("rt_static", "rt_shared", "driver_api", "async_pools", "vmm"):
+            if self.want(name):
+                self.run_workload(name, "c", 60, [os.path.join(self.bin, name)])
+        alloc = os.path.join(ROOT, "tests", "gpu", "torch_alloc.py")
+        for name, conf in (("torch_default", None), ("torch_expandable", "expandable_segments:True"),
+                           ("torch_async", "backend:cudaMallocAsync")):
+            if self.want(name):
+                extra = {"PYTORCH_CUDA_ALLOC_CONF": conf} if conf else {}
+                self.run_workload(name, "torch", 120, [self.py, alloc], **extra)
+        # Out of memory on purpose (default allocator): one bundle for cudaMalloc + its retry.
+        if self.want("torch_oom"):
+            self.run_workload("torch_oom", "torch", 120, [self.py, os.path.join(ROOT, "tests", "gpu", "torch_oom.py")])
+        # Static cudart: a failed cudaMalloc, then exit(3) with nothing freed (rc 3 is expected).
+        if self.want("rt_oom_exit"):
+            self.run_workload("rt_oom_exit", "c", 60, [os.path.join(self.bin, "rt_oom_exit")])
+        self.exit_paths()
+        if self.want("torch_train"):
+            self.train_run()
+        if self.want("python_layout"):
+            self.python_layout()
+        self.oom_listing()
+        if self.want("hotpath_costs"):
+            self.hotpath()
+
+    def exit_paths(self):
+        """PyTorch ending without exit handlers (tests/gpu/exit_paths.py), with a byte that is not
+        UTF-8 in the environment: the summary must still be complete and say how the process ended."""
+        script = os.path.join(ROOT, "tests", "gpu", "exit_paths.py")
+        for name in ("exit_os_exit", "exit_sigterm", "exit_oom_retry"):
+            if self.want(name):
+                self.run_workload(name, "exit", 90, [self.py, script, name[len("exit_"):]],
+                                  OLDPWD=b"/home/u/caf\xe9")
+
+    def train_run(self):
+        """torch_train: the training job through the launcher, then every post-mortem command on its
+        run directory; compare.py checks the report against PyTorch's counters and the attribution."""
+        name, d = "torch_train", os.path.join(self.work, "torch_train")
+        os.makedirs(d, exist_ok=True)
+        self.plan(name, "train")
+        t0 = time.monotonic()
+        env = {k: v for k, v in os.environ.items() if k != "PYTORCH_CUDA_ALLOC_CONF"}
+        env.update(GROUND_TRUTH=os.path.join(d, "gt.json"), GPU_CHECK_NAME=name)
+        rc = self.timed(self.budget(180), [self.tool, "run", "-o", os.path.join(d, "runs"), "--", self.py,
+                                           os.path.join(ROOT, "tests", "gpu", "train.py")],
+                        cwd=d, env=env, stdout=os.path.join(d, "stdout.txt"), stderr=os.path.join(d, "stderr.txt"))
+        self.write_rc(os.path.join(d, "rc"), rc)
+        runs_dir = os.path.join(d, "runs")
+        runs = sorted(n for n in os.listdir(runs_dir) if os.path.isdir(os.path.join(runs_dir, n))) \
+            if os.path.isdir(runs_dir) else []
+        if runs:
+            run = os.path.join(runs_dir, runs[0])
+            err = os.path.join(d, "report.stderr")
+            for argv, out in ((["report", run], "report.txt"), (["report", run, "--json"], "report.json"),
+                              (["export", run, "--format", "perfetto", "-o", os.path.join(d, "perfetto.json")], None),
+                              (["export", run, "--format", "folded", "-o", os.path.join(d, "folded.txt")], None),
+                              (["html", run, "-o", os.path.join(d, "report.html")], None)):
+                self.timed(self.budget(120), [self.tool] + argv, stdout=os.path.join(d, out) if out else None,
+                           stderr=err)
+            if os.path.exists(os.path.join(run, "attribution.jsonl")):
+                shutil.copy(os.path.join(run, "attribution.jsonl"), os.path.join(d, "attribution.jsonl.txt"))
+        try:
+            with open(os.path.join(d, "report.txt"), errors="replace") as f:
+                head = "|".join(f.read().splitlines()[:12])[:300]
+        except OSError:
+            head = ""
+        say(f"{name:<18} rc={rc:<4} {int(time.monotonic() - t0):3d}s  {head}")
+        if rc != 0 and tail(os.path.join(d, "stderr.txt")):
+            say(tail(os.path.join(d, "stderr.txt")).rstrip("\n"))
+
+    def python_layout(self):
+        """The frame reader's offsets against this Python's headers (internal ones included)."""
+        name, d = "python_layout", os.path.join(self.work, "python_layout")
+        os.makedirs(d, exist_ok=True)
+        self.plan(name, "layout")
+        r = subprocess.run([self.py, "-c", "import sysconfig; print(sysconfig.get_paths()['include'])"],
+                           capture_output=True, text=True)
+        inc = r.stdout.strip()
+        checker = os.path.join(self.bin, "check_python_layout")
+        if not os.path.isfile(os.path.join(inc, "Python.h")):
+            rc = -3  # no development headers for this Python: nothing to check against
+        elif self.timed(self.budget(60), ["g++", "-std=c++20", f"-I{inc}", "-o", checker,
+                                          os.path.join(ROOT, "tests", "python_layout", "check_python_layout.cpp")],
+                        stdout=os.path.join(d, "build.txt"), stderr=os.path.join(d, "build.txt")) == 0:
+            rc = self.timed(60, [checker], stdout=os.path.join(d, "stdout.txt"), stderr=os.path.join(d, "stderr.txt"))
+        else:
+            rc = -2
+            say(tail(os.path.join(d, "build.txt")).rstrip("\n"))
+        self.write_rc(os.path.join(d, "rc"), rc)
+        try:
+            with open(os.path.join(d, "stdout.txt"), errors="replace") as f:
+                lines = f.read().splitlines()
+            first_last = f"{lines[0]} {lines[-1]}" if lines else ""
+        except OSError:
+            first_last = ""
+        say(f"{name:<18} rc={rc:<4} {first_last}")
+
+    def oom_listing(self):
+        """The OOM bundles written (name, mode, size of each file), for the log; compare.py judges them."""
+        for name in sorted(os.listdir(self.work)):
+            runs = os.path.join(self.work, name, "runs")
+            if not os.path.isdir(runs):
+                continue
+            for run in sorted(os.listdir(runs)):
+                oom = os.path.join(runs, run, "oom")
+                if not os.path.isdir(oom):
+                    continue
+                say(f"oom bundles in {name}/runs/{run}/oom:")
+                entries = []
+                for top, dirs, files in os.walk(oom):
+                    for n in dirs + files:
+                        p = os.path.join(top, n)
+                        st = os.lstat(p)
+                        entries.append(f"    {os.path.relpath(p, oom)} {st.st_mode & 0o7777:o} {st.st_size}")
+                say("\n".join(sorted(entries)[:40]))
+
+    def hotpath(self):
+        """hotpath_costs (INFO): ns per call of the hot path's ingredients, once without the shim and
+        once with it. Its run directory keeps summary.json, manifest.json and the log; the trace (a
+        million events) is deleted."""
+        name, d = "hotpath_costs", os.path.join(self.work, "hotpath_costs")
+        os.makedirs(os.path.join(d, "runs"), exist_ok=True)
+        self.plan(name, "hotpath")
+        t0 = time.monotonic()
+        binary = os.path.join(self.bin, "hotpath_costs")
+        for variant in ("base", "shim"):
+            limit = self.budget(60)
+            if limit < 10:
+                rc = -1
+            elif not os.access(binary, os.X_OK):
+                rc = -2
+            else:
+                env = (self.shim_env(("GPUMEMPROF_ENABLE",), GPUMEMPROF_OUTPUT=os.path.join(d, "runs", "run.%p"))
+                       if variant == "shim" else {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"})
+                rc = self.timed(limit, [binary], cwd=d, env=env, stdout=os.path.join(d, f"{variant}.json"),
+                                stderr=os.path.join(d, f"{variant}.stderr"))
+            self.write_rc(os.path.join(d, f"{variant}.rc"), rc)
+            try:
+                with open(os.path.join(d, f"{variant}.json"), errors="replace") as f:
+                    head = f.read(400)
+            except OSError:
+                head = ""
+            say(f"{name:<18} {variant:<4} rc={rc:<4} {head}")
+            if rc != 0 and tail(os.path.join(d, f"{variant}.stderr")):
+                say(tail(os.path.join(d, f"{variant}.stderr")).rstrip("\n"))
+        say(f"    shim run dir: {dir_size(os.path.join(d, 'runs')) // MiB} MiB")
+        for top, _, files in os.walk(os.path.join(d, "runs")):
+            if "trace.gmpt" in files:
+                os.unlink(os.path.join(top, "trace.gmpt"))
+        say(f"{name}: {int(time.monotonic() - t0)}s")
+
+    def bench_train(self):
+        """Median step time of train.py --bench, without the shim, at default settings, without Python
+        frames and with stacks off; the variants interleaved over the rounds."""
+        train = os.path.join(ROOT, "tests", "gpu", "train.py")
+        variants = {"base": None, "shim": {}, "nopython": {"GPUMEMPROF_PYTHON_STACKS": "0"},
+                    "nostacks": {"GPUMEMPROF_STACKS": "0"}}
+        for r in range(1, self.rounds + 1):
+            order = list(variants) if r % 2 else list(reversed(variants))
+            for v in order:
+                stem = os.path.join(self.work, "bench", f"train.{v}.{r}")
+                rd = os.path.join(self.work, "bench", f"rd.train.{r}")
+                limit = self.budget(90)
+                if limit < 10:
+                    self.write_rc(stem + ".rc", -1)
+                    continue
+                env = None if variants[v] is None else \
+                    self.shim_env(GPUMEMPROF_OUTPUT=os.path.join(rd, "run.%p"), **variants[v])
+                rc = self.timed(limit, [self.py, train, "--bench", "40"], env=env, stdout=stem + ".json",
+                                stderr=stem + ".stderr")
+                self.write_rc(stem + ".rc", rc)
+                shutil.rmtree(rd, ignore_errors=True)
+                say(f"  train  {v:<8} round {r} {read_text(stem + '.json').strip()}")
+
+    def bench_one(self, mode, variant, rnd, pairs):
+        """One benchmark process. The shim's run directory (its trace is big) is reduced to summary.json."""
+        stem = os.path.join(self.work, "bench", f"{mode}.{variant}.{rnd}")
+        rd = os.path.join(self.work, "bench", f"rd.{mode}.{rnd}")
+        limit = self.budget(60)
+        if limit < 10:
+            self.write_rc(stem + ".rc", -1)
+            return
+        argv = [os.path.join(self.bin, "bench_async_pair"), mode, str(pairs), str(self.reps)]
+        if variant == "shim":
+            os.makedirs(rd, exist_ok=True)
+            rc = self.timed(limit, argv, cwd=rd, env=self.shim_env(GPUMEMPROF_OUTPUT=os.path.join(rd, "run.%p")),
+                            stdout=stem + ".json", stderr=stem + ".stderr")
+            for run in os.listdir(rd):
+                for f, suffix in (("summary.json", ".summary.json"), ("gpumemprof.log", ".gpumemprof.log")):
+                    if os.path.exists(os.path.join(rd, run, f)):
+                        shutil.copy(os.path.join(rd, run, f), stem + suffix)
+            say(f"    shim run dir: {dir_size(rd) // MiB} MiB")
+            shutil.rmtree(rd, ignore_errors=True)
+        else:
+            rc = self.timed(limit, argv, stdout=stem + ".json", stderr=stem + ".stderr")
+        self.write_rc(stem + ".rc", rc)
+        median = " ".join(re.findall(r'"median_ns": [0-9.]*', read_text(stem + ".json")))
+        say(f"  {mode:<6} {variant:<4} round {rnd} rc={rc} {median}")
+
+    def bench(self):
+        if self.want("bench_train"):
+            self.phase("benchmark: training steps")
+            self.bench_train()
+        if not self.needs("bench_async_pair"):
+            return
+        self.phase(f"benchmark: {self.rounds} A/B rounds, {self.reps} timed repetitions per process")
+        if not os.access(os.path.join(self.bin, "bench_async_pair"), os.X_OK):
+            say("bench_async_pair not built")
+            return
+        for r in range(1, self.rounds + 1):
+            # Alternate which variant goes first, so that drift over the run does not favour one.
+            order = ("base", "shim") if r % 2 else ("shim", "base")
+            for mode, pairs in (("async", self.async_pairs), ("malloc", self.malloc_pairs)):
+                if self.want("bench_" + mode):
+                    for v in order:
+                        self.bench_one(mode, v, r, pairs)
+
+    def pack(self):
+        """Everything small and useful into gpu-check.tar.gz; over 15 MiB compressed, the traces go
+        first, then everything but ground truths and summaries."""
+        self.phase("pack")
+        files = []
+        for top, dirs, names in os.walk(self.work):
+            if top == self.work:
+                dirs.remove("bin")
+            for n in names:
+                p = os.path.join(top, n)
+                files.append(p)
+                if n.endswith(".log") and os.path.getsize(p) >= 8 * MiB:  # a big log: its last MiB
+                    with open(p, "rb") as src, open(p + ".tail.txt", "wb") as dst:
+                        src.seek(-MiB, os.SEEK_END)
+                        dst.write(src.read())
+                    files.append(p + ".tail.txt")
+        rel = sorted(os.path.relpath(p, self.work) for p in files if os.path.isfile(p))
+        with open(os.path.join(self.work, "files.txt"), "w") as f:
+            f.writelines(f"{p} {os.path.getsize(os.path.join(self.work, p))}\n" for p in rel)
+        rel.append("files.txt")
+        chosen = [p for p in rel if packed(p, os.path.getsize(os.path.join(self.work, p)))]
+        tarball = os.path.join(self.dest, "gpu-check.tar.gz")
+        tiers = (("", lambda p: True),
+                 ("tarball too big; leaving out the traces", lambda p: not p.endswith("/trace.gmpt")),
+                 ("tarball still too big; keeping only ground truths and summaries", essential))
+        for message, keep in tiers:
+            if message:
+                say(message)
+            chosen = [p for p in chosen if keep(p)]
+            lst = os.path.join(self.work, "pack.lst")
+            with open(lst, "w") as f:
+                f.writelines(p + "\n" for p in chosen)
+            subprocess.run(["tar", "-czf", tarball, "-C", self.work, "-T", lst], stderr=subprocess.DEVNULL)
+            if os.path.getsize(tarball) <= TARBALL_LIMIT:
+                break
+        say(f"{tarball}: {os.path.getsize(tarball)} bytes")
+        say(f"packed: {len(chosen)} files, of them traces: {sum(p.endswith('/trace.gmpt') for p in chosen)}")
+
+    def run(self):
+        say(f"gpumemprof gpu-check: repo {ROOT}, work {self.work}, results {self.dest}")
+        if not self.check_only():
+            return 3
+        if not self.prereqs():
+            say("prerequisites missing, nothing run")
+            return 3
+        self.compile()
+        self.workloads()
+        self.bench()
+        self.pack()
+        self.phase("compare")
+        rc = compare.run(self.work, self.dest).exit_code()
+        say(f"gpu-check finished in {self.elapsed()}s, exit {rc} (0 ok, 1 mismatch/fail, 2 benchmark over target); "
+            f"files in {self.dest}")
+        return rc
+
+
+def packed(rel, size):
+    """Whether a file of the work directory goes into the tarball (before any size tier)."""
+    name = os.path.basename(rel)
+    if name in ("summary.json", "manifest.json"):
+        return True
+    if re.search(r"/oom/oom_dump_[^/]*/", rel) and name.endswith(".json") and size < 16 * MiB:
+        return True
+    if size < 4 * MiB and (name.endswith((".json", ".txt", ".rc", ".stderr")) or name == "rc"):
+        return True
+    return size < 8 * MiB and (name.endswith(".log") or name == "trace.gmpt")
+
+
+def essential(rel):
+    return bool(re.search(r"gt\.json$|summary\.json$|plan\.txt$|files\.txt$|/rc$|\.rc$|"
+                          r"/oom/oom_dump_[^/]*/(manifest|metadata|allocations)\.json$", rel))
+
+
+def dir_size(path):
+    return sum(os.path.getsize(os.path.join(top, n)) for top, _, names in os.walk(path) for n in names
+               if os.path.isfile(os.path.join(top, n)))
+
+
+def read_text(path):
+    try:
+        with open(path, errors="replace") as f:
+            return f.read()
+    except OSError:
+        return ""
+
+
+def main():
+    check = Check()
+    sys.stdout = Tee(os.path.join(check.dest, "log.txt"))
+    try:
+        return check.run()
+    finally:
+        sys.stdout.flush()
+        if not os.environ.get("GPU_CHECK_KEEP"):
+            shutil.rmtree(check.work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
