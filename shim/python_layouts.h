@@ -3,7 +3,7 @@
 // them directly because the allocating thread usually runs without the GIL (PyTorch releases it
 // inside every operator), when no C-API call is allowed. Each number is checked against the
 // real headers by tests/unit/python_layout_test.cpp (this machine's Python) and by
-// scripts/gpu-check.sh (the GPU machine's); docs/attribution.md says where they come from.
+// scripts/gpu_check.py (the GPU machine's); docs/attribution.md says where they come from.
 #pragma once
 
 #include <cstdint>

@@ -1,4 +1,4 @@
-// Allocation-pair microbenchmark, run by scripts/gpu-check.sh with and without the shim.
+// Allocation-pair microbenchmark, run by scripts/gpu_check.py with and without the shim.
 //   bench_async_pair async  N REPS   N x (cudaMallocAsync + cudaFreeAsync) on one stream, one sync
 //   bench_async_pair malloc N REPS   N x (cudaMalloc + cudaFree)
 // Sizes cycle 256 B .. 1 MiB (13 powers of two). One warm-up repetition (it also grows the pool)

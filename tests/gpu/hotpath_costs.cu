@@ -1,6 +1,6 @@
 // What each ingredient of the shim's hot path costs on this machine's real driver: time sources,
 // and the driver queries a wrapper could make per call, plus one cudaMallocAsync + cudaFreeAsync
-// pair. Prints one JSON object (ns per call). scripts/gpu-check.sh runs it once without and once
+// pair. Prints one JSON object (ns per call). scripts/gpu_check.py runs it once without and once
 // with the shim (LD_PRELOAD) and reports every key as an INFO row: the driver queries should cost
 // about the same both ways (the shim does not wrap them), the pair shows the shim's cost.
 #include <cuda.h>

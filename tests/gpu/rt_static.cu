@@ -1,5 +1,5 @@
 // Runtime-API workload: cudaMalloc/cudaMallocPitch/cudaFree with known sizes, one failed
-// allocation, and threads racing on reused addresses. Built twice by scripts/gpu-check.sh: with
+// allocation, and threads racing on reused addresses. Built twice by scripts/gpu_check.py: with
 // nvcc's default static cudart (rt_static) and with -cudart shared (rt_shared); the two reach the
 // driver differently (design.md section 2) and must give identical accounting.
 #include <cuda_runtime.h>

@@ -1,6 +1,6 @@
 // Checks shim/python_layouts.h against the headers of the Python it is compiled with: every
 // offset the frame reader uses, from offsetof on the interpreter's own structs. Built by CTest
-// for this machine's Python and by scripts/gpu-check.sh for the GPU machine's. Prints one line
+// for this machine's Python and by scripts/gpu_check.py for the GPU machine's. Prints one line
 // per field and exits 1 on any difference, 2 when the version has no layout at all.
 #define Py_BUILD_CORE 1
 #include <Python.h>
