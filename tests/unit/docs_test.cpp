@@ -168,14 +168,22 @@ std::string anchor_of(const std::string& heading) {
   return out;
 }
 
-std::set<std::string> anchors_in(const std::string& doc) {
-  std::set<std::string> out;
+// The lines of a markdown text outside ``` blocks (fence lines included, harmlessly).
+std::vector<std::string> prose_lines(const std::string& doc) {
+  std::vector<std::string> out;
   std::istringstream in(doc);
   bool fenced = false;
   for (std::string line; std::getline(in, line);) {
     if (line.rfind("```", 0) == 0) fenced = !fenced;
-    if (fenced || line.empty() || line[0] != '#') continue;
-    out.insert(anchor_of(trim(line.substr(line.find_first_not_of('#')))));
+    if (!fenced) out.push_back(line);
+  }
+  return out;
+}
+
+std::set<std::string> anchors_in(const std::string& doc) {
+  std::set<std::string> out;
+  for (const std::string& line : prose_lines(doc)) {
+    if (!line.empty() && line[0] == '#') out.insert(anchor_of(trim(line.substr(line.find_first_not_of('#')))));
   }
   return out;
 }
@@ -183,11 +191,7 @@ std::set<std::string> anchors_in(const std::string& doc) {
 // Every `](target)` outside code blocks and code spans.
 std::vector<std::string> link_targets(const std::string& doc) {
   std::vector<std::string> out;
-  std::istringstream in(doc);
-  bool fenced = false;
-  for (std::string line; std::getline(in, line);) {
-    if (line.rfind("```", 0) == 0) fenced = !fenced;
-    if (fenced) continue;
+  for (const std::string& line : prose_lines(doc)) {
     bool code = false;
     for (size_t i = 0; i + 1 < line.size(); ++i) {
       if (line[i] == '`') code = !code;
