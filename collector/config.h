@@ -1,4 +1,4 @@
-// GPUMEMPROF_* environment configuration (design.md section 6). Parsing never fails: an invalid
+// GPUMEMPROF_* environment configuration (docs/configuration.md). Parsing never fails: an invalid
 // value keeps the default and leaves one explanatory line in `errors`, printed once by the session.
 #pragma once
 

@@ -1,4 +1,4 @@
-// Naming and creating the run directory (design.md section 5).
+// Naming and creating the run directory (docs/run-directory.md §Naming, docs/design.md §The run directory).
 #pragma once
 
 #include <sys/types.h>

@@ -1,4 +1,4 @@
-// Exact memory accounting over the event stream (design.md section 4). Pure logic: the collector
+// Exact memory accounting over the event stream (docs/design.md §Accounting). Pure logic: the collector
 // feeds it live events, the tools feed it a trace to rebuild a summary. Peaks are maxima over the
 // event order, never samples.
 #pragma once
@@ -112,7 +112,7 @@ class Accounting {
   struct LiveTotals {
     uint64_t count = 0, bytes = 0;
   };
-  LiveTotals live_at_exit() const;  // design.md: linear, pool, array, managed, VMM handles
+  LiveTotals live_at_exit() const;  // docs/accounting.md §Counts: linear, pool, array, managed, VMM handles
 
   static constexpr size_t kMaxFailedKept = 1000;
 

@@ -1,4 +1,4 @@
-// summary.json (design.md section 5) from an Accounting state. Shared by the collector at exit and
+// summary.json (docs/run-directory.md §summary.json) from an Accounting state. Shared by the collector at exit and
 // by the tools when they rebuild a summary from a trace.
 #pragma once
 

@@ -1,6 +1,6 @@
 // Every driver entry point the shim wraps, by its exact exported name, and the ones it only calls.
 // The routing table maps the driver's own pointer for an exact name to our wrapper of that same
-// name, so an ABI (_v2, _ptsz) is never routed to another (design.md section 3).
+// name, so an ABI (_v2, _ptsz) is never routed to another (docs/design.md §Interposition rules).
 #pragma once
 
 // cuda.h maps the name cuGetProcAddress to cuGetProcAddress_v2; here it must mean the exported

@@ -1,6 +1,6 @@
 // Building events in the wrappers. A wrapper forwards first and records after (allocations), or
 // records before and reports a refusal after (releases), so the event order never shows an
-// address live twice (design.md section 4).
+// address live twice (docs/design.md §Accounting).
 #pragma once
 
 #include <cuda.h>

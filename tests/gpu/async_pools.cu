@@ -2,7 +2,7 @@
 // (cudaMemPoolCreate, cudaMallocFromPoolAsync, cudaMallocAsync after cudaDeviceSetMemPool, trim,
 // destroy) and one failed cudaMallocAsync. Allocated bytes are the sizes requested here; reserved
 // bytes are the pools' own figures, read from the driver after every pool operation and sync,
-// the way design.md section 4 says the shim reads them.
+// the way docs/design.md §Accounting says the shim reads them.
 //
 // Why the two pools peak together: the device-level pool.reserved.peak is the maximum over time of
 // the sum of the pools' reserved bytes. The driver only keeps a high-water mark per pool
@@ -127,7 +127,7 @@ int main() {
   reread();
 
   // 7. Trim and destroy the custom pool (empty: destroying a pool with live allocations defers
-  // its release until they are freed, which design.md does not model).
+  // its release until they are freed, which docs/design.md §Accounting does not model).
   check(cudaMemPoolTrimTo(P, 0), "cudaMemPoolTrimTo");
   reread();
   const uint64_t high_custom = attr(P, cudaMemPoolAttrReservedMemHigh);

@@ -147,7 +147,7 @@ def find_summary(workdir, pid):
 
 
 def run_dir_row(t, name, run_dir, s):
-    """What else the run directory holds (design.md section 5): shown, never judged here (the
+    """What else the run directory holds (docs/run-directory.md): shown, never judged here (the
     out-of-memory workloads judge their bundles in oom_rows)."""
     bundles, other = 0, 0
     for top, dirs, files in os.walk(run_dir):

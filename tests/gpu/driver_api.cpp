@@ -73,7 +73,7 @@ int main() {
   size_t pitch = 0;
   Live pl{0, 0};
   if (check(cuMemAllocPitch(&pl.p, &pitch, 3000, 100, 4), "cuMemAllocPitch")) {
-    pl.size = (uint64_t)pitch * 100;  // design.md: size = pitch x height
+    pl.size = (uint64_t)pitch * 100;  // docs/accounting.md: size = pitch x height
     d.linear.add(pl.size);
     d.update();
   }

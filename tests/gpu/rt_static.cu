@@ -1,7 +1,7 @@
 // Runtime-API workload: cudaMalloc/cudaMallocPitch/cudaFree with known sizes, one failed
 // allocation, and threads racing on reused addresses. Built twice by scripts/gpu_check.py: with
 // nvcc's default static cudart (rt_static) and with -cudart shared (rt_shared); the two reach the
-// driver differently (design.md section 2) and must give identical accounting.
+// driver differently (docs/design.md §Reaching the driver) and must give identical accounting.
 #include <cuda_runtime.h>
 #include <libgen.h>
 #include <thread>

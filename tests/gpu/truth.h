@@ -26,7 +26,7 @@ struct Bucket {
   void sub(uint64_t n) { cur -= n; ++frees; }
 };
 
-// Device totals follow design.md section 4: allocated = linear + pool + vmm mapped + array,
+// Device totals follow docs/accounting.md §Per device: allocated = linear + pool + vmm mapped + array,
 // reserved = linear + pools' reserved + vmm physical + array. Call update() after every change so
 // the peaks are maxima over the same event order the shim sees.
 struct Device {

@@ -1,7 +1,7 @@
 // Virtual memory management workload: cuMemCreate / cuMemAddressReserve / cuMemMap /
 // cuMemSetAccess / cuMemUnmap / cuMemRelease, fetched the way PyTorch's expandable segments fetch
 // them (cudaGetDriverEntryPointByVersion, version 12000, which goes through cuGetProcAddress).
-// Sizes are multiples of the allocation granularity g. Accounting (design.md section 4): allocated
+// Sizes are multiples of the allocation granularity g. Accounting (docs/design.md §Accounting): allocated
 // = mapped bytes, reserved = physical bytes created and not yet released, where a handle released
 // while still mapped stays physical until its last mapping goes.
 //

@@ -1,4 +1,4 @@
-// The interposition rules of design.md section 3, checked from the outside.
+// The interposition rules of docs/design.md §Interposition rules, checked from the outside.
 #include <gtest/gtest.h>
 
 #include <cstdio>

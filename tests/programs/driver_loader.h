@@ -1,4 +1,4 @@
-// Ways a process reaches the driver without linking it (design.md section 2):
+// Ways a process reaches the driver without linking it (docs/design.md §Reaching the driver):
 //   CudartStyle  dlopen("libcuda.so.1"), dlsym(h, "cuGetProcAddress_v2"), then every entry point
 //                through cuGetProcAddress_v2, each base name asked twice (flags 0 and flags 2,
 //                per-thread default stream) as cudart does; stream-ordered members keep the

@@ -1,6 +1,6 @@
 // The shared scenario (scenario.cpp): its fixed sizes, and what an exact profiler must report for
-// ONE run of it on device 0 of the fake driver, in the terms of design.md section 4 and the
-// summary.json of section 5. All four scenario programs (prog_cudart_style, prog_dlsym,
+// ONE run of it on device 0 of the fake driver, in the terms of docs/accounting.md and the
+// summary.json of docs/run-directory.md. All four scenario programs (prog_cudart_style, prog_dlsym,
 // prog_linked, prog_self_lookup) must produce exactly these numbers.
 //
 // Derivation (MiB = 1,048,576 bytes; fake driver rules in tests/fake_driver/README.md):

@@ -1,4 +1,4 @@
-// Prints scenario_expected.h in the shape of summary.json (design.md section 5), so scripts and
+// Prints scenario_expected.h in the shape of summary.json (docs/run-directory.md §summary.json), so scripts and
 // integration tests can compare a run of any scenario program against it without parsing C++.
 // Only keys this header defines are printed ("events" and "clean_exit" depend on the profiler).
 #include <cinttypes>
