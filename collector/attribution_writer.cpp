@@ -11,7 +11,9 @@
 #include "attribution_records.h"
 #include "file_io.h"
 #include "intern_table.h"
+#include "json_text.h"
 #include "log.h"
+#include "pyframe_entry.h"
 
 namespace gmp {
 namespace {
@@ -50,7 +52,7 @@ std::string executable_path() {
 
 }  // namespace
 
-void AttributionWriter::write_line(const std::string& json) {
+void AttributionWriter::write_line(const nlohmann::json& record) {
   if (failed_ || path_.empty()) return;
   if (!file_.is_open() && !file_.create(path_, /*exclusive=*/false)) {
     failed_ = true;
@@ -58,7 +60,7 @@ void AttributionWriter::write_line(const std::string& json) {
     return;
   }
   // One write per record, so a killed process leaves whole lines and at most one partial last line.
-  const std::string line = json + "\n";
+  const std::string line = json_text(record) + "\n";
   if (!file_.append(line.data(), line.size())) {
     failed_ = true;
     log::error("cannot write {}: {}; later stacks and range names are not saved", path_, std::strerror(errno));
@@ -86,25 +88,29 @@ void AttributionWriter::write_stack(uint32_t id, uint64_t now_ns) {
   InternEntry entry;
   if (!intern_table().get(id, &entry) || entry.type != InternType::Stack) return;
   refresh_modules(now_ns);  // the stack's libraries are loaded now; note any new ones first
-  std::vector<uint64_t> frames(entry.length / sizeof(uint64_t));
-  for (size_t i = 0; i < frames.size(); ++i) std::memcpy(&frames[i], entry.data + i * sizeof(uint64_t), sizeof(uint64_t));
-  for (uint64_t f : frames) {  // a Python frame's record goes before the first stack that names it
-    const auto py = static_cast<uint32_t>(f & ~kPythonFrameTag);
-    if ((f & kPythonFrameTag) && first_time(py)) write_pyframe(py);
+  StackLine stack{id, std::vector<StackFrame>(entry.length / sizeof(uint64_t))};
+  for (size_t i = 0; i < stack.frames.size(); ++i) {
+    uint64_t word = 0;
+    std::memcpy(&word, entry.data + i * sizeof word, sizeof word);
+    stack.frames[i] = StackFrame::from_word(word);
   }
-  write_line(stack_record(id, frames));
+  for (const StackFrame& f : stack.frames) {  // a Python frame's record goes before the first stack that names it
+    const auto py = static_cast<uint32_t>(f.value);
+    if (f.python && first_time(py)) write_pyframe(py);
+  }
+  write_line(to_json(stack));
 }
 
 void AttributionWriter::write_name(uint32_t id) {
   InternEntry entry;
   if (!intern_table().get(id, &entry) || entry.type != InternType::Name) return;
-  write_line(name_record(id, std::string_view(reinterpret_cast<const char*>(entry.data), entry.length)));
+  write_line(to_json(NameLine{id, std::string(reinterpret_cast<const char*>(entry.data), entry.length)}));
 }
 
 void AttributionWriter::write_pyframe(uint32_t id) {
   InternEntry entry;
   if (!intern_table().get(id, &entry) || entry.type != InternType::PyFrame) return;
-  if (auto line = pyframe_record(id, entry.data, entry.length)) write_line(*line);
+  if (auto line = pyframe_from_entry(id, entry.data, entry.length)) write_line(to_json(*line));
 }
 
 void AttributionWriter::refresh_modules(uint64_t now_ns) {
@@ -143,7 +149,7 @@ void AttributionWriter::refresh_modules(uint64_t now_ns) {
           if (k.present && k.base == m.base && k.path == m.path) known = true;
         }
         if (!known) {
-          s->self->write_line(module_record(m.path, m.base, m.start, m.end, build_id_of(info), s->now_ns));
+          s->self->write_line(to_json(ModuleLine{m.path, m.base, m.start, m.end, build_id_of(info), s->now_ns}));
         }
         s->found.push_back(std::move(m));
         return 0;
@@ -156,7 +162,7 @@ void AttributionWriter::refresh_modules(uint64_t now_ns) {
     for (const Module& f : scan.found) still = still || (f.base == k.base && f.path == k.path);
     if (!still) {
       k.present = false;
-      write_line(unloaded_record(k.path, k.base, now_ns));
+      write_line(to_json(UnloadedLine{k.path, k.base, now_ns}));
     }
   }
   for (Module& f : scan.found) {

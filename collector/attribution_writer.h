@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "event.h"
 #include "owned_file.h"
 
@@ -27,7 +29,7 @@ class AttributionWriter {
     bool present;
   };
 
-  void write_line(const std::string& json);
+  void write_line(const nlohmann::json& record);  // to_json() of a record of attribution_records.h
   bool first_time(uint32_t id);
   void write_stack(uint32_t id, uint64_t now_ns);
   void write_name(uint32_t id);

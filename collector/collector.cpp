@@ -196,8 +196,8 @@ void Collector::wait_processed(uint64_t target, uint64_t timeout_ms) {
 }
 
 void Collector::write_manifest() {
-  nlohmann::json devices = nlohmann::json::array();
-  for (int d : device_order_) devices.push_back(devices_.entry_json(d));
+  std::vector<DeviceEntry> devices;
+  for (int d : device_order_) devices.push_back(devices_.entry(d));
   if (!write_file_atomic(run_dir_ + "/manifest.json", json_text(manifest_json(info_, config_, devices), 2) + "\n")) {
     log::error("cannot write {}/manifest.json", run_dir_);
   }

@@ -6,8 +6,11 @@
 #include <array>
 #include <atomic>
 #include <cstdint>
+#include <string>
 
 #include <nlohmann/json.hpp>
+
+#include "manifest_record.h"
 
 namespace gmp {
 
@@ -22,11 +25,12 @@ struct DeviceTable {
   std::array<Entry, kMaxDevices> entries{};
   std::atomic<uint64_t> seen{0};  // bit per ordinal
 
-  // {"ordinal", "name", "total_bytes"}: how manifests and OOM bundles list a device.
-  nlohmann::json entry_json(int device) const {
+  // How manifests and OOM bundles list a device (manifest_record.h).
+  DeviceEntry entry(int device) const {
     const Entry& e = entries[static_cast<size_t>(device)];
-    return {{"ordinal", device}, {"name", e.name}, {"total_bytes", e.total_bytes}};
+    return {device, std::string(e.name), e.total_bytes};
   }
+  nlohmann::json entry_json(int device) const { return to_json(entry(device)); }
 
   // True for exactly one caller per ordinal.
   bool claim(int device) {

@@ -7,6 +7,7 @@
 #include "clock.h"
 #include "json_views.h"
 #include "log.h"
+#include "manifest_record.h"
 #include "oom_bundle.h"
 #include "units.h"
 

@@ -1,5 +1,9 @@
 #include "json_views.h"
 
+#include <variant>
+
+#include "event_fields.h"
+
 namespace gmp {
 namespace {
 
@@ -26,25 +30,13 @@ std::string cuda_error_name(int code) {
   }
 }
 
-nlohmann::json process_json(const ProcessInfo& info) {
-  return {{"pid", info.pid},   {"ppid", info.ppid}, {"exe", info.exe},   {"argv", info.argv},
-          {"cwd", info.cwd},   {"host", info.host}, {"rank", info.rank}, {"cuda_driver_version", info.cuda_driver_version}};
-}
-
 nlohmann::json event_json(const Event& e, uint64_t start_ns) {
-  return {{"t_ns", since(e.timestamp_ns, start_ns)},
-          {"op", std::string(op_name(e.op))},
-          {"kind", std::string(kind_name(e.kind))},
-          {"api", std::string(api_name(e.api))},
-          {"device", e.device},
-          {"address", e.address},
-          {"size", e.size},
-          {"stream", e.stream},
-          {"object", e.object},
-          {"value", e.value},
-          {"result", e.result},
-          {"thread", e.thread_id},
-          {"stack_id", e.stack_id}};
+  nlohmann::json j = nlohmann::json::object();
+  for (const EventField f : kEventFields) {
+    nlohmann::json& member = j[std::string(event_field_name(f))];
+    std::visit([&member](auto v) { member = v; }, event_field_value(e, f, since(e.timestamp_ns, start_ns)));
+  }
+  return j;
 }
 
 nlohmann::json allocation_json(const LiveAllocation& a, uint64_t now_ns) {

@@ -1,6 +1,6 @@
-// JSON forms of events, live allocations, per-device figures and the profiled process, shared by
-// manifest.json, summary.json, the OOM bundles and the tools, so a figure is spelled the same
-// everywhere.
+// JSON forms of events, live allocations and per-device figures, shared by summary.json, the OOM
+// bundles and the tools, so a figure is spelled the same everywhere. (The profiled process's is
+// manifest_record.h's process_json().)
 #pragma once
 
 #include <cstdint>
@@ -10,7 +10,6 @@
 
 #include "accounting.h"
 #include "event.h"
-#include "process_record.h"
 
 namespace gmp {
 
@@ -20,8 +19,5 @@ nlohmann::json event_json(const Event& e, uint64_t start_ns);
 nlohmann::json allocation_json(const LiveAllocation& a, uint64_t now_ns);
 nlohmann::json device_json(const DeviceStats& d, const std::string& name, uint64_t start_ns);
 std::string cuda_error_name(int code);
-// {"pid", "ppid", "exe", "argv", "cwd", "host", "rank", "cuda_driver_version"}: the process as
-// manifest.json and an OOM bundle's environment.json describe it.
-nlohmann::json process_json(const ProcessInfo& info);
 
 }  // namespace gmp

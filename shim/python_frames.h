@@ -6,15 +6,13 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "stack_frame.h"  // kPythonFrameTag
+
 namespace gmp::shim {
 
 // Appends up to `max` Python frames of this thread, innermost first, as intern ids of
 // (file, function, line) records with kPythonFrameTag set; returns how many. 0 outside CPython,
 // on a version without a known layout, or on a thread that has no Python frames.
 size_t capture_python_frames(uint64_t* out, size_t max);
-
-// Marks a frame entry as a Python frame id rather than a return address (user-space addresses
-// never have the top bit set).
-inline constexpr uint64_t kPythonFrameTag = 1ull << 63;
 
 }  // namespace gmp::shim

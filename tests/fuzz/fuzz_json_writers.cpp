@@ -23,6 +23,7 @@
 #include "json_views.h"
 #include "manifest.h"
 #include "oom_bundle.h"
+#include "pyframe_entry.h"
 #include "redact.h"
 
 namespace {
@@ -84,7 +85,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::memcpy(devices.entries[0].name, device_name.c_str(), device_name.size() + 1);
 
   const nlohmann::json manifest =
-      parse_back(gmp::json_text(gmp::manifest_json(info, config, nlohmann::json::array({devices.entry_json(0)})), 2));
+      parse_back(gmp::json_text(gmp::manifest_json(info, config, {devices.entry(0)}), 2));
   expect_kept(manifest, "exe", info.exe);
   expect_kept(manifest, "cwd", info.cwd);
   expect_kept(manifest, "host", info.host);
@@ -103,13 +104,19 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   // Values are redacted (redact.h) before they are written: what must survive is the redacted form.
   expect_kept(env_back["environment"], "V0", gmp::redact_env_value("V0", parts[0]));
 
-  expect_kept(parse_back(gmp::name_record(1, input)), "name", input);
-  if (auto frame = gmp::pyframe_record(2, data, static_cast<uint32_t>(size))) parse_back(*frame);
-  expect_kept(parse_back(gmp::module_record(input, 1, 2, 3, part(1), 4)), "path", input);
-  expect_kept(parse_back(gmp::unloaded_record(input, 1, 2)), "path", input);
-  std::vector<uint64_t> frames(size / sizeof(uint64_t));
-  for (size_t i = 0; i < frames.size(); ++i) std::memcpy(&frames[i], data + i * sizeof(uint64_t), sizeof(uint64_t));
-  parse_back(gmp::stack_record(3, frames));
+  expect_kept(parse_back(gmp::json_text(to_json(gmp::NameLine{1, input}))), "name", input);
+  if (auto frame = gmp::pyframe_from_entry(2, data, static_cast<uint32_t>(size))) {
+    parse_back(gmp::json_text(to_json(*frame)));
+  }
+  expect_kept(parse_back(gmp::json_text(to_json(gmp::ModuleLine{input, 1, 2, 3, part(1), 4}))), "path", input);
+  expect_kept(parse_back(gmp::json_text(to_json(gmp::UnloadedLine{input, 1, 2}))), "path", input);
+  gmp::StackLine stack{3, {}};
+  for (size_t i = 0; i + sizeof(uint64_t) <= size; i += sizeof(uint64_t)) {
+    uint64_t word = 0;
+    std::memcpy(&word, data + i, sizeof word);
+    stack.frames.push_back(gmp::StackFrame::from_word(word));
+  }
+  parse_back(gmp::json_text(to_json(stack)));
 
   gmp::Alert alert{};
   alert.type = static_cast<gmp::AlertType>(1 + size % 4);

@@ -1,5 +1,5 @@
-// What the tools refuse to read and how (tools/reader: input_file, json_input, json_fields,
-// summary_figures, the trace reader's corrupt-run check), on files made here.
+// What the tools refuse to read and how (tools/reader: input_file, json_input, summary_figures,
+// the trace reader's corrupt-run check; format/json_fields), on files made here.
 #include <gtest/gtest.h>
 #include <fcntl.h>
 #include <sys/stat.h>

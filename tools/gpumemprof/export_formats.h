@@ -4,9 +4,11 @@
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
+#include "event_fields.h"
 #include "export_replay.h"
 #include "export_writer.h"
 #include "run_directory_reader.h"
@@ -31,8 +33,11 @@ struct Context {
 
 // The identity for telemetry-v2 from the manifest and --world-size; nullopt with `error` when they
 // contradict (a rank outside the world). A missing world size is rank + 1, with a note.
-std::optional<Identity> telemetry_identity(const nlohmann::json& manifest, std::optional<uint64_t> world_size,
+std::optional<Identity> telemetry_identity(const ManifestRecord& manifest, std::optional<uint64_t> world_size,
                                            std::vector<std::string>& notes, std::string& error);
+
+// Writes `fields` of `e` into `o` under their names (event_fields.h); `t_ns` is the event's time.
+void write_event_fields(JsonObject& o, const Event& e, uint64_t t_ns, std::span<const EventField> fields);
 
 void write_csv(Context& ctx);
 void write_jsonl(Context& ctx);
@@ -42,7 +47,6 @@ void write_folded(Context& ctx);  // export_folded.cpp
 
 // What the manifest says, with the trace header as the fallback for the pid.
 uint64_t process_id(const Context& ctx);
-std::string manifest_string(const Context& ctx, const char* key);  // "" when absent
 std::optional<uint64_t> manifest_device_total(const Context& ctx, int device);
 
 }  // namespace gmp::tool::exporter

@@ -92,8 +92,10 @@ void write_header(Context& ctx, uint64_t pid) {
   b += "{\"displayTimeUnit\":\"ms\",\"otherData\":";
   JsonObject other(b);
   other.str("tool", "gpumemprof").str("run_directory", ctx.run.path).u64("pid", pid);
-  for (const char* key : {"exe", "host", "rank", "start_time_utc"}) {
-    const std::string v = manifest_string(ctx, key);
+  const ManifestRecord& m = ctx.run.manifest;  // what it names, under the manifest's own keys
+  const std::pair<const char*, std::string> named[] = {
+      {"exe", m.exe}, {"host", m.host}, {"rank", m.rank.value_or("")}, {"start_time_utc", m.start_time_utc}};
+  for (const auto& [key, v] : named) {
     if (!v.empty()) other.str(key, v);
   }
   other.close();
@@ -129,7 +131,7 @@ void write_perfetto(Context& ctx) {
   const uint64_t pid = process_id(ctx);
   write_header(ctx, pid);
   TraceEvents out(ctx, pid);
-  const std::string exe = manifest_string(ctx, "exe");
+  const std::string& exe = ctx.run.manifest.exe;
   out.process_name(exe.empty() ? "pid " + std::to_string(pid) : basename_of(exe));
 
   std::set<int> started;                                  // devices whose memory track has begun

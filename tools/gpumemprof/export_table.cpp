@@ -1,40 +1,59 @@
-// csv and jsonl: one record per trace event, every field of the 64-byte record plus the
-// allocated and reserved bytes of the event's device after it. The jsonl fields are spelled as in
-// format/json_views.cpp event_json(), which summary.json and the OOM bundles use.
+// csv and jsonl: one record per trace event, every field of the 64-byte record (named as
+// format/event_fields.h names them for summary.json and the OOM bundles too) plus the allocated
+// and reserved bytes of the event's device after it.
+#include <string_view>
+#include <variant>
+
 #include "export_formats.h"
 
 namespace gmp::tool::exporter {
 namespace {
 
-constexpr const char* kCsvHeader =
-    "t_ns,op,kind,api,device,address,size,stream,object,value,thread,stack_id,result,"
-    "accounted_device,allocated,reserved\n";
+// csv's columns put the result after the ids.
+constexpr std::array<EventField, 13> kCsvFields = {
+    EventField::TimeNs, EventField::Op,     EventField::Kind,   EventField::Api,    EventField::Device,
+    EventField::Address, EventField::Size,  EventField::Stream, EventField::Object, EventField::Value,
+    EventField::Thread, EventField::StackId, EventField::Result};
+
+// What both formats add after the event's own fields.
+constexpr std::string_view kAccountedDevice = "accounted_device", kAllocated = "allocated", kReserved = "reserved";
+
+std::string csv_header() {
+  std::string h;
+  for (const EventField f : kCsvFields) h.append(event_field_name(f)).append(",");
+  return h.append(kAccountedDevice).append(",").append(kAllocated).append(",").append(kReserved).append("\n");
+}
+
+// Names as text, numbers in decimal, except the address, in hex.
+void append_csv_value(std::string& b, EventField f, const EventFieldValue& v) {
+  if (const auto* name = std::get_if<std::string_view>(&v)) append_csv_field(b, *name);
+  else if (const auto* i = std::get_if<int64_t>(&v)) append_i64(b, *i);
+  else if (f == EventField::Address) append_hex(b, std::get<uint64_t>(v));
+  else append_u64(b, std::get<uint64_t>(v));
+}
 
 }  // namespace
 
+void write_event_fields(JsonObject& o, const Event& e, uint64_t t_ns, std::span<const EventField> fields) {
+  for (const EventField f : fields) {
+    const std::string_view key = event_field_name(f);
+    const EventFieldValue v = event_field_value(e, f, t_ns);
+    if (const auto* name = std::get_if<std::string_view>(&v)) o.str(key, *name);
+    else if (const auto* i = std::get_if<int64_t>(&v)) o.i64(key, *i);
+    else o.u64(key, std::get<uint64_t>(v));
+  }
+}
+
 void write_csv(Context& ctx) {
   std::string& b = ctx.out.buffer();
-  b += kCsvHeader;
+  b += csv_header();
   while (ctx.replay.next()) {
     const Event& e = ctx.replay.event();
-    append_u64(b, ctx.replay.since_start(e.timestamp_ns));
-    b += ',';
-    append_csv_field(b, op_name(e.op));
-    b += ',';
-    append_csv_field(b, kind_name(e.kind));
-    b += ',';
-    append_csv_field(b, api_name(e.api));
-    b += ',';
-    append_i64(b, e.device);
-    b += ',';
-    append_hex(b, e.address);
-    for (const uint64_t v : {e.size, e.stream, e.object, e.value, uint64_t{e.thread_id}, uint64_t{e.stack_id}}) {
+    const uint64_t t_ns = ctx.replay.since_start(e.timestamp_ns);
+    for (const EventField f : kCsvFields) {
+      append_csv_value(b, f, event_field_value(e, f, t_ns));
       b += ',';
-      append_u64(b, v);
     }
-    b += ',';
-    append_i64(b, e.result);
-    b += ',';
     const int dev = ctx.replay.accounted_device();
     append_i64(b, dev);
     if (dev >= 0) {  // empty cells otherwise: no device figures describe this event
@@ -56,26 +75,14 @@ void write_jsonl(Context& ctx) {
   while (ctx.replay.next()) {
     const Event& e = ctx.replay.event();
     JsonObject o(b);
-    o.u64("t_ns", ctx.replay.since_start(e.timestamp_ns))
-        .str("op", op_name(e.op))
-        .str("kind", kind_name(e.kind))
-        .str("api", api_name(e.api))
-        .i64("device", e.device)
-        .u64("address", e.address)
-        .u64("size", e.size)
-        .u64("stream", e.stream)
-        .u64("object", e.object)
-        .u64("value", e.value)
-        .i64("result", e.result)
-        .u64("thread", e.thread_id)
-        .u64("stack_id", e.stack_id);
+    write_event_fields(o, e, ctx.replay.since_start(e.timestamp_ns), kEventFields);
     const int dev = ctx.replay.accounted_device();
-    o.i64("accounted_device", dev);
+    o.i64(kAccountedDevice, dev);
     if (dev >= 0) {
       const Figures f = ctx.replay.figures(dev);
-      o.u64("allocated", f.allocated).u64("reserved", f.reserved);
+      o.u64(kAllocated, f.allocated).u64(kReserved, f.reserved);
     } else {
-      o.null("allocated").null("reserved");
+      o.null(kAllocated).null(kReserved);
     }
     o.close();
     b += '\n';

@@ -18,12 +18,18 @@
 #include <map>
 
 #include "export_formats.h"
+#include "json_fields.h"
 #include "json_views.h"
 
 namespace gmp::tool::exporter {
 namespace {
 
 constexpr const char* kCollector = "gpumemprof.cuda_tracker";
+
+// The event's own fields in each record's metadata.
+constexpr std::array<EventField, 7> kMetadataEventFields = {
+    EventField::Op, EventField::Api, EventField::Kind, EventField::Size, EventField::Address, EventField::Thread,
+    EventField::StackId};
 
 struct DeviceView {
   enum class Source { Tracked, Nvml, DriverQuery } source = Source::Tracked;
@@ -44,13 +50,9 @@ class TelemetryWriter {
  public:
   explicit TelemetryWriter(Context& ctx) : ctx_(ctx), b_(ctx.out.buffer()) {
     pid_ = process_id(ctx);
-    host_ = manifest_string(ctx, "host");
+    host_ = ctx.run.manifest.host;
     if (host_.empty()) host_ = "unknown";  // the schema wants a non-empty host
-    const auto& m = ctx.run.manifest;
-    if (m.is_object() && m.contains("config") && m["config"].is_object()) {
-      const auto& ms = m["config"].value("sample_ms", nlohmann::json());
-      if (ms.is_number_unsigned()) sampling_ms_ = ms.get<uint64_t>();
-    }
+    sampling_ms_ = reader::u64_or(reader::member(&ctx.run.manifest.config, "sample_ms"));
   }
 
   void run() {
@@ -166,14 +168,8 @@ class TelemetryWriter {
         .str("sampling_source", "gpumemprof-shim")
         .boolean("supports_device_total", total.has_value())
         .boolean("supports_device_free", free.has_value())
-        .str("device_view_source", source_name(view.source))
-        .str("op", op_name(e.op))
-        .str("api", api_name(e.api))
-        .str("kind", kind_name(e.kind))
-        .u64("size", e.size)
-        .u64("address", e.address)
-        .u64("thread", e.thread_id)
-        .u64("stack_id", e.stack_id);
+        .str("device_view_source", source_name(view.source));
+    write_event_fields(m, e, 0, kMetadataEventFields);
     extra(m);
     m.close();
     o.close();
@@ -190,15 +186,10 @@ class TelemetryWriter {
 
 }  // namespace
 
-std::optional<Identity> telemetry_identity(const nlohmann::json& manifest, std::optional<uint64_t> world_size,
+std::optional<Identity> telemetry_identity(const ManifestRecord& manifest, std::optional<uint64_t> world_size,
                                            std::vector<std::string>& notes, std::string& error) {
   Identity id;
-  std::string rank_text = "0";
-  if (manifest.is_object() && manifest.contains("rank")) {
-    const auto& r = manifest["rank"];
-    if (r.is_string()) rank_text = r.get<std::string>();
-    else if (r.is_number_unsigned()) rank_text = std::to_string(r.get<uint64_t>());
-  }
+  const std::string rank_text = manifest.rank.value_or("0");
   const char* end = rank_text.data() + rank_text.size();
   if (auto [p, ec] = std::from_chars(rank_text.data(), end, id.rank); ec != std::errc() || p != end) {
     notes.push_back("the manifest's rank '" + rank_text + "' is not a number; exported as rank 0");

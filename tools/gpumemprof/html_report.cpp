@@ -76,13 +76,13 @@ class Page {
 
  private:
   std::string exe_name() const {
-    const std::string exe = json_str(manifest_, {"exe"});
+    const std::string& exe = manifest_.exe;
     if (exe.empty()) return "unknown program";
     const size_t slash = exe.rfind('/');
     return slash == std::string::npos ? exe : exe.substr(slash + 1);
   }
   std::string pid_suffix() const {
-    const uint64_t pid = json_u64(manifest_, {"pid"});
+    const uint64_t pid = manifest_.pid.value_or(0);
     return pid ? " (pid " + u64s(pid) + ")" : std::string();
   }
 
@@ -117,27 +117,26 @@ class Page {
   void header() {
     out_ += "<header>\n<h1>GPU memory report <span class=\"exe\">" + escape(exe_name()) + "</span></h1>\n";
     out_ += "<dl class=\"facts\">\n";
-    const std::string exe = json_str(manifest_, {"exe"});
+    const std::string& exe = manifest_.exe;
     fact("Executable", exe.empty() ? "<span class=\"muted\">unknown (no manifest.json)</span>" : "<code>" + escape(exe) + "</code>");
     {
       std::string line;
-      for (const auto& a : reader::array_or_empty(reader::member(&manifest_, "argv"))) {
-        if (!a.is_string()) continue;
+      for (const std::string& a : manifest_.argv.value_or(std::vector<std::string>())) {
         if (!line.empty()) line += ' ';
-        line += a.get<std::string>();
+        line += a;
       }
       if (!line.empty()) fact("Command", "<code>" + escape(line) + "</code>");
     }
-    if (const uint64_t pid = json_u64(manifest_, {"pid"})) {
+    if (const uint64_t pid = manifest_.pid.value_or(0)) {
       std::string v = u64s(pid);
-      if (const uint64_t ppid = json_u64(manifest_, {"ppid"})) v += " <span class=\"muted\">(parent " + u64s(ppid) + ")</span>";
+      if (const uint64_t ppid = manifest_.ppid) v += " <span class=\"muted\">(parent " + u64s(ppid) + ")</span>";
       fact("PID", v);
     }
-    std::string host = json_str(manifest_, {"host"});
-    const std::string rank = json_str(manifest_, {"rank"});
+    std::string host = manifest_.host;
+    const std::string rank = manifest_.rank.value_or("");
     if (!rank.empty()) host += (host.empty() ? "" : ", ") + std::string("rank ") + rank;
     if (!host.empty()) fact("Host", escape(host));
-    const std::string started = json_str(manifest_, {"start_time_utc"});
+    const std::string& started = manifest_.start_time_utc;
     if (!started.empty()) fact("Started", escape(started));
     fact("Duration", escape(at(run_.duration_ns)) + " <span class=\"muted\">from the profiler's start to the last event; "
                                                     "all times below are since that start</span>");
@@ -417,26 +416,26 @@ class Page {
 
   const analysis::RunAnalysis& run_;
   const nlohmann::json& summary_;
-  const nlohmann::json& manifest_;
+  const ManifestRecord& manifest_;
   std::string out_;
 };
 
 }  // namespace
 
 nlohmann::json html_report_data(const analysis::RunAnalysis& run) {
-  const nlohmann::json& m = run.run.manifest;
+  const ManifestRecord& m = run.run.manifest;
   nlohmann::json info = {{"run_dir", run.run.path},
-                         {"exe", json_str(m, {"exe"})},
-                         {"pid", json_u64(m, {"pid"})},
-                         {"host", json_str(m, {"host"})},
-                         {"rank", json_str(m, {"rank"})},
-                         {"start_time_utc", json_str(m, {"start_time_utc"})},
+                         {"exe", m.exe},
+                         {"pid", m.pid.value_or(0)},
+                         {"host", m.host},
+                         {"rank", m.rank.value_or("")},
+                         {"start_time_utc", m.start_time_utc},
                          {"duration_ns", run.duration_ns},
                          {"rebuilt_from_trace", run.run.summary_rebuilt},
                          {"rebuild_reason", run.run.summary_rebuilt ? nlohmann::json(run.run.rebuild_reason) : nlohmann::json()},
                          {"events_lost", run.run.events.final_flush ? nlohmann::json(run.run.events.lost) : nlohmann::json()},
                          {"tool_version", GPUMEMPROF_VERSION}};
-  if (const nlohmann::json* argv = reader::member(&m, "argv"); argv != nullptr && argv->is_array()) info["argv"] = *argv;
+  if (m.argv) info["argv"] = *m.argv;
   return {{"schema", "gpumemprof-html/1"},
           {"run", std::move(info)},
           {"summary", run.run.summary},

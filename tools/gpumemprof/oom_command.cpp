@@ -235,8 +235,8 @@ int oom_main(int argc, char** argv) {
     r.source = Source::RunDirectory;
     std::string error;
     auto run = reader::open_run_directory(path, error);
-    nlohmann::json manifest = run ? run->manifest : nlohmann::json();
-    std::vector<std::string> dirs = reader::run_oom_dirs(path, manifest);
+    // The configured OOM directory and cwd, as the manifest holds them.
+    std::vector<std::string> dirs = reader::run_oom_dirs(path, run ? to_json(run->manifest) : nlohmann::json());
     std::vector<std::string> bundles;
     for (const auto& d : dirs) {
       for (auto& b : reader::list_oom_bundles(d)) bundles.push_back(std::move(b));
@@ -251,8 +251,8 @@ int oom_main(int argc, char** argv) {
     } else {
       RunOom o;
       o.path = path;
-      o.pid = json_u64(run->manifest, {"pid"});
-      o.exe = json_str(run->manifest, {"exe"});
+      o.pid = run->manifest.pid.value_or(0);
+      o.exe = run->manifest.exe;
       o.failures = json_u64(run->summary, {"oom", "failures"});
       o.bundles_written = json_u64(run->summary, {"oom", "bundles_written"});
       o.recovered = json_u64(run->summary, {"oom", "recovered"});

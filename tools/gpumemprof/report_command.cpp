@@ -142,10 +142,10 @@ void print_attribution_notes(const analysis::RunAnalysis& run) {
 void print_text(const analysis::RunAnalysis& run) {
   const auto& s = run.run.summary;
   std::printf("gpumemprof report: %s\n", run.run.path.c_str());
-  if (run.run.manifest.is_object()) {
-    const std::string exe = json_str(run.run.manifest, {"exe"});
+  if (run.run.has_manifest) {
+    const std::string& exe = run.run.manifest.exe;
     std::printf("  process %s (pid %llu), %s of CUDA activity\n", exe.empty() ? "?" : exe.c_str(),
-                (ull)json_u64(run.run.manifest, {"pid"}), human_duration_ns(run.duration_ns).c_str());
+                (ull)run.run.manifest.pid.value_or(0), human_duration_ns(run.duration_ns).c_str());
   }
   if (run.run.summary_rebuilt && run.run.events.final_flush) {
     std::printf("  note: %s; figures rebuilt from the trace\n", run.run.rebuild_reason.c_str());

@@ -104,8 +104,9 @@ void print_run(const std::string& dir) {
     return;
   }
   const auto& s = run->summary;
-  const std::string exe = json_str(run->manifest, {"exe"});
-  std::fprintf(stderr, "  %s (pid %llu)\n", exe.empty() ? "?" : exe.c_str(), (unsigned long long)json_u64(run->manifest, {"pid"}));
+  const std::string& exe = run->manifest.exe;
+  std::fprintf(stderr, "  %s (pid %llu)\n", exe.empty() ? "?" : exe.c_str(),
+               (unsigned long long)run->manifest.pid.value_or(0));
   for (const auto& d : reader::array_or_empty(reader::member(&s, "devices"))) {
     std::fprintf(stderr, "    device %llu: peak allocated %s, peak reserved %s\n", (unsigned long long)json_u64(d, {"device"}),
                  human_bytes(json_u64(d, {"allocated_bytes", "peak"})).c_str(),

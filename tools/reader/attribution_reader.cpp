@@ -1,8 +1,8 @@
 #include "attribution_reader.h"
 
-#include <charconv>
 #include <optional>
 #include <sstream>
+#include <variant>
 
 #include <nlohmann/json.hpp>
 
@@ -12,130 +12,32 @@
 namespace gmp::reader {
 namespace {
 
-using nlohmann::json;
-
-// Addresses are hex strings ("0x7f12a0000000") because JSON numbers lose precision above 2^53;
-// a plain number is taken too.
-std::optional<uint64_t> parse_hex(const std::string& s) {
-  if (s.size() < 3 || s[0] != '0' || (s[1] != 'x' && s[1] != 'X')) return std::nullopt;
-  uint64_t v = 0;
-  const char* end = s.data() + s.size();
-  auto r = std::from_chars(s.data() + 2, end, v, 16);
-  if (r.ec != std::errc() || r.ptr != end) return std::nullopt;
-  return v;
-}
-
-std::optional<uint64_t> address(const json& j, const char* key) {
-  auto it = j.find(key);
-  if (it == j.end()) return std::nullopt;
-  if (it->is_number_unsigned()) return it->get<uint64_t>();
-  if (!it->is_string()) return std::nullopt;
-  return parse_hex(it->get_ref<const std::string&>());
-}
-
-std::optional<uint64_t> number(const json& j, const char* key) {
-  auto it = j.find(key);
-  if (it == j.end() || !it->is_number_unsigned()) return std::nullopt;
-  return it->get<uint64_t>();
-}
-
-std::optional<uint32_t> id_of(const json& j) {
-  auto n = number(j, "id");
-  if (!n || *n == 0 || *n > UINT32_MAX) return std::nullopt;
-  return static_cast<uint32_t>(*n);
-}
-
-std::optional<std::string> text(const json& j, const char* key) {
-  auto it = j.find(key);
-  if (it == j.end() || !it->is_string()) return std::nullopt;
-  return it->get<std::string>();
-}
-
-// "0x55d0c0001234" or "py:7".
-std::optional<StackFrame> frame(const json& f) {
-  if (!f.is_string()) return std::nullopt;
-  const std::string& s = f.get_ref<const std::string&>();
-  StackFrame out;
-  if (s.rfind("py:", 0) == 0) {
-    uint64_t id = 0;
-    const char* end = s.data() + s.size();
-    auto r = std::from_chars(s.data() + 3, end, id);
-    if (r.ec != std::errc() || r.ptr != end || id == 0 || id > UINT32_MAX) return std::nullopt;
-    out.value = id;
-    out.python = true;
-    return out;
-  }
-  auto v = parse_hex(s);
-  if (!v) return std::nullopt;
-  out.value = *v;
-  return out;
-}
-
 // Applies one record; false when it is not one this reader understands.
-bool apply(Attribution& a, const json& j, uint64_t seq) {
-  if (!j.is_object()) return false;
-  auto type = text(j, "type");
-  if (!type) return false;
-  if (*type == "module") {
-    ModuleRecord m;
-    auto path = text(j, "path");
-    auto base = address(j, "base"), start = address(j, "start"), end = address(j, "end");
-    if (!path || !base || !start || !end || *end <= *start) return false;
-    m.path = *path;
-    m.base = *base;
-    m.start = *start;
-    m.end = *end;
-    m.build_id = text(j, "build_id").value_or("");
-    // The spec names it loaded_ns; early collectors wrote seen_ns.
-    m.loaded_ns = number(j, "loaded_ns").value_or(number(j, "seen_ns").value_or(0));
-    m.loaded_seq = seq;
-    a.modules.push_back(std::move(m));
-    return true;
-  }
-  if (*type == "unloaded") {
-    auto path = text(j, "path");
-    auto base = address(j, "base");
-    if (!path || !base) return false;
+bool apply(Attribution& a, const nlohmann::json& j, uint64_t seq) {
+  std::optional<AttributionLine> line = attribution_line_from_json(j);
+  if (!line) return false;
+  if (auto* m = std::get_if<ModuleLine>(&*line)) {
+    ModuleRecord r;
+    static_cast<ModuleLine&>(r) = std::move(*m);
+    r.loaded_seq = seq;
+    a.modules.push_back(std::move(r));
+  } else if (auto* u = std::get_if<UnloadedLine>(&*line)) {
+    // An unload of an object never listed changes nothing.
     for (auto it = a.modules.rbegin(); it != a.modules.rend(); ++it) {
-      if (it->unloaded_seq == UINT64_MAX && it->base == *base && it->path == *path) {
+      if (it->unloaded_seq == UINT64_MAX && it->base == u->base && it->path == u->path) {
         it->unloaded_seq = seq;
-        it->unloaded_ns = number(j, "unloaded_ns").value_or(0);
+        it->unloaded_ns = u->unloaded_ns;
         break;
       }
     }
-    return true;  // an unload of an object never listed changes nothing
+  } else if (auto* p = std::get_if<PyFrameLine>(&*line)) {
+    a.pyframes.emplace(p->id, std::move(*p));
+  } else if (auto* s = std::get_if<StackLine>(&*line)) {
+    a.stacks.emplace(s->id, StackRecord{std::move(s->frames), seq});
+  } else if (auto* n = std::get_if<NameLine>(&*line)) {
+    a.names.emplace(n->id, std::move(n->name));
   }
-  if (*type == "pyframe") {
-    auto id = id_of(j);
-    auto file = text(j, "file"), function = text(j, "function");
-    auto line = j.find("line");
-    if (!id || !file || !function || line == j.end() || !line->is_number_integer()) return false;
-    a.pyframes.emplace(*id, PyFrameRecord{*file, *function, line->get<int64_t>()});
-    return true;
-  }
-  if (*type == "stack") {
-    auto id = id_of(j);
-    auto frames = j.find("frames");
-    if (!id || frames == j.end() || !frames->is_array()) return false;
-    StackRecord s;
-    s.seq = seq;
-    s.frames.reserve(frames->size());
-    for (const json& f : *frames) {
-      auto parsed = frame(f);
-      if (!parsed) return false;
-      s.frames.push_back(*parsed);
-    }
-    a.stacks.emplace(*id, std::move(s));
-    return true;
-  }
-  if (*type == "name") {
-    auto id = id_of(j);
-    auto name = text(j, "name");
-    if (!id || !name) return false;
-    a.names.emplace(*id, *name);
-    return true;
-  }
-  return false;
+  return true;
 }
 
 }  // namespace

@@ -10,32 +10,22 @@
 #include <unordered_map>
 #include <vector>
 
+#include "attribution_records.h"
+
 namespace gmp::reader {
 
-// One loaded ELF object. `seq` numbers are the record's line in the file: the collector writes a
-// module before the stacks whose frames lie in it and `unloaded` after it is gone, so the file
-// order says which object held an address when a stack was written, even when a later dlopen
-// reuses the address range.
-struct ModuleRecord {
-  std::string path;
-  uint64_t base = 0;            // load bias: an address's ELF virtual address is addr - base
-  uint64_t start = 0, end = 0;  // [start, end) spans the PT_LOAD segments
-  std::string build_id;         // GNU build id in hex; empty when the object has none
-  uint64_t loaded_ns = 0;       // when the collector first saw it (event clock); 0 unknown
+// One loaded ELF object (a module line, attribution_records.h). `seq` numbers are the record's
+// line in the file: the collector writes a module before the stacks whose frames lie in it and
+// `unloaded` after it is gone, so the file order says which object held an address when a stack
+// was written, even when a later dlopen reuses the address range.
+struct ModuleRecord : ModuleLine {
   uint64_t unloaded_ns = 0;     // 0 while never seen unloaded
   uint64_t loaded_seq = 0;
   uint64_t unloaded_seq = UINT64_MAX;
 };
 
-struct PyFrameRecord {
-  std::string file, function;
-  int64_t line = 0;
-};
-
-struct StackFrame {
-  uint64_t value = 0;   // a return address, or a pyframe id when `python`
-  bool python = false;
-};
+using PyFrameRecord = PyFrameLine;
+using StackFrame = gmp::StackFrame;
 
 struct StackRecord {
   std::vector<StackFrame> frames;  // innermost first: native frames, then Python frames

@@ -13,7 +13,7 @@ namespace {
 
 // The summary the events of `trace` (opened, nothing read yet) imply; nullopt with `error` when
 // the trace turns out unreadable.
-std::optional<nlohmann::json> replay_summary(TraceReader& trace, const nlohmann::json& manifest, std::string& error) {
+std::optional<nlohmann::json> replay_summary(TraceReader& trace, const ManifestRecord& manifest, std::string& error) {
   Accounting acc;
   Event e;
   while (trace.next(e)) acc.apply(e);
@@ -25,10 +25,8 @@ std::optional<nlohmann::json> replay_summary(TraceReader& trace, const nlohmann:
   ctx.clean_exit = false;
   ctx.ended_by = "unknown";  // no summary.json: how the process ended is not known
   ctx.start_monotonic_ns = trace.header().start_monotonic_ns;
-  for (const auto& d : array_or_empty(member(&manifest, "devices"))) {
-    auto ordinal = as_device(member(&d, "ordinal"));
-    const nlohmann::json* name = member(&d, "name");
-    if (ordinal && name != nullptr && name->is_string()) ctx.device_names[*ordinal] = name->get<std::string>();
+  for (const DeviceEntry& d : manifest.devices) {
+    if (d.ordinal && d.name) ctx.device_names[*d.ordinal] = *d.name;
   }
   return build_summary(acc, ctx);
 }
@@ -47,7 +45,9 @@ std::optional<nlohmann::json> rebuild_summary(const std::string& trace_path, con
     error = trace.error();
     return std::nullopt;
   }
-  auto summary = replay_summary(trace, manifest, error);
+  ManifestRecord record;
+  from_json(manifest, record);
+  auto summary = replay_summary(trace, record, error);
   if (truncated_bytes != nullptr) *truncated_bytes = trace.truncated_bytes();
   return summary;
 }
@@ -63,7 +63,7 @@ std::optional<RunDirectory> open_run_directory(const std::string& path, std::str
   bool missing = false;
   auto manifest = read_json_file(path + "/manifest.json", error, missing);
   if (!manifest && !missing) return std::nullopt;
-  run.manifest = manifest ? std::move(*manifest) : nlohmann::json();
+  if (manifest) run.has_manifest = from_json(*manifest, run.manifest);
   const std::string trace_path = path + "/trace.gmpt";
   const bool has_trace = exists(trace_path);
   if (!manifest && !has_trace) {

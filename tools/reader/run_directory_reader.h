@@ -12,13 +12,15 @@
 
 #include <nlohmann/json.hpp>
 
+#include "manifest_record.h"
 #include "summary_figures.h"
 
 namespace gmp::reader {
 
 struct RunDirectory {
   std::string path;
-  nlohmann::json manifest;  // null when missing
+  ManifestRecord manifest;   // all defaults when missing
+  bool has_manifest = false;  // manifest.json holds a JSON object
   nlohmann::json summary;   // from summary.json, or rebuilt
   bool summary_rebuilt = false;
   std::string rebuild_reason;

@@ -1,0 +1,109 @@
+#include "manifest_record.h"
+
+#include "event.h"
+#include "json_fields.h"
+#include "trace_format.h"
+
+namespace gmp {
+namespace {
+
+using nlohmann::json;
+using reader::member;
+
+template <typename T>
+json or_null(const std::optional<T>& v) {
+  return v ? json(*v) : json(nullptr);
+}
+
+// The process's fields, shared by manifest.json and process_json().
+json process_fields(const ManifestRecord& m) {
+  return {{"pid", or_null(m.pid)},   {"ppid", m.ppid}, {"exe", m.exe},   {"argv", or_null(m.argv)},
+          {"cwd", m.cwd},            {"host", m.host}, {"rank", or_null(m.rank)},
+          {"cuda_driver_version", m.cuda_driver_version}};
+}
+
+std::optional<std::vector<std::string>> strings_of(const json* j) {
+  if (j == nullptr || !j->is_array()) return std::nullopt;
+  std::vector<std::string> out;
+  for (const json& s : *j) {
+    if (s.is_string()) out.push_back(s.get<std::string>());
+  }
+  return out;
+}
+
+std::optional<std::string> rank_of(const json* j) {
+  if (j != nullptr && j->is_string()) return j->get<std::string>();
+  if (auto n = reader::as_u64(j)) return std::to_string(*n);
+  return std::nullopt;
+}
+
+}  // namespace
+
+json to_json(const DeviceEntry& d) {
+  return {{"ordinal", or_null(d.ordinal)}, {"name", or_null(d.name)}, {"total_bytes", or_null(d.total_bytes)}};
+}
+
+DeviceEntry device_entry_from_json(const json& j) {
+  DeviceEntry d;
+  d.ordinal = reader::as_device(member(&j, "ordinal"));
+  if (const json* name = member(&j, "name"); name != nullptr && name->is_string()) d.name = name->get<std::string>();
+  d.total_bytes = reader::as_u64(member(&j, "total_bytes"));
+  return d;
+}
+
+ManifestRecord process_manifest(const ProcessInfo& info) {
+  ManifestRecord m;
+  m.pid = static_cast<uint64_t>(info.pid);
+  m.ppid = static_cast<uint64_t>(info.ppid);
+  m.exe = info.exe;
+  m.argv = info.argv;
+  m.cwd = info.cwd;
+  m.host = info.host;
+  m.rank = info.rank;
+  m.cuda_driver_version = info.cuda_driver_version;
+  m.start_realtime_ns = info.start_realtime_ns;
+  m.start_monotonic_ns = info.start_monotonic_ns;
+  return m;
+}
+
+json to_json(const ManifestRecord& m) {
+  json devices = json::array();
+  for (const DeviceEntry& d : m.devices) devices.push_back(to_json(d));
+  json j = process_fields(m);
+  j.update({
+      {"schema_version", 1},
+      {"tool", "gpumemprof"},
+      {"tool_version", m.tool_version},
+      {"start_time_utc", m.start_time_utc},
+      {"start_realtime_ns", m.start_realtime_ns},
+      {"start_monotonic_ns", m.start_monotonic_ns},
+      {"config", m.config},
+      {"devices", std::move(devices)},
+      {"trace", {{"file", kTraceFileName}, {"version", kTraceVersion}, {"event_size", sizeof(Event)}}},
+  });
+  return j;
+}
+
+bool from_json(const json& j, ManifestRecord& out) {
+  out = {};
+  if (!j.is_object()) return false;
+  out.pid = reader::as_u64(member(&j, "pid"));
+  out.ppid = reader::u64_or(member(&j, "ppid"));
+  out.exe = reader::str_or(member(&j, "exe"));
+  out.argv = strings_of(member(&j, "argv"));
+  out.cwd = reader::str_or(member(&j, "cwd"));
+  out.host = reader::str_or(member(&j, "host"));
+  out.rank = rank_of(member(&j, "rank"));
+  out.cuda_driver_version = reader::as_i64(member(&j, "cuda_driver_version")).value_or(0);
+  out.tool_version = reader::str_or(member(&j, "tool_version"));
+  out.start_time_utc = reader::str_or(member(&j, "start_time_utc"));
+  out.start_realtime_ns = reader::u64_or(member(&j, "start_realtime_ns"));
+  out.start_monotonic_ns = reader::u64_or(member(&j, "start_monotonic_ns"));
+  if (const json* config = member(&j, "config")) out.config = *config;
+  for (const json& d : reader::array_or_empty(member(&j, "devices"))) out.devices.push_back(device_entry_from_json(d));
+  return true;
+}
+
+json process_json(const ProcessInfo& info) { return process_fields(process_manifest(info)); }
+
+}  // namespace gmp
