@@ -424,6 +424,16 @@ class Check:
                 os.unlink(os.path.join(top, "trace.gmpt"))
         say(f"{name}: {int(time.monotonic() - t0)}s")
 
+    def bench_slot(self, mode, variant, rnd, limit):
+        """One benchmark process's file stem, its run directory and its time limit; the limit is
+        None (and the rc file says -1, skipped) once the deadline leaves too little time."""
+        stem = os.path.join(self.work, "bench", f"{mode}.{variant}.{rnd}")
+        limit = self.budget(limit)
+        if limit < 10:
+            self.write_rc(stem + ".rc", -1)
+            limit = None
+        return stem, os.path.join(self.work, "bench", f"rd.{mode}.{rnd}"), limit
+
     def bench_train(self):
         """Median step time of train.py --bench, without the shim, at default settings, without Python
         frames and with stacks off; the variants interleaved over the rounds."""
@@ -433,11 +443,8 @@ class Check:
         for r in range(1, self.rounds + 1):
             order = list(variants) if r % 2 else list(reversed(variants))
             for v in order:
-                stem = os.path.join(self.work, "bench", f"train.{v}.{r}")
-                rd = os.path.join(self.work, "bench", f"rd.train.{r}")
-                limit = self.budget(90)
-                if limit < 10:
-                    self.write_rc(stem + ".rc", -1)
+                stem, rd, limit = self.bench_slot("train", v, r, 90)
+                if limit is None:
                     continue
                 env = None if variants[v] is None else \
                     self.shim_env(GPUMEMPROF_OUTPUT=os.path.join(rd, "run.%p"), **variants[v])
@@ -449,11 +456,8 @@ class Check:
 
     def bench_one(self, mode, variant, rnd, pairs):
         """One benchmark process. The shim's run directory (its trace is big) is reduced to summary.json."""
-        stem = os.path.join(self.work, "bench", f"{mode}.{variant}.{rnd}")
-        rd = os.path.join(self.work, "bench", f"rd.{mode}.{rnd}")
-        limit = self.budget(60)
-        if limit < 10:
-            self.write_rc(stem + ".rc", -1)
+        stem, rd, limit = self.bench_slot(mode, variant, rnd, 60)
+        if limit is None:
             return
         argv = [os.path.join(self.bin, "bench_async_pair"), mode, str(pairs), str(self.reps)]
         if variant == "shim":
