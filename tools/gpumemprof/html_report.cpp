@@ -1,5 +1,5 @@
 // Builds the HTML report. The tables are written here, escaped, so they read without JavaScript;
-// the charts are drawn by the inline script (html_assets.cpp) from the embedded JSON.
+// the charts are drawn by the inline script (html/report.js) from the embedded JSON.
 #include "html_report.h"
 
 #include <algorithm>
@@ -53,7 +53,7 @@ class Page {
             "  var root = document.body || document.documentElement;\n"
             "  root.dataset.error = String(message) + \" (line \" + line + \")\";\n"
             "};</script>\n";
-    out_ += "<style>\n";
+    out_ += "<style>\n\n";
     out_ += kHtmlReportCss;
     out_ += "</style>\n</head>\n<body>\n";
     header();
@@ -68,7 +68,7 @@ class Page {
             "<code>#gmp-data</code>; <code>gpumemprof report DIR --json</code> prints them too.</footer>\n";
     out_ += "<script type=\"application/json\" id=\"gmp-data\">";
     out_ += html::script_json(html_report_data(run_));
-    out_ += "</script>\n<script>\n";
+    out_ += "</script>\n<script>\n\n";
     out_ += kHtmlReportScript;
     out_ += "</script>\n</body>\n</html>\n";
     return std::move(out_);
@@ -319,7 +319,7 @@ class Page {
     out_ += "</section>\n";
   }
 
-  // The flame graph of the peak is drawn by the script (renderFlameGraph in html_assets.cpp) from the
+  // The flame graph of the peak is drawn by the script (renderFlameGraph in html/report.js) from the
   // embedded "flame" trees; it shows the section, or says why there is no graph (no stacks recorded).
   // Without JavaScript the section stays hidden: the call-site tables above name the sites.
   void flame_graph_section() {
