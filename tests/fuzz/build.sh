@@ -25,7 +25,7 @@ flags=(-std=c++20 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recov
        -D_GLIBCXX_ASSERTIONS -DGMP_READER_NO_BACKSTOP -DSPDLOG_FMT_EXTERNAL -DFMT_HEADER_ONLY=1
        '-DGPUMEMPROF_VERSION="fuzz"' -Wall -Wextra -Wno-missing-field-initializers
        -Iformat -Icollector -Itools/reader -Itools/analysis -Itools/gpumemprof)
-core=(format/event.cpp format/accounting.cpp format/summary.cpp format/json_views.cpp
+core=(format/event.cpp format/accounting.cpp format/summary.cpp format/json_views.cpp format/bytes_text.cpp
       tools/reader/input_file.cpp tools/reader/json_input.cpp tools/reader/json_fields.cpp)
 sources_fuzz_trace_reader=("${core[@]}" tools/reader/trace_reader.cpp tools/reader/run_directory_reader.cpp
                            tools/reader/summary_figures.cpp)
