@@ -222,8 +222,8 @@ class Page {
     for (int k = 1; k < kKindCount; ++k) {
       const analysis::Bytes& b = set.by_kind[k];
       if (b.count == 0) continue;
-      out_ += "<tr><td>" + escape(name_of(static_cast<Kind>(k))) + "</td><td class=\"num\">" + escape(bytes_text(b.bytes)) +
-              "</td><td class=\"num\">" + u64s(b.count) + "</td></tr>\n";
+      out_ += "<tr><td>" + escape(name_of(static_cast<Kind>(k))) + "</td><td class=\"num\">" +
+              escape(bytes_text(b.bytes)) + "</td><td class=\"num\">" + u64s(b.count) + "</td></tr>\n";
     }
     out_ += "</tbody></table>\n";
   }
@@ -250,8 +250,10 @@ class Page {
     if (s.total_bytes) out_ += " <small>" + escape(bytes_text(s.total_bytes)) + " total</small>";
     out_ += "</h2>\n<div class=\"cards\">\n";
     const auto of_device = [&](uint64_t b) { return s.total_bytes ? ", " + percent(b, s.total_bytes) + " of the device" : std::string(); };
-    card("Peak allocated", bytes_text(d.allocated_peak.bytes), "at " + at(d.allocated_peak.at_ns) + of_device(d.allocated_peak.bytes));
-    card("Peak reserved", bytes_text(d.reserved_peak.bytes), "at " + at(d.reserved_peak.at_ns) + of_device(d.reserved_peak.bytes));
+    card("Peak allocated", bytes_text(d.allocated_peak.bytes),
+         "at " + at(d.allocated_peak.at_ns) + of_device(d.allocated_peak.bytes));
+    card("Peak reserved", bytes_text(d.reserved_peak.bytes),
+         "at " + at(d.reserved_peak.at_ns) + of_device(d.reserved_peak.bytes));
     card("At exit", bytes_text(s.allocated.current), "allocated; " + bytes_text(s.reserved.current) + " reserved");
     if (d.nvml_process_peak) {
       card("NVML: this process", bytes_text(d.nvml_process_peak), "at most, as the driver saw it (context included)");
@@ -269,8 +271,9 @@ class Page {
             "the tables do not.</p></noscript></div>\n";
 
     out_ += "<h3>At the allocated peak</h3>\n";
-    out_ += "<p>Allocated memory peaked at <strong class=\"peak-allocated\">" + escape(bytes_text(d.allocated_peak.bytes)) +
-            "</strong> at " + escape(at(d.allocated_peak.at_ns)) + "; reserved memory at <strong class=\"peak-reserved\">" +
+    out_ += "<p>Allocated memory peaked at <strong class=\"peak-allocated\">" +
+            escape(bytes_text(d.allocated_peak.bytes)) + "</strong> at " + escape(at(d.allocated_peak.at_ns)) +
+            "; reserved memory at <strong class=\"peak-reserved\">" +
             escape(bytes_text(d.reserved_peak.bytes)) + "</strong> at " + escape(at(d.reserved_peak.at_ns)) + ".</p>\n";
     out_ += "<table class=\"kinds\">\n<thead><tr><th>kind</th><th class=\"num\">at the allocated peak</th>"
             "<th class=\"num\">at the reserved peak</th><th class=\"num\">own peak</th><th class=\"num\">at exit</th>"
@@ -279,8 +282,9 @@ class Page {
       const KindStats& ks = s.kind(k);
       const size_t i = static_cast<size_t>(k);
       if (ks.allocs == 0 && ks.bytes.peak == 0 && d.allocated_peak.kind_bytes[i] == 0) continue;
-      out_ += "<tr><td>" + escape(name_of(k)) + "</td><td class=\"num\">" + escape(bytes_text(d.allocated_peak.kind_bytes[i])) +
-              "</td><td class=\"num\">" + escape(bytes_text(d.reserved_peak.kind_bytes[i])) + "</td><td class=\"num\">" +
+      out_ += "<tr><td>" + escape(name_of(k)) + "</td><td class=\"num\">" +
+              escape(bytes_text(d.allocated_peak.kind_bytes[i])) + "</td><td class=\"num\">" +
+              escape(bytes_text(d.reserved_peak.kind_bytes[i])) + "</td><td class=\"num\">" +
               escape(bytes_text(ks.bytes.peak)) + "</td><td class=\"num\">" + escape(bytes_text(ks.bytes.current)) +
               "</td><td class=\"num\">" + u64s(ks.allocs) + "</td><td class=\"num\">" + u64s(ks.frees) + "</td></tr>\n";
     }
@@ -332,8 +336,9 @@ class Page {
     const analysis::LiveSet& l = run_.leaks;
     out_ += "<section id=\"leaks\">\n<h2>Leaks: live at exit</h2>\n";
     if (l.total.count > 0) {
-      out_ += "<p><strong class=\"leak-total\">" + count_of(l.total.count, "allocation") + ", " + escape(bytes_text(l.total.bytes)) +
-              "</strong> of device memory " + (l.total.count == 1 ? "was" : "were") +
+      out_ += "<p><strong class=\"leak-total\">" + count_of(l.total.count, "allocation") + ", " +
+              escape(bytes_text(l.total.bytes)) + "</strong> of device memory " +
+              (l.total.count == 1 ? "was" : "were") +
               " still allocated when the process ended (or when the trace stops).</p>\n";
     } else {
       out_ += "<p><strong class=\"leak-total\">No leaks:</strong> no device memory was left allocated.</p>\n";
@@ -349,8 +354,9 @@ class Page {
     if (pinned_peak == 0 && p.total.count == 0) {
       out_ += "<p class=\"muted\">No pinned host memory was allocated.</p>\n";
     } else {
-      out_ += "<p>Pinned host memory: peak " + escape(bytes_text(pinned_peak)) + "; " + count_of(p.total.count, "allocation") +
-              " of " + escape(bytes_text(p.total.bytes)) + " live at exit.</p>\n";
+      out_ += "<p>Pinned host memory: peak " + escape(bytes_text(pinned_peak)) + "; " +
+              count_of(p.total.count, "allocation") + " of " + escape(bytes_text(p.total.bytes)) +
+              " live at exit.</p>\n";
     }
     out_ += "</section>\n";
   }
@@ -409,8 +415,8 @@ class Page {
     const size_t n = marker_rows(
         [](const Marker& m) { return m.type == Marker::Type::AlertFired || m.type == Marker::Type::AlertCleared; },
         {"allocated", "reserved", "threshold"}, [](const Marker& m) {
-          return "<td class=\"num\">" + escape(bytes_text(m.size)) + "</td><td class=\"num\">" + escape(bytes_text(m.reserved)) +
-                 "</td><td class=\"num\">" + escape(bytes_text(m.threshold)) + "</td>";
+          return "<td class=\"num\">" + escape(bytes_text(m.size)) + "</td><td class=\"num\">" +
+                 escape(bytes_text(m.reserved)) + "</td><td class=\"num\">" + escape(bytes_text(m.threshold)) + "</td>";
         });
     if (n == 0) out_ += "<p class=\"muted\">No alert fired.</p>\n";
     out_ += "</section>\n";

@@ -87,8 +87,8 @@ void print_device(const analysis::RunAnalysis& run, const analysis::DeviceAnalys
   }
   if (d.nvml_process_peak > 0) {
     const uint64_t tracked = d.reserved_peak.bytes;
-    std::printf("  NVML: this process used at most %s of the device (tracked reserved peak %s", bytes_text(d.nvml_process_peak).c_str(),
-                bytes_text(tracked).c_str());
+    std::printf("  NVML: this process used at most %s of the device (tracked reserved peak %s",
+                bytes_text(d.nvml_process_peak).c_str(), bytes_text(tracked).c_str());
     if (d.nvml_process_peak > tracked) {
       std::printf("; %s more is the CUDA context, loaded modules and memory not allocated through the tracked calls",
                   bytes_text(d.nvml_process_peak - tracked).c_str());
@@ -160,7 +160,8 @@ void print_text(const analysis::RunAnalysis& run) {
   if (run.devices.empty()) std::printf("\nno device memory was allocated\n");
   for (const auto& [ordinal, d] : run.devices) print_device(run, d);
 
-  std::printf("\npinned host memory  peak %s, final %s\n", bytes_text(json_u64(s, {"host_pinned_bytes", "peak"})).c_str(),
+  std::printf("\npinned host memory  peak %s, final %s\n",
+              bytes_text(json_u64(s, {"host_pinned_bytes", "peak"})).c_str(),
               bytes_text(json_u64(s, {"host_pinned_bytes", "current"})).c_str());
   std::printf("leaks: live at exit %s, %s\n", counted(run.leaks.total.count, "allocation").c_str(),
               bytes_text(run.leaks.total.bytes).c_str());
