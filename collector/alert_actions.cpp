@@ -7,11 +7,11 @@
 #include <cstring>
 #include <sstream>
 
+#include "bytes_text.h"
 #include "clock.h"
 #include "file_io.h"
 #include "hidden_child.h"
 #include "log.h"
-#include "units.h"
 
 extern char** environ;
 
@@ -34,18 +34,19 @@ std::string alert_message(const Alert& a, const Config& c) {
   std::string upper = alert_type_name(a.type);
   for (char& ch : upper) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
   const std::string head = (a.fired ? "" : "cleared ") + upper + " device " + std::to_string(a.device) + ": ";
+  const auto size = [](uint64_t bytes) { return bytes_text(bytes, ByteUnits::MiBOrGiB); };
   switch (a.type) {
     case AlertType::Warning:
     case AlertType::Critical:
-      return head + "allocated " + mib_or_gib(a.allocated) + " is " + percent(share(a.allocated, a.total)) + " of " +
-             mib_or_gib(a.total) + " (threshold " + percent(a.type == AlertType::Warning ? c.warn_percent : c.critical_percent) +
-             ")";
+      return head + "allocated " + size(a.allocated) + " is " + percent(share(a.allocated, a.total)) + " of " +
+             size(a.total) + " (threshold " +
+             percent(a.type == AlertType::Warning ? c.warn_percent : c.critical_percent) + ")";
     case AlertType::Fragmentation:
-      return head + percent(100.0 * a.ratio) + " of " + mib_or_gib(a.reserved) + " reserved is not allocated (threshold " +
+      return head + percent(100.0 * a.ratio) + " of " + size(a.reserved) + " reserved is not allocated (threshold " +
              percent(100.0 * c.fragmentation) + ")";
     case AlertType::Growth:
-      return head + "allocated stayed at " + mib_or_gib(a.allocated) + " or more, against a baseline of " + mib_or_gib(a.baseline) +
-             " (threshold +" + mib_or_gib(c.leak_bytes) + ")";
+      return head + "allocated stayed at " + size(a.allocated) + " or more, against a baseline of " +
+             size(a.baseline) + " (threshold +" + size(c.leak_bytes) + ")";
   }
   return head;
 }

@@ -4,12 +4,12 @@
 
 #include <algorithm>
 
+#include "bytes_text.h"
 #include "clock.h"
 #include "json_views.h"
 #include "log.h"
 #include "manifest_record.h"
 #include "oom_bundle.h"
-#include "units.h"
 
 extern char** environ;
 
@@ -116,8 +116,9 @@ void OomRecorder::open_episode(Episode& ep, const Event& e, const Accounting& ac
     live_bytes += a.size;
   }
   const std::string where = e.kind == Kind::HostPinned ? "pinned host memory" : "device " + std::to_string(e.device);
-  const std::string reason = "CUDA_ERROR_OUT_OF_MEMORY: " + std::string(api_name(e.api)) + " of " + mib_or_gib(e.size) +
-                             " (" + std::to_string(e.size) + " bytes) on " + where;
+  const std::string reason = "CUDA_ERROR_OUT_OF_MEMORY: " + std::string(api_name(e.api)) + " of " +
+                             bytes_text(e.size, ByteUnits::MiBOrGiB) + " (" + std::to_string(e.size) +
+                             " bytes) on " + where;
   auto dm = driver_memory_.find(e.device);
   ep.metadata = {
       {"schema_version", 1},

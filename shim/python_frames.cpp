@@ -10,6 +10,7 @@
 #include "../collector/intern_table.h"
 #include "python_layouts.h"
 #include "real_driver.h"
+#include "utf8.h"
 
 namespace gmp::shim {
 namespace {
@@ -69,24 +70,6 @@ bool is_a(const char* object, const void* type) {
   return aligned(object) && field<const void*>(object, kObjectType) == type;
 }
 
-void append_utf8(std::string& out, uint32_t c) {
-  if (c < 0x80) {
-    out.push_back(static_cast<char>(c));
-  } else if (c < 0x800) {
-    out.push_back(static_cast<char>(0xC0 | (c >> 6)));
-    out.push_back(static_cast<char>(0x80 | (c & 0x3F)));
-  } else if (c < 0x10000) {
-    out.push_back(static_cast<char>(0xE0 | (c >> 12)));
-    out.push_back(static_cast<char>(0x80 | ((c >> 6) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | (c & 0x3F)));
-  } else {
-    out.push_back(static_cast<char>(0xF0 | (c >> 18)));
-    out.push_back(static_cast<char>(0x80 | ((c >> 12) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | ((c >> 6) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | (c & 0x3F)));
-  }
-}
-
 // A str object's text as UTF-8, read from its characters; "?" for anything but a compact string
 // (names and file names of code objects always are).
 void append_text(const Interpreter& py, const char* s, std::string& out) {
@@ -102,7 +85,7 @@ void append_text(const Interpreter& py, const char* s, std::string& out) {
   for (int64_t i = 0; i < length; ++i) {
     uint32_t c = 0;
     std::memcpy(&c, chars + i * kind, kind);  // little-endian: the low bytes hold the code point
-    append_utf8(out, c);
+    utf8::append(out, c);
   }
 }
 

@@ -26,7 +26,7 @@ flags=(-std=c++20 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recov
        '-DGPUMEMPROF_VERSION="fuzz"' -Wall -Wextra -Wno-missing-field-initializers
        -Iformat -Icollector -Itools/reader -Itools/analysis -Itools/gpumemprof)
 core=(format/event.cpp format/accounting.cpp format/summary.cpp format/json_views.cpp format/json_fields.cpp
-      format/event_fields.cpp format/attribution_records.cpp format/manifest_record.cpp
+      format/event_fields.cpp format/attribution_records.cpp format/manifest_record.cpp format/bytes_text.cpp
       tools/reader/input_file.cpp tools/reader/json_input.cpp)
 sources_fuzz_trace_reader=("${core[@]}" tools/reader/trace_reader.cpp tools/reader/run_directory_reader.cpp
                            tools/reader/summary_figures.cpp)

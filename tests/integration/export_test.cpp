@@ -1,7 +1,6 @@
 // `gpumemprof export` on run directories with known allocations (prog_ops on the fake driver):
 // every format is parsed back and its figures checked exactly against the trace and summary.json.
 #include <gtest/gtest.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -410,51 +409,6 @@ TEST(Export, TelemetryV2TakesTheRankFromTheManifest) {
   RunResult contradicting = run_tool({"export", dir, "--format", "telemetry-v2", "--world-size=2"});
   EXPECT_EQ(contradicting.exit_code, 2);
   EXPECT_EQ(contradicting.err, "gpumemprof export: --world-size 2 is not above the run's rank 2\n");
-}
-
-TEST(Export, BadUsageAndBadInputGetOneLineAndStatus2) {
-  Sandbox box;
-  ASSERT_EQ(ops(box, {"alloc:1M"}).exit_code, 0);
-  const std::string dir = box.only_run_dir();
-  const std::string empty = box.dir() + "/empty", foreign = box.dir() + "/foreign", corrupt = box.dir() + "/corrupt",
-                    stub = box.dir() + "/stub";
-  for (const auto& d : {empty, foreign, corrupt, stub}) mkdir(d.c_str(), 0700);
-  std::ofstream(foreign + "/notes.txt") << "hello\n";
-  std::ofstream(corrupt + "/trace.gmpt") << std::string(100, 'x');
-  std::ofstream(stub + "/trace.gmpt") << "GMPTRACE";
-
-  const std::string out_file = box.dir() + "/never.csv";
-  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
-      {{"export"}, "no run directory given; usage: gpumemprof export DIR --format csv|jsonl|perfetto|telemetry-v2"},
-      {{"export", dir}, "--format is required; accepted: csv, jsonl, perfetto, telemetry-v2"},
-      {{"export", dir, "--format", "xml"}, "unknown format 'xml'; accepted: csv, jsonl, perfetto, telemetry-v2"},
-      {{"export", dir, "--format"}, "--format needs a value; accepted: csv, jsonl, perfetto, telemetry-v2"},
-      {{"export", dir, "--format", "csv", "-o"}, "-o needs a file name"},
-      {{"export", dir, "--format", "csv", "--bogus"}, "unknown option '--bogus'"},
-      {{"export", dir, dir, "--format", "csv"}, "one run directory expected"},
-      {{"export", dir, "--format", "csv", "--world-size", "4"}, "--world-size applies to --format telemetry-v2 only"},
-      {{"export", dir, "--format", "telemetry-v2", "--world-size", "zero"}, "--world-size needs a positive integer"},
-      {{"export", dir, "--format", "csv", "-o", box.dir() + "/no/such/dir/x.csv"}, "cannot write"},
-      {{"export", dir, "--format", "csv", "-o", box.dir()}, "cannot write"},
-      {{"export", box.dir() + "/nope", "--format", "csv", "-o", out_file}, "is not a directory"},
-      {{"export", empty, "--format", "csv", "-o", out_file}, "is not a gpumemprof run directory"},
-      {{"export", foreign, "--format", "jsonl", "-o", out_file}, "is not a gpumemprof run directory"},
-      {{"export", corrupt, "--format", "perfetto", "-o", out_file}, "is not a gpumemprof trace (bad magic)"},
-      {{"export", stub, "--format", "telemetry-v2", "-o", out_file}, "shorter than the 64-byte trace header"},
-  };
-  for (const auto& [args, message] : cases) {
-    RunResult r = run_tool(args);
-    EXPECT_EQ(r.exit_code, 2) << args.back() << ": " << r.err;
-    EXPECT_EQ(r.err.rfind("gpumemprof export: ", 0), 0u) << r.err;
-    EXPECT_NE(r.err.find(message), std::string::npos) << r.err;
-    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
-    EXPECT_EQ(r.out, "");
-  }
-  EXPECT_FALSE(exists(out_file)) << "bad input must not leave an output file";
-
-  RunResult help = run_tool({"export", "--help"});
-  EXPECT_EQ(help.exit_code, 0);
-  EXPECT_EQ(help.out.rfind("usage: gpumemprof export DIR --format FORMAT [-o FILE]\n", 0), 0u) << help.out;
 }
 
 TEST(Export, TruncatedTraceExportsTheWholeEventsWithANote) {

@@ -196,27 +196,87 @@ TEST(HostileInput, UnusableInputIsStatus2WithOneLine) {
   }
 }
 
-// Directories that are not run directories: each command says so in its own words.
-TEST(HostileInput, ForeignDirectoriesAreStatus2WithOneLine) {
+// Command lines a command cannot use, and directories it cannot read: every command refuses them in
+// its own words, by the same rule (expect_refused). One row per command line.
+TEST(HostileInput, BadCommandLinesAndForeignDirectoriesAreStatus2WithOneLine) {
   Sandbox box;
+  const std::string run = base_run(box);
   const std::string scratch = box.dir() + "/scratch", empty = box.dir() + "/empty", foreign = box.dir() + "/foreign",
-                    missing = box.dir() + "/missing";
-  for (const auto& d : {scratch, empty, foreign}) fs::create_directory(d);
+                    missing = box.dir() + "/missing", corrupt = box.dir() + "/corrupt", stub = box.dir() + "/stub",
+                    nameless_bundle = box.dir() + "/oom_dump_x_1_cuda_1";  // named like one, no metadata.json
+  for (const auto& d : {scratch, empty, foreign, corrupt, stub, nameless_bundle}) fs::create_directory(d);
   write_file(foreign + "/notes.txt", "hello\n");
-  for (const auto& args : run_commands(missing, scratch)) expect_refused(args, missing + " is not a directory", scratch);
-  for (const auto& args : oom_commands(missing)) expect_refused(args, missing + " does not exist", scratch);
+  write_file(corrupt + "/trace.gmpt", std::string(100, 'x'));
+  write_file(stub + "/trace.gmpt", "GMPTRACE");
+  // The output files expect_refused checks are never left behind.
+  const std::string csv = scratch + "/out.csv", html = scratch + "/report.html";
+  const std::string formats = "accepted: csv, jsonl, perfetto, telemetry-v2";
+
+  std::vector<std::pair<Args, std::string>> rows = {
+      // The command itself.
+      {{}, "no command given; usage: gpumemprof COMMAND [ARGS]"},
+      {{"frobnicate"}, "unknown command 'frobnicate'; accepted: run, report"},
+      // run
+      {{"run"}, "no command given; usage: gpumemprof run [options] -- COMMAND [ARGS...]"},
+      {{"run", "--bogus", "--", "true"}, "unknown option '--bogus'; see gpumemprof run --help (COMMAND goes after --)"},
+      {{"run", "-o"}, "option -o needs a value"},
+      {{"run", "--shim", box.dir() + "/missing.so", "--", "true"},
+       "cannot find the shim " + box.dir() + "/missing.so; give its path with --shim"},
+      // report and diff
+      {{"report"}, "usage: gpumemprof report DIR [--json]"},
+      {{"report", "--bogus", empty}, "unknown option '--bogus'; accepted: --json, --help"},
+      {{"diff"}, "two run directories expected, got 0; usage: gpumemprof diff DIR_A DIR_B [--json]"},
+      {{"diff", "/tmp"}, "two run directories expected, got 1"},
+      {{"diff", "a", "b", "c"}, "two run directories expected, got 3"},
+      {{"diff", "--frob", "a", "b"}, "unknown option '--frob'; accepted: --json, --help"},
+      // export
+      {{"export"}, "no run directory given; usage: gpumemprof export DIR --format csv|jsonl|perfetto|telemetry-v2"},
+      {{"export", run}, "--format is required; " + formats},
+      {{"export", run, "--format", "xml"}, "unknown format 'xml'; " + formats},
+      {{"export", run, "--format"}, "--format needs a value; " + formats},
+      {{"export", run, "--format", "csv", "-o"}, "-o needs a file name"},
+      {{"export", run, "--format", "csv", "--bogus"}, "unknown option '--bogus'"},
+      {{"export", run, run, "--format", "csv"}, "one run directory expected"},
+      {{"export", run, "--format", "csv", "--world-size", "4"}, "--world-size applies to --format telemetry-v2 only"},
+      {{"export", run, "--format", "telemetry-v2", "--world-size", "zero"}, "--world-size needs a positive integer"},
+      {{"export", run, "--format", "csv", "-o", scratch + "/no/such/dir/x.csv"}, "cannot write"},
+      {{"export", run, "--format", "csv", "-o", scratch}, "cannot write"},
+      {{"export", missing, "--format", "csv", "-o", csv}, "is not a directory"},
+      {{"export", empty, "--format", "csv", "-o", csv}, "is not a gpumemprof run directory"},
+      {{"export", foreign, "--format", "jsonl", "-o", csv}, "is not a gpumemprof run directory"},
+      {{"export", corrupt, "--format", "perfetto", "-o", csv}, "is not a gpumemprof trace (bad magic)"},
+      {{"export", stub, "--format", "telemetry-v2", "-o", csv}, "shorter than the 64-byte trace header"},
+      // html
+      {{"html"}, "no run directory given; usage: gpumemprof html DIR -o FILE"},
+      {{"html", empty}, "-o FILE is required (the HTML file to write, '-' for stdout)"},
+      {{"html", empty, "-o"}, "-o needs a file name ('-' for stdout)"},
+      {{"html", empty, "-o", ""}, "-o needs a file name ('-' for stdout)"},
+      {{"html", empty, "-o", html, "--bogus"}, "unknown option '--bogus'; accepted: -o, --output, --help"},
+      {{"html", empty, empty, "-o", html}, "one run directory expected, got '" + empty + "' too"},
+      {{"html", corrupt, "-o", html}, "not a gpumemprof trace"},
+      {{"html", run, "-o", scratch + "/no/such/dir/r.html"}, "cannot create " + scratch + "/no/such/dir/r.html"},
+      // oom
+      {{"oom"}, "no bundle or directory given"},
+      {{"oom", "--frobnicate", "/tmp"}, "unknown option '--frobnicate'; accepted: --json, --help"},
+      {{"oom", "/tmp", "/var"}, "one bundle or directory expected"},
+      {{"oom", empty}, empty + " is an empty directory; expected an OOM bundle directory"},
+      {{"oom", foreign + "/notes.txt"}, "notes.txt is not a directory; expected"},
+      {{"oom", nameless_bundle}, nameless_bundle + "/metadata.json is missing"},
+  };
+  // Every command that reads a run directory, on a missing, an empty and a foreign one.
+  for (const auto& args : run_commands(missing, scratch)) rows.emplace_back(args, missing + " is not a directory");
+  for (const auto& args : oom_commands(missing)) rows.emplace_back(args, missing + " does not exist; expected");
   for (const std::string& d : {empty, foreign}) {
     for (const auto& args : run_commands(d, scratch)) {
-      expect_refused(args, d + " is not a gpumemprof run directory (no manifest.json and no trace.gmpt)", scratch);
+      rows.emplace_back(args, d + " is not a gpumemprof run directory (no manifest.json and no trace.gmpt)");
     }
   }
-  for (const auto& args : oom_commands(empty)) expect_refused(args, empty + " is an empty directory", scratch);
-  for (const auto& args : oom_commands(foreign)) expect_refused(args, foreign + " is neither an OOM bundle", scratch);
-  // Usage errors follow the same rule.
-  expect_refused({}, "no command given; usage: gpumemprof COMMAND [ARGS]", scratch);
-  expect_refused({"report"}, "usage: gpumemprof report DIR [--json]", scratch);
-  expect_refused({"report", "--bogus", empty}, "unknown option '--bogus'; accepted: --json, --help", scratch);
-  expect_refused({"frobnicate"}, "unknown command 'frobnicate'; accepted: run, report", scratch);
+  for (const auto& args : oom_commands(empty)) rows.emplace_back(args, empty + " is an empty directory");
+  for (const auto& args : oom_commands(foreign)) {
+    rows.emplace_back(args, foreign + " is neither an OOM bundle (no metadata.json) nor a gpumemprof run directory");
+  }
+
+  for (const auto& [args, why] : rows) expect_refused(args, why, scratch);
 }
 
 // A field of the wrong type reads as absent: the command still does its job. One field per row, so

@@ -1,11 +1,11 @@
 // `gpumemprof html` on run directories from prog_ops on the fake driver: one self-contained file
-// whose embedded JSON holds the exact figures, escaping of what it inserts, and the command line's
-// errors. The page as a browser renders it is checked by tests/html/render_check.py.
+// whose embedded JSON holds the exact figures, and escaping of what it inserts. Its command-line
+// errors are in hostile_input_test.cpp; the page as a browser renders it is checked by
+// tests/html/render_check.py.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <fstream>
 #include <map>
 #include <regex>
@@ -198,45 +198,6 @@ TEST(HtmlCommand, AHostileExecutablePathIsEscaped) {
   EXPECT_FALSE(contains(r.out, "<b>"));
   EXPECT_TRUE(contains(r.out, "x&lt;/script&gt;&lt;b&gt;&amp;&quot;&#39;y"));
   EXPECT_EQ(embedded(r.out)["run"]["exe"], exe);
-}
-
-TEST(HtmlCommand, BadUsageAndUnreadableInputGetOneLineAndStatus2) {
-  Sandbox box;
-  const std::string out = box.dir() + "/out.html";
-  for (const auto& args : std::vector<std::vector<std::string>>{
-           {"html"},
-           {"html", box.dir()},                                  // no -o
-           {"html", box.dir(), "-o"},                            // -o without a value
-           {"html", box.dir(), "-o", ""},
-           {"html", box.dir(), "-o", out, "--bogus"},
-           {"html", box.dir(), box.dir(), "-o", out},
-           {"html", box.dir() + "/nope", "-o", out},             // no such directory
-           {"html", box.dir(), "-o", out},                       // not a run directory
-       }) {
-    RunResult r = run_tool(args);
-    std::string joined;
-    for (const auto& a : args) joined += a + " ";
-    EXPECT_EQ(r.exit_code, 2) << joined;
-    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << joined << ": " << r.err;
-    EXPECT_EQ(r.err.rfind("gpumemprof html: ", 0), 0u) << r.err;
-    EXPECT_FALSE(exists(out)) << joined;
-  }
-  std::ofstream(box.dir() + "/trace.gmpt") << std::string(100, 'x');  // corrupt: longer than a header
-  RunResult corrupt = run_tool({"html", box.dir(), "-o", out});
-  EXPECT_EQ(corrupt.exit_code, 2);
-  EXPECT_TRUE(contains(corrupt.err, "not a gpumemprof trace")) << corrupt.err;
-  EXPECT_EQ(std::count(corrupt.err.begin(), corrupt.err.end(), '\n'), 1) << corrupt.err;
-  EXPECT_FALSE(exists(out));
-
-  Sandbox good;
-  const std::string dir = profile(good);
-  RunResult unwritable = run_tool({"html", dir, "-o", box.dir() + "/no/such/dir/report.html"});
-  EXPECT_EQ(unwritable.exit_code, 2);
-  EXPECT_TRUE(contains(unwritable.err, "cannot create")) << unwritable.err;
-
-  RunResult help = run_tool({"html", "--help"});
-  EXPECT_EQ(help.exit_code, 0);
-  EXPECT_TRUE(contains(help.out, "usage: gpumemprof html DIR -o FILE")) << help.out;
 }
 
 }  // namespace

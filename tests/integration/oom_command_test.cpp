@@ -339,56 +339,6 @@ TEST(OomCommand, ACorruptOptionalFileIsANote) {
   EXPECT_TRUE(contains(r.out, "     1.  256.00 MiB  linear")) << r.out;
 }
 
-TEST(OomCommand, UnreadableInputIsExitTwoWithAMessage) {
-  Sandbox box;
-  const std::string empty = box.dir() + "/empty";
-  ASSERT_EQ(mkdir(empty.c_str(), 0700), 0);
-  RunResult r = run_tool({"oom", empty});
-  EXPECT_EQ(r.exit_code, 2);
-  EXPECT_TRUE(one_line(r.err)) << r.err;
-  EXPECT_TRUE(contains(r.err, empty + " is an empty directory; expected an OOM bundle directory")) << r.err;
-
-  const std::string foreign = box.dir() + "/foreign";
-  ASSERT_EQ(mkdir(foreign.c_str(), 0700), 0);
-  write_file(foreign + "/notes.txt", "hello\n");
-  r = run_tool({"oom", foreign});
-  EXPECT_EQ(r.exit_code, 2);
-  EXPECT_TRUE(one_line(r.err)) << r.err;
-  EXPECT_TRUE(contains(r.err, foreign + " is neither an OOM bundle (no metadata.json) nor a gpumemprof run directory")) << r.err;
-
-  r = run_tool({"oom", box.dir() + "/missing"});
-  EXPECT_EQ(r.exit_code, 2);
-  EXPECT_TRUE(contains(r.err, "missing does not exist; expected")) << r.err;
-
-  r = run_tool({"oom", foreign + "/notes.txt"});
-  EXPECT_EQ(r.exit_code, 2);
-  EXPECT_TRUE(contains(r.err, "notes.txt is not a directory; expected")) << r.err;
-
-  // A directory named like a bundle, without metadata.json.
-  const std::string fake_bundle = box.dir() + "/oom_dump_x_1_cuda_1";
-  ASSERT_EQ(mkdir(fake_bundle.c_str(), 0700), 0);
-  r = run_tool({"oom", fake_bundle});
-  EXPECT_EQ(r.exit_code, 2);
-  EXPECT_TRUE(one_line(r.err)) << r.err;
-  EXPECT_TRUE(contains(r.err, fake_bundle + "/metadata.json is missing")) << r.err;
-}
-
-TEST(OomCommand, BadUsage) {
-  RunResult r = run_tool({"oom"});
-  EXPECT_EQ(r.exit_code, 2);
-  EXPECT_TRUE(one_line(r.err)) << r.err;
-  EXPECT_TRUE(contains(r.err, "no bundle or directory given")) << r.err;
-  r = run_tool({"oom", "--frobnicate", "/tmp"});
-  EXPECT_EQ(r.exit_code, 2);
-  EXPECT_TRUE(contains(r.err, "unknown option '--frobnicate'; accepted: --json, --help")) << r.err;
-  r = run_tool({"oom", "/tmp", "/var"});
-  EXPECT_EQ(r.exit_code, 2);
-  EXPECT_TRUE(contains(r.err, "one bundle or directory expected")) << r.err;
-  r = run_tool({"oom", "--help"});
-  EXPECT_EQ(r.exit_code, 0);
-  EXPECT_TRUE(contains(r.out, "usage: gpumemprof oom BUNDLE_OR_DIR [--json]")) << r.out;
-}
-
 // Replaces `token` where it is not part of a longer number.
 std::string replace_number(std::string s, const std::string& token, const std::string& with) {
   auto digit = [](char c) { return c >= '0' && c <= '9'; };

@@ -226,15 +226,5 @@ TEST(Diff, ChangesBetweenTwoRuns) {
   for (const auto& [name, row] : s["devices"][0]["figures"].items()) EXPECT_EQ(row["change"], 0) << name;
 }
 
-TEST(Diff, BadUsage) {
-  for (const auto& args : std::vector<std::vector<std::string>>{{"diff"}, {"diff", "/tmp"}, {"diff", "a", "b", "c"},
-                                                                 {"diff", "--frob", "a", "b"}}) {
-    RunResult r = run_tool(args);
-    EXPECT_EQ(r.exit_code, 2);
-    EXPECT_FALSE(r.err.empty());
-  }
-  EXPECT_EQ(run_tool({"diff", "--help"}).exit_code, 0);
-}
-
 }  // namespace
 }  // namespace gmp::test

@@ -3,7 +3,6 @@
 #include <signal.h>
 #include <sys/stat.h>
 
-#include <algorithm>
 #include <fstream>
 
 #include "harness.h"
@@ -195,20 +194,6 @@ TEST(RunCommand, IncompleteTracesAreSaidAtTheEnd) {
                        "left on device)\n"),
             std::string::npos)
       << r.err;
-}
-
-TEST(RunCommand, BadCommandLinesGetOneLineAndStatus2) {
-  Sandbox box;
-  for (const auto& args : std::vector<std::vector<std::string>>{
-           {Paths::tool(), "run"},
-           {Paths::tool(), "run", "--bogus", "--", "true"},
-           {Paths::tool(), "run", "-o"},
-           {Paths::tool(), "run", "--shim", box.dir() + "/missing.so", "--", "true"}}) {
-    RunResult r = box.run(args, tool_env());
-    EXPECT_EQ(r.exit_code, 2) << args.back();
-    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
-  }
-  EXPECT_EQ(box.run({Paths::tool(), "run", "--help"}, tool_env()).exit_code, 0);
 }
 
 }  // namespace

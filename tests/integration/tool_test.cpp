@@ -24,9 +24,24 @@ TEST(Tool, ReportOfAScenarioRun) {
   EXPECT_EQ(s["devices"][0]["reserved_bytes"]["peak"], scenario::kDeviceReserved.peak);
 }
 
+// --help is status 0 with the usage on stdout, for the command and each subcommand. (What each
+// refuses is in hostile_input_test.cpp.)
 TEST(Tool, Help) {
-  EXPECT_EQ(run_tool({"--help"}).exit_code, 0);
-  EXPECT_EQ(run_tool({"report", "--help"}).exit_code, 0);
+  const std::vector<std::pair<std::vector<std::string>, std::string>> rows = {
+      {{"--help"}, "usage: gpumemprof COMMAND [ARGS]\n"},
+      {{"run", "--help"}, "usage: gpumemprof run [options] -- COMMAND [ARGS...]\n"},
+      {{"report", "--help"}, "usage: gpumemprof report DIR [--json]\n"},
+      {{"diff", "--help"}, "usage: gpumemprof diff DIR_A DIR_B [--json]\n"},
+      {{"export", "--help"}, "usage: gpumemprof export DIR --format FORMAT [-o FILE]\n"},
+      {{"html", "--help"}, "usage: gpumemprof html DIR -o FILE\n"},
+      {{"oom", "--help"}, "usage: gpumemprof oom BUNDLE_OR_DIR [--json]\n"},
+  };
+  for (const auto& [args, usage] : rows) {
+    RunResult r = run_tool(args);
+    EXPECT_EQ(r.exit_code, 0) << args[0];
+    EXPECT_EQ(r.out.rfind(usage, 0), 0u) << r.out;
+    EXPECT_EQ(r.err, "");
+  }
 }
 
 }  // namespace

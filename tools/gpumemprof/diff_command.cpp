@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "bytes_text.h"
 #include "command_args.h"
 #include "commands.h"
 #include "format.h"
@@ -39,7 +40,7 @@ struct Row {
 std::string signed_figure(const Row& r) {
   const int64_t d = r.delta();
   const uint64_t mag = static_cast<uint64_t>(d < 0 ? -d : d);
-  std::string s = d == 0 ? "0" : std::string(d < 0 ? "-" : "+") + (r.bytes ? human_bytes(mag) : std::to_string(mag));
+  std::string s = d == 0 ? "0" : std::string(d < 0 ? "-" : "+") + (r.bytes ? bytes_text(mag) : std::to_string(mag));
   if (d != 0 && r.a != 0) {
     char pct[32];
     std::snprintf(pct, sizeof pct, " (%+.1f%%)", 100.0 * static_cast<double>(d) / static_cast<double>(r.a));
@@ -48,7 +49,7 @@ std::string signed_figure(const Row& r) {
   return s;
 }
 
-std::string figure(const Row& r, uint64_t v) { return r.bytes ? human_bytes(v) : std::to_string(v); }
+std::string figure(const Row& r, uint64_t v) { return r.bytes ? bytes_text(v) : std::to_string(v); }
 
 nlohmann::json row_json(const Row& r) { return {{"a", r.a}, {"b", r.b}, {"change", r.delta()}}; }
 

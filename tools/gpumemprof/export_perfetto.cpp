@@ -12,6 +12,7 @@
 #include <set>
 #include <utility>
 
+#include "bytes_text.h"
 #include "export_formats.h"
 #include "format.h"
 #include "json_views.h"
@@ -105,7 +106,7 @@ void write_header(Context& ctx, uint64_t pid) {
 // Instant events for what went wrong or was noticed at this event, if anything.
 void write_markers(TraceEvents& out, const Event& e, uint64_t ts) {
   if ((e.op == Op::Alloc || e.op == Op::VmmCreate) && e.result == kOutOfMemory) {
-    const std::string name = "OOM: " + std::string(api_name(e.api)) + " of " + human_bytes(e.size);
+    const std::string name = "OOM: " + std::string(api_name(e.api)) + " of " + bytes_text(e.size);
     out.instant(name, "oom", e, ts, [&](JsonObject& a) {
       a.u64("size", e.size).str("api", api_name(e.api)).str("kind", kind_name(e.kind)).i64("result", e.result);
       a.str("error", cuda_error_name(e.result)).u64("thread", e.thread_id).u64("stream", e.stream);

@@ -3,23 +3,10 @@
 #include <cctype>
 #include <cstdio>
 
+#include "bytes_text.h"
 #include "json_views.h"
 
 namespace gmp::tool {
-
-std::string human_bytes(uint64_t bytes) {
-  static const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  double v = static_cast<double>(bytes);
-  int u = 0;
-  while (v >= 1024 && u < 4) {
-    v /= 1024;
-    ++u;
-  }
-  char buf[32];
-  if (u == 0) snprintf(buf, sizeof buf, "%llu B", static_cast<unsigned long long>(bytes));
-  else snprintf(buf, sizeof buf, "%.2f %s", v, units[u]);
-  return buf;
-}
 
 std::string human_duration_ns(uint64_t ns) {
   char buf[32];
@@ -42,7 +29,7 @@ std::string marker_label(const analysis::Marker& m) {
     }
     case Type::AlertCleared: return alert_type_name(m.alert) + " alert cleared";
     case Type::AllocFailed:
-      return std::string(api_name(m.api)) + " of " + human_bytes(m.size) + " failed (" + cuda_error_name(m.result) + ")";
+      return std::string(api_name(m.api)) + " of " + bytes_text(m.size) + " failed (" + cuda_error_name(m.result) + ")";
     case Type::OomBundle: return "OOM bundle written";
     case Type::OomRecovered: return "OOM recovered by a retry";
   }

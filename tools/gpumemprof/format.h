@@ -11,7 +11,6 @@
 
 namespace gmp::tool {
 
-std::string human_bytes(uint64_t bytes);  // "1.50 GiB", "512 B"
 std::string human_duration_ns(uint64_t ns);  // "1.234 s", "12.5 ms"
 
 // "1 allocation", "3 allocations": a count with its noun.

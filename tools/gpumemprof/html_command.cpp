@@ -7,6 +7,7 @@
 #include <cstring>
 #include <string>
 
+#include "bytes_text.h"
 #include "commands.h"
 #include "format.h"
 #include "html_report.h"
@@ -106,7 +107,7 @@ int html_main(int argc, char** argv) {
   }
   if (output != "-") {
     std::fprintf(stderr, "gpumemprof html: wrote %s (%s); open it in a browser\n", output.c_str(),
-                 human_bytes(page.size()).c_str());
+                 bytes_text(page.size()).c_str());
   }
   return 0;
 }

@@ -1,5 +1,6 @@
 // Builds the HTML report. The tables are written here, escaped, so they read without JavaScript;
-// the charts are drawn by the inline script (html_assets.cpp) from the embedded JSON.
+// the charts are drawn by the inline script (html/report.js) from the embedded JSON.
+#include "bytes_text.h"
 #include "html_report.h"
 
 #include <algorithm>
@@ -53,7 +54,7 @@ class Page {
             "  var root = document.body || document.documentElement;\n"
             "  root.dataset.error = String(message) + \" (line \" + line + \")\";\n"
             "};</script>\n";
-    out_ += "<style>\n";
+    out_ += "<style>\n\n";
     out_ += kHtmlReportCss;
     out_ += "</style>\n</head>\n<body>\n";
     header();
@@ -68,7 +69,7 @@ class Page {
             "<code>#gmp-data</code>; <code>gpumemprof report DIR --json</code> prints them too.</footer>\n";
     out_ += "<script type=\"application/json\" id=\"gmp-data\">";
     out_ += html::script_json(html_report_data(run_));
-    out_ += "</script>\n<script>\n";
+    out_ += "</script>\n<script>\n\n";
     out_ += kHtmlReportScript;
     out_ += "</script>\n</body>\n</html>\n";
     return std::move(out_);
@@ -169,12 +170,12 @@ class Page {
 
     out_ += "<div class=\"cards\">\n";
     for (const auto& [ordinal, d] : run_.devices) {
-      card("Peak allocated, device " + std::to_string(ordinal), human_bytes(d.allocated_peak.bytes),
+      card("Peak allocated, device " + std::to_string(ordinal), bytes_text(d.allocated_peak.bytes),
            "at " + at(d.allocated_peak.at_ns) +
                (d.final_stats.total_bytes ? ", " + percent(d.allocated_peak.bytes, d.final_stats.total_bytes) + " of the device" : ""));
     }
     if (run_.devices.empty()) card("Device memory", "none", "no device memory was allocated");
-    card("Live at exit", human_bytes(run_.leaks.total.bytes),
+    card("Live at exit", bytes_text(run_.leaks.total.bytes),
          count_of(run_.leaks.total.count, "allocation"),
          run_.leaks.total.count ? "warn" : "");
     const uint64_t failed = failed_allocations();
@@ -206,7 +207,7 @@ class Page {
     if (with_device) out_ += "<th class=\"num\">device</th>";
     out_ += "<th>API</th><th class=\"num\">allocated at</th><th class=\"num\">thread</th><th>call site</th></tr></thead>\n<tbody>\n";
     for (const LiveAllocation& a : list) {
-      out_ += "<tr><td class=\"num\">" + escape(human_bytes(a.size)) + "</td><td>" + escape(name_of(a.kind)) + "</td>";
+      out_ += "<tr><td class=\"num\">" + escape(bytes_text(a.size)) + "</td><td>" + escape(name_of(a.kind)) + "</td>";
       if (with_device) out_ += "<td class=\"num\">" + std::to_string(a.device) + "</td>";
       out_ += "<td><code>" + escape(std::string(api_name(a.api))) + "</code></td><td class=\"num\">" +
               escape(at(since(a.timestamp_ns, run_.start_ns))) + "</td><td class=\"num\">" + std::to_string(a.thread_id) +
@@ -220,8 +221,8 @@ class Page {
     for (int k = 1; k < kKindCount; ++k) {
       const analysis::Bytes& b = set.by_kind[k];
       if (b.count == 0) continue;
-      out_ += "<tr><td>" + escape(name_of(static_cast<Kind>(k))) + "</td><td class=\"num\">" + escape(human_bytes(b.bytes)) +
-              "</td><td class=\"num\">" + u64s(b.count) + "</td></tr>\n";
+      out_ += "<tr><td>" + escape(name_of(static_cast<Kind>(k))) + "</td><td class=\"num\">" +
+              escape(bytes_text(b.bytes)) + "</td><td class=\"num\">" + u64s(b.count) + "</td></tr>\n";
     }
     out_ += "</tbody></table>\n";
   }
@@ -234,7 +235,7 @@ class Page {
             "<th class=\"num\">allocations</th><th class=\"num\">stacks</th></tr></thead>\n<tbody>\n";
     for (const analysis::CallSite& c : sites) {
       out_ += "<tr><td class=\"site\"" + (c.stack_id ? " title=\"largest stack: " + std::to_string(c.stack_id) + "\"" : std::string()) +
-              "><code>" + escape(c.label) + "</code></td><td class=\"num\">" + escape(human_bytes(c.bytes.bytes)) +
+              "><code>" + escape(c.label) + "</code></td><td class=\"num\">" + escape(bytes_text(c.bytes.bytes)) +
               "</td><td class=\"num\">" + u64s(c.bytes.count) + "</td><td class=\"num\">" + u64s(c.stacks) + "</td></tr>\n";
     }
     out_ += "</tbody></table>\n";
@@ -245,16 +246,18 @@ class Page {
     const std::string id = std::to_string(d.device);
     out_ += "<section class=\"device\" id=\"device-" + id + "\" data-device=\"" + id + "\">\n";
     out_ += "<h2>Device " + id + " <span class=\"device-name\">" + escape(d.name.empty() ? "unnamed device" : d.name) + "</span>";
-    if (s.total_bytes) out_ += " <small>" + escape(human_bytes(s.total_bytes)) + " total</small>";
+    if (s.total_bytes) out_ += " <small>" + escape(bytes_text(s.total_bytes)) + " total</small>";
     out_ += "</h2>\n<div class=\"cards\">\n";
     const auto of_device = [&](uint64_t b) { return s.total_bytes ? ", " + percent(b, s.total_bytes) + " of the device" : std::string(); };
-    card("Peak allocated", human_bytes(d.allocated_peak.bytes), "at " + at(d.allocated_peak.at_ns) + of_device(d.allocated_peak.bytes));
-    card("Peak reserved", human_bytes(d.reserved_peak.bytes), "at " + at(d.reserved_peak.at_ns) + of_device(d.reserved_peak.bytes));
-    card("At exit", human_bytes(s.allocated.current), "allocated; " + human_bytes(s.reserved.current) + " reserved");
+    card("Peak allocated", bytes_text(d.allocated_peak.bytes),
+         "at " + at(d.allocated_peak.at_ns) + of_device(d.allocated_peak.bytes));
+    card("Peak reserved", bytes_text(d.reserved_peak.bytes),
+         "at " + at(d.reserved_peak.at_ns) + of_device(d.reserved_peak.bytes));
+    card("At exit", bytes_text(s.allocated.current), "allocated; " + bytes_text(s.reserved.current) + " reserved");
     if (d.nvml_process_peak) {
-      card("NVML: this process", human_bytes(d.nvml_process_peak), "at most, as the driver saw it (context included)");
+      card("NVML: this process", bytes_text(d.nvml_process_peak), "at most, as the driver saw it (context included)");
     } else if (d.nvml_device_used_peak) {
-      card("NVML: whole device", human_bytes(d.nvml_device_used_peak), "used at most, by all processes");
+      card("NVML: whole device", bytes_text(d.nvml_device_used_peak), "used at most, by all processes");
     }
     out_ += "</div>\n";
 
@@ -267,9 +270,10 @@ class Page {
             "the tables do not.</p></noscript></div>\n";
 
     out_ += "<h3>At the allocated peak</h3>\n";
-    out_ += "<p>Allocated memory peaked at <strong class=\"peak-allocated\">" + escape(human_bytes(d.allocated_peak.bytes)) +
-            "</strong> at " + escape(at(d.allocated_peak.at_ns)) + "; reserved memory at <strong class=\"peak-reserved\">" +
-            escape(human_bytes(d.reserved_peak.bytes)) + "</strong> at " + escape(at(d.reserved_peak.at_ns)) + ".</p>\n";
+    out_ += "<p>Allocated memory peaked at <strong class=\"peak-allocated\">" +
+            escape(bytes_text(d.allocated_peak.bytes)) + "</strong> at " + escape(at(d.allocated_peak.at_ns)) +
+            "; reserved memory at <strong class=\"peak-reserved\">" +
+            escape(bytes_text(d.reserved_peak.bytes)) + "</strong> at " + escape(at(d.reserved_peak.at_ns)) + ".</p>\n";
     out_ += "<table class=\"kinds\">\n<thead><tr><th>kind</th><th class=\"num\">at the allocated peak</th>"
             "<th class=\"num\">at the reserved peak</th><th class=\"num\">own peak</th><th class=\"num\">at exit</th>"
             "<th class=\"num\">allocations</th><th class=\"num\">frees</th></tr></thead>\n<tbody>\n";
@@ -277,40 +281,41 @@ class Page {
       const KindStats& ks = s.kind(k);
       const size_t i = static_cast<size_t>(k);
       if (ks.allocs == 0 && ks.bytes.peak == 0 && d.allocated_peak.kind_bytes[i] == 0) continue;
-      out_ += "<tr><td>" + escape(name_of(k)) + "</td><td class=\"num\">" + escape(human_bytes(d.allocated_peak.kind_bytes[i])) +
-              "</td><td class=\"num\">" + escape(human_bytes(d.reserved_peak.kind_bytes[i])) + "</td><td class=\"num\">" +
-              escape(human_bytes(ks.bytes.peak)) + "</td><td class=\"num\">" + escape(human_bytes(ks.bytes.current)) +
+      out_ += "<tr><td>" + escape(name_of(k)) + "</td><td class=\"num\">" +
+              escape(bytes_text(d.allocated_peak.kind_bytes[i])) + "</td><td class=\"num\">" +
+              escape(bytes_text(d.reserved_peak.kind_bytes[i])) + "</td><td class=\"num\">" +
+              escape(bytes_text(ks.bytes.peak)) + "</td><td class=\"num\">" + escape(bytes_text(ks.bytes.current)) +
               "</td><td class=\"num\">" + u64s(ks.allocs) + "</td><td class=\"num\">" + u64s(ks.frees) + "</td></tr>\n";
     }
     out_ += "</tbody></table>\n";
     if (s.pool_reserved.peak > 0) {
-      out_ += "<p>Stream-ordered pools reserved at most " + escape(human_bytes(s.pool_reserved.peak)) + ", " +
-              escape(human_bytes(s.pool_reserved.current)) + " at exit.</p>\n";
+      out_ += "<p>Stream-ordered pools reserved at most " + escape(bytes_text(s.pool_reserved.peak)) + ", " +
+              escape(bytes_text(s.pool_reserved.current)) + " at exit.</p>\n";
     }
     if (s.vmm_physical.peak > 0) {
-      out_ += "<p>VMM physical memory peaked at " + escape(human_bytes(s.vmm_physical.peak)) + ", " +
-              escape(human_bytes(s.vmm_physical.current)) + " at exit.</p>\n";
+      out_ += "<p>VMM physical memory peaked at " + escape(bytes_text(s.vmm_physical.peak)) + ", " +
+              escape(bytes_text(s.vmm_physical.current)) + " at exit.</p>\n";
     }
 
     const analysis::LiveSet& live = d.live_at_peak;
     if (live.total.count > 0) {
       out_ += "<h3>Live at the allocated peak: " + count_of(live.total.count, "allocation") + ", " +
-              escape(human_bytes(live.total.bytes)) + "</h3>\n";
+              escape(bytes_text(live.total.bytes)) + "</h3>\n";
       by_kind_rows(live);
       out_ += "<h4>Largest</h4>\n";
       allocation_rows(live.largest, false);
       call_sites(d.sites_at_peak);
     }
     if (d.nvml_process_peak > 0) {
-      std::string text = "NVML saw this process use at most " + escape(human_bytes(d.nvml_process_peak)) +
-                         " of the device; the tracked reserved peak is " + escape(human_bytes(d.reserved_peak.bytes));
+      std::string text = "NVML saw this process use at most " + escape(bytes_text(d.nvml_process_peak)) +
+                         " of the device; the tracked reserved peak is " + escape(bytes_text(d.reserved_peak.bytes));
       if (d.nvml_process_peak > d.reserved_peak.bytes) {
-        text += ": " + escape(human_bytes(d.nvml_process_peak - d.reserved_peak.bytes)) +
+        text += ": " + escape(bytes_text(d.nvml_process_peak - d.reserved_peak.bytes)) +
                 " more is the CUDA context, loaded modules and memory not allocated through the tracked calls";
       }
       note("", text + ".");
     } else if (d.nvml_device_used_peak > 0) {
-      note("", "NVML saw the device used at most " + escape(human_bytes(d.nvml_device_used_peak)) +
+      note("", "NVML saw the device used at most " + escape(bytes_text(d.nvml_device_used_peak)) +
                    " by all processes (this process's share was not reported).");
     }
     out_ += "<p class=\"muted\">On this device: " + count_of(s.alloc_count, "allocation") + ", " + count_of(s.free_count, "free") +
@@ -318,7 +323,7 @@ class Page {
     out_ += "</section>\n";
   }
 
-  // The flame graph of the peak is drawn by the script (renderFlameGraph in html_assets.cpp) from the
+  // The flame graph of the peak is drawn by the script (renderFlameGraph in html/report.js) from the
   // embedded "flame" trees; it shows the section, or says why there is no graph (no stacks recorded).
   // Without JavaScript the section stays hidden: the call-site tables above name the sites.
   void flame_graph_section() {
@@ -330,8 +335,9 @@ class Page {
     const analysis::LiveSet& l = run_.leaks;
     out_ += "<section id=\"leaks\">\n<h2>Leaks: live at exit</h2>\n";
     if (l.total.count > 0) {
-      out_ += "<p><strong class=\"leak-total\">" + count_of(l.total.count, "allocation") + ", " + escape(human_bytes(l.total.bytes)) +
-              "</strong> of device memory " + (l.total.count == 1 ? "was" : "were") +
+      out_ += "<p><strong class=\"leak-total\">" + count_of(l.total.count, "allocation") + ", " +
+              escape(bytes_text(l.total.bytes)) + "</strong> of device memory " +
+              (l.total.count == 1 ? "was" : "were") +
               " still allocated when the process ended (or when the trace stops).</p>\n";
     } else {
       out_ += "<p><strong class=\"leak-total\">No leaks:</strong> no device memory was left allocated.</p>\n";
@@ -347,8 +353,9 @@ class Page {
     if (pinned_peak == 0 && p.total.count == 0) {
       out_ += "<p class=\"muted\">No pinned host memory was allocated.</p>\n";
     } else {
-      out_ += "<p>Pinned host memory: peak " + escape(human_bytes(pinned_peak)) + "; " + count_of(p.total.count, "allocation") +
-              " of " + escape(human_bytes(p.total.bytes)) + " live at exit.</p>\n";
+      out_ += "<p>Pinned host memory: peak " + escape(bytes_text(pinned_peak)) + "; " +
+              count_of(p.total.count, "allocation") + " of " + escape(bytes_text(p.total.bytes)) +
+              " live at exit.</p>\n";
     }
     out_ += "</section>\n";
   }
@@ -407,8 +414,8 @@ class Page {
     const size_t n = marker_rows(
         [](const Marker& m) { return m.type == Marker::Type::AlertFired || m.type == Marker::Type::AlertCleared; },
         {"allocated", "reserved", "threshold"}, [](const Marker& m) {
-          return "<td class=\"num\">" + escape(human_bytes(m.size)) + "</td><td class=\"num\">" + escape(human_bytes(m.reserved)) +
-                 "</td><td class=\"num\">" + escape(human_bytes(m.threshold)) + "</td>";
+          return "<td class=\"num\">" + escape(bytes_text(m.size)) + "</td><td class=\"num\">" +
+                 escape(bytes_text(m.reserved)) + "</td><td class=\"num\">" + escape(bytes_text(m.threshold)) + "</td>";
         });
     if (n == 0) out_ += "<p class=\"muted\">No alert fired.</p>\n";
     out_ += "</section>\n";

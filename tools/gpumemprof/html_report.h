@@ -18,7 +18,12 @@ nlohmann::json html_report_data(const analysis::RunAnalysis& run);
 // The whole document.
 std::string render_html_report(const analysis::RunAnalysis& run);
 
-// Inline assets (html_assets.cpp).
+// The page's inline style sheet and script: html/report.css and html/report.js, compiled in at
+// build time (html/embed.cmake). Hand-written, no libraries, nothing fetched: the page must open
+// from a file on a machine with no network. The script reads the embedded JSON (#gmp-data), draws
+// one SVG timeline per device with a hover tooltip and one flame graph (icicle) per device of what
+// was live at its allocated peak, and finally sets <body data-rendered="ok"> (a script error sets
+// data-error instead; tests check both).
 extern const char* const kHtmlReportCss;
 extern const char* const kHtmlReportScript;
 

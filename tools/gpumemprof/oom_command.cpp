@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "attribution_reader.h"
+#include "bytes_text.h"
 #include "call_sites.h"
 #include "command_args.h"
 #include "commands.h"
@@ -135,7 +136,7 @@ std::string no_oom_text(const RunOom& run) {
   if (!run.failed_oom.empty()) s += "Failed requests (summary.json):\n";
   for (const auto& f : run.failed_oom) {
     const std::string api = json_str(f, {"api"});
-    s += "  " + printable(api.empty() ? "?" : api) + " of " + human_bytes(json_u64(f, {"size"})) + " on device " +
+    s += "  " + printable(api.empty() ? "?" : api) + " of " + bytes_text(json_u64(f, {"size"})) + " on device " +
          std::to_string(reader::as_device(reader::member(&f, "device")).value_or(-1)) + ", " +
          human_duration_ns(json_u64(f, {"at_ns"})) + " after profiling started\n";
   }

@@ -5,6 +5,7 @@
 #include <cstdarg>
 #include <cstdio>
 
+#include "bytes_text.h"
 #include "format.h"
 
 namespace gmp::tool {
@@ -76,7 +77,7 @@ std::string wrap(const std::string& text, const std::string& first, const std::s
   return out + line + "\n";
 }
 
-std::string hb(uint64_t bytes) { return human_bytes(bytes); }
+std::string hb(uint64_t bytes) { return bytes_text(bytes); }
 std::string u(uint64_t v) { return std::to_string(v); }
 
 bool is_host_pinned(const std::string& kind) { return kind == "host_pinned"; }

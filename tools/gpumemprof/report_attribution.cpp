@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <string>
 
+#include "bytes_text.h"
 #include "format.h"
 
 namespace gmp::tool {
@@ -20,7 +21,7 @@ constexpr size_t kNameWidthMax = 40;
 std::string signed_bytes(int64_t v) {
   if (v == 0) return "0 B";
   const uint64_t mag = v < 0 ? static_cast<uint64_t>(-(v + 1)) + 1 : static_cast<uint64_t>(v);
-  return (v < 0 ? "-" : "+") + human_bytes(mag);
+  return (v < 0 ? "-" : "+") + bytes_text(mag);
 }
 
 std::string fit(const std::string& s, size_t width) {
@@ -38,7 +39,7 @@ void print_call_sites(const analysis::RunAnalysis& run, const std::vector<analys
       std::printf("%*s  ... and more (--json lists %zu)\n", indent, "", sites.size());
       break;
     }
-    std::printf("%*s  %-11s in %-6llu %s\n", indent, "", human_bytes(s.bytes.bytes).c_str(), (ull)s.bytes.count,
+    std::printf("%*s  %-11s in %-6llu %s\n", indent, "", bytes_text(s.bytes.bytes).c_str(), (ull)s.bytes.count,
                 s.label.c_str());
     auto it = run.stacks.find(s.stack_id);
     if (it == run.stacks.end()) continue;
@@ -70,7 +71,7 @@ void print_ranges(const analysis::RunAnalysis& run) {
   for (const analysis::RangeRow& row : r.ranges) {
     std::printf("    %-*s %7llu %-10s %-10s %-11s %-17s %s", w, fit(row.name, kNameWidthMax).c_str(), (ull)row.calls,
                 human_duration_ns(row.total_ns).c_str(), human_duration_ns(row.calls ? row.total_ns / row.calls : 0).c_str(),
-                human_bytes(row.bytes_allocated).c_str(), human_bytes(row.peak_above_entry).c_str(),
+                bytes_text(row.bytes_allocated).c_str(), bytes_text(row.peak_above_entry).c_str(),
                 signed_bytes(row.net_change).c_str());
     if (row.open_at_end) std::printf("  (%llu still open at the end)", (ull)row.open_at_end);
     std::printf("\n");
@@ -90,8 +91,8 @@ void print_marks(const analysis::RunAnalysis& run) {
   auto row = [&](const analysis::MarkRow& m) {
     const bool largest = r.largest_growth && r.largest_growth->index == m.index;
     std::printf("    %5llu %-*s %-10s %-11s %-15s %-12s %s%s\n", (ull)m.index, w, fit(m.name, kNameWidthMax).c_str(),
-                human_duration_ns(m.at_ns).c_str(), human_bytes(m.allocated).c_str(),
-                human_bytes(m.peak_since_previous).c_str(), human_bytes(m.peak_so_far).c_str(),
+                human_duration_ns(m.at_ns).c_str(), bytes_text(m.allocated).c_str(),
+                bytes_text(m.peak_since_previous).c_str(), bytes_text(m.peak_so_far).c_str(),
                 signed_bytes(m.growth).c_str(), largest ? "  <- largest growth" : "");
   };
   // Long runs: the first and last checkpoints, and the largest growth wherever it was.

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "analysis_json.h"
+#include "bytes_text.h"
 #include "command_args.h"
 #include "commands.h"
 #include "format.h"
@@ -33,7 +34,7 @@ using ull = unsigned long long;
 
 void print_allocation(const analysis::RunAnalysis& run, const LiveAllocation& a, bool with_device) {
   const uint64_t start_ns = run.start_ns;
-  std::printf("      %-11s %-7s ", human_bytes(a.size).c_str(), std::string(kind_name(a.kind)).c_str());
+  std::printf("      %-11s %-7s ", bytes_text(a.size).c_str(), std::string(kind_name(a.kind)).c_str());
   if (with_device) std::printf("device %-2d ", a.device);
   std::printf("%-26s at %-10s thread %u", std::string(api_name(a.api)).c_str(),
               human_duration_ns(a.timestamp_ns > start_ns ? a.timestamp_ns - start_ns : 0).c_str(), a.thread_id);
@@ -47,38 +48,38 @@ void print_by_kind(const analysis::LiveSet& set) {
     const analysis::Bytes& b = set.by_kind[k];
     if (b.count == 0) continue;
     std::printf("      %-8s %-11s in %llu\n", std::string(kind_name(static_cast<Kind>(k))).c_str(),
-                human_bytes(b.bytes).c_str(), (ull)b.count);
+                bytes_text(b.bytes).c_str(), (ull)b.count);
   }
 }
 
 void print_device(const analysis::RunAnalysis& run, const analysis::DeviceAnalysis& d) {
   const DeviceStats& s = d.final_stats;
   std::printf("\ndevice %d  %s  (%s total)\n", d.device, d.name.empty() ? "?" : d.name.c_str(),
-              human_bytes(s.total_bytes).c_str());
-  std::printf("  allocated  peak %-11s at %-10s final %s\n", human_bytes(d.allocated_peak.bytes).c_str(),
-              human_duration_ns(d.allocated_peak.at_ns).c_str(), human_bytes(s.allocated.current).c_str());
-  std::printf("  reserved   peak %-11s at %-10s final %s\n", human_bytes(d.reserved_peak.bytes).c_str(),
-              human_duration_ns(d.reserved_peak.at_ns).c_str(), human_bytes(s.reserved.current).c_str());
+              bytes_text(s.total_bytes).c_str());
+  std::printf("  allocated  peak %-11s at %-10s final %s\n", bytes_text(d.allocated_peak.bytes).c_str(),
+              human_duration_ns(d.allocated_peak.at_ns).c_str(), bytes_text(s.allocated.current).c_str());
+  std::printf("  reserved   peak %-11s at %-10s final %s\n", bytes_text(d.reserved_peak.bytes).c_str(),
+              human_duration_ns(d.reserved_peak.at_ns).c_str(), bytes_text(s.reserved.current).c_str());
   std::printf("    %-8s %-12s %-12s %-10s %s\n", "kind", "peak", "final", "allocs", "frees");
   for (Kind k : {Kind::Linear, Kind::Pool, Kind::Vmm, Kind::Array, Kind::Managed}) {
     const KindStats& ks = s.kind(k);
     if (ks.allocs == 0 && ks.bytes.peak == 0) continue;
     std::printf("    %-8s %-12s %-12s %-10llu %llu\n", std::string(kind_name(k)).c_str(),
-                human_bytes(ks.bytes.peak).c_str(), human_bytes(ks.bytes.current).c_str(), (ull)ks.allocs,
+                bytes_text(ks.bytes.peak).c_str(), bytes_text(ks.bytes.current).c_str(), (ull)ks.allocs,
                 (ull)ks.frees);
   }
   if (s.pool_reserved.peak > 0) {
-    std::printf("    pools reserved peak %s, final %s\n", human_bytes(s.pool_reserved.peak).c_str(),
-                human_bytes(s.pool_reserved.current).c_str());
+    std::printf("    pools reserved peak %s, final %s\n", bytes_text(s.pool_reserved.peak).c_str(),
+                bytes_text(s.pool_reserved.current).c_str());
   }
   if (s.vmm_physical.peak > 0) {
-    std::printf("    vmm physical peak %s, final %s\n", human_bytes(s.vmm_physical.peak).c_str(),
-                human_bytes(s.vmm_physical.current).c_str());
+    std::printf("    vmm physical peak %s, final %s\n", bytes_text(s.vmm_physical.peak).c_str(),
+                bytes_text(s.vmm_physical.current).c_str());
   }
   const analysis::LiveSet& live = d.live_at_peak;
   if (live.total.count > 0) {
     std::printf("  live at the allocated peak: %s, %s\n", counted(live.total.count, "allocation").c_str(),
-                human_bytes(live.total.bytes).c_str());
+                bytes_text(live.total.bytes).c_str());
     print_by_kind(live);
     std::printf("    largest:\n");
     for (const LiveAllocation& a : live.largest) print_allocation(run, a, false);
@@ -86,16 +87,16 @@ void print_device(const analysis::RunAnalysis& run, const analysis::DeviceAnalys
   }
   if (d.nvml_process_peak > 0) {
     const uint64_t tracked = d.reserved_peak.bytes;
-    std::printf("  NVML: this process used at most %s of the device (tracked reserved peak %s", human_bytes(d.nvml_process_peak).c_str(),
-                human_bytes(tracked).c_str());
+    std::printf("  NVML: this process used at most %s of the device (tracked reserved peak %s",
+                bytes_text(d.nvml_process_peak).c_str(), bytes_text(tracked).c_str());
     if (d.nvml_process_peak > tracked) {
       std::printf("; %s more is the CUDA context, loaded modules and memory not allocated through the tracked calls",
-                  human_bytes(d.nvml_process_peak - tracked).c_str());
+                  bytes_text(d.nvml_process_peak - tracked).c_str());
     }
     std::printf(")\n");
   } else if (d.nvml_device_used_peak > 0) {
     std::printf("  NVML: device used at most %s by all processes (this process's share not reported)\n",
-                human_bytes(d.nvml_device_used_peak).c_str());
+                bytes_text(d.nvml_device_used_peak).c_str());
   }
   std::printf("  allocations %llu, frees %llu, failed allocations %llu\n", (ull)s.alloc_count, (ull)s.free_count,
               (ull)s.failed_alloc_count);
@@ -112,7 +113,7 @@ void print_markers(const analysis::RunAnalysis& run, bool (*wanted)(analysis::Ma
     if (m.device >= 0) std::printf("device %-2d ", m.device);
     std::printf("%s", marker_label(m).c_str());
     if (m.type == analysis::Marker::Type::AlertFired || m.type == analysis::Marker::Type::AlertCleared) {
-      std::printf(" (allocated %s, reserved %s)", human_bytes(m.size).c_str(), human_bytes(m.reserved).c_str());
+      std::printf(" (allocated %s, reserved %s)", bytes_text(m.size).c_str(), bytes_text(m.reserved).c_str());
     }
     std::printf("\n");
   }
@@ -159,10 +160,11 @@ void print_text(const analysis::RunAnalysis& run) {
   if (run.devices.empty()) std::printf("\nno device memory was allocated\n");
   for (const auto& [ordinal, d] : run.devices) print_device(run, d);
 
-  std::printf("\npinned host memory  peak %s, final %s\n", human_bytes(json_u64(s, {"host_pinned_bytes", "peak"})).c_str(),
-              human_bytes(json_u64(s, {"host_pinned_bytes", "current"})).c_str());
+  std::printf("\npinned host memory  peak %s, final %s\n",
+              bytes_text(json_u64(s, {"host_pinned_bytes", "peak"})).c_str(),
+              bytes_text(json_u64(s, {"host_pinned_bytes", "current"})).c_str());
   std::printf("leaks: live at exit %s, %s\n", counted(run.leaks.total.count, "allocation").c_str(),
-              human_bytes(run.leaks.total.bytes).c_str());
+              bytes_text(run.leaks.total.bytes).c_str());
   if (run.leaks.total.count > 0) {
     print_by_kind(run.leaks);
     std::printf("    largest:\n");

@@ -3,6 +3,7 @@
 // NVTX_INJECTION64_PATH), points every process's run directory into one root, passes terminating
 // signals to the command, exits with its status, and prints what each CUDA process used and the
 // next commands to run.
+#include "bytes_text.h"
 #include "commands.h"
 
 #include <dirent.h>
@@ -109,8 +110,8 @@ void print_run(const std::string& dir) {
                (unsigned long long)run->manifest.pid.value_or(0));
   for (const auto& d : reader::array_or_empty(reader::member(&s, "devices"))) {
     std::fprintf(stderr, "    device %llu: peak allocated %s, peak reserved %s\n", (unsigned long long)json_u64(d, {"device"}),
-                 human_bytes(json_u64(d, {"allocated_bytes", "peak"})).c_str(),
-                 human_bytes(json_u64(d, {"reserved_bytes", "peak"})).c_str());
+                 bytes_text(json_u64(d, {"allocated_bytes", "peak"})).c_str(),
+                 bytes_text(json_u64(d, {"reserved_bytes", "peak"})).c_str());
   }
   const uint64_t alerts = json_u64(s, {"alerts", "warning"}) + json_u64(s, {"alerts", "critical"}) +
                           json_u64(s, {"alerts", "fragmentation"}) + json_u64(s, {"alerts", "growth"});

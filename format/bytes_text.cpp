@@ -1,0 +1,23 @@
+#include "bytes_text.h"
+
+#include <cstdio>
+
+namespace gmp {
+
+std::string bytes_text(uint64_t bytes, ByteUnits units) {
+  static const char* const kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  int unit = units == ByteUnits::MiBOrGiB ? 2 : 0;
+  const int largest = units == ByteUnits::MiBOrGiB ? 3 : 4;
+  // Dividing by powers of two is exact, so each figure is the byte count's own double, scaled.
+  double v = static_cast<double>(bytes) / static_cast<double>(1ull << (10 * unit));
+  while (v >= 1024 && unit < largest) {
+    v /= 1024;
+    ++unit;
+  }
+  char buf[32];
+  if (unit == 0) std::snprintf(buf, sizeof buf, "%llu B", static_cast<unsigned long long>(bytes));
+  else std::snprintf(buf, sizeof buf, "%.2f %s", v, kUnits[unit]);
+  return buf;
+}
+
+}  // namespace gmp
