@@ -19,7 +19,10 @@ namespace gmp::reader {
 struct RunDirectory {
   std::string path;
   nlohmann::json manifest;  // null when missing
-  nlohmann::json summary;   // from summary.json, or rebuilt
+  // summary.json as read, passed through to report --json and the HTML page's data; or the JSON of
+  // a summary rebuilt from the trace.
+  nlohmann::json summary;
+  Summary figures;  // the same, read (format/summary.h): what the tools look at
   bool summary_rebuilt = false;
   std::string rebuild_reason;
   uint64_t trace_truncated_bytes = 0;
