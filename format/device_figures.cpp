@@ -1,22 +1,31 @@
 #include "device_figures.h"
 
 #include "json_fields.h"
+#include "json_views.h"
 
 namespace gmp {
 namespace {
 
 using json = nlohmann::json;
-using reader::as_device;
-using reader::as_u64;
-using reader::member;
-using reader::str_or;
-using reader::u64_or;
+using namespace reader;  // json_fields.h
 
 Counter counter(const json* j) { return {u64_or(member(j, "current")), u64_or(member(j, "peak"))}; }
 
 KindStats kind_stats(const json* j) { return {counter(j), u64_or(member(j, "allocs")), u64_or(member(j, "frees"))}; }
 
+uint64_t since(uint64_t ts, uint64_t start) { return ts > start ? ts - start : 0; }
+
 }  // namespace
+
+DeviceFigures device_figures(const DeviceStats& d, const std::string& name, uint64_t start_ns) {
+  DeviceFigures f{d, name};
+  f.stats.allocated_peak_ns = since(d.allocated_peak_ns, start_ns);
+  f.stats.reserved_peak_ns = since(d.reserved_peak_ns, start_ns);
+  return f;
+}
+
+// Peak times are held as written, since the profiler started: device_json() is given start 0.
+json to_json(const DeviceFigures& f) { return device_json(f.stats, f.name, 0); }
 
 DeviceFigures device_figures_from_json(const json& j) {
   const json* d = &j;

@@ -7,28 +7,11 @@ namespace gmp {
 namespace {
 
 using json = nlohmann::json;
-using reader::array_or_empty;
-using reader::as_bool;
-using reader::as_device;
-using reader::as_i64;
-using reader::as_u64;
-using reader::member;
-using reader::str_or;
-using reader::u64_or;
+using namespace reader;  // json_fields.h
 
 uint64_t since_start(uint64_t ts, uint64_t start) { return ts > start ? ts - start : 0; }
 
 constexpr size_t kSummaryFailedShown = 100;
-
-// Peak times are kept as written: since the profiler started, so device_json() is given start 0.
-DeviceFigures figures(const DeviceStats& d, const std::string& name, uint64_t start_ns) {
-  DeviceFigures f{d, name};
-  f.stats.allocated_peak_ns = since_start(d.allocated_peak_ns, start_ns);
-  f.stats.reserved_peak_ns = since_start(d.reserved_peak_ns, start_ns);
-  return f;
-}
-
-json device_entry(const DeviceFigures& f) { return device_json(f.stats, f.name, 0); }
 
 Counter counter(const json* j) { return {u64_or(member(j, "current")), u64_or(member(j, "peak"))}; }
 
@@ -41,7 +24,8 @@ Summary build_summary(const Accounting& acc, const SummaryContext& ctx) {
   s.terminated_by_signal = ctx.terminated_by_signal > 0 ? static_cast<uint64_t>(ctx.terminated_by_signal) : 0;
   for (const auto& [ordinal, d] : acc.devices()) {
     auto name = ctx.device_names.find(ordinal);
-    DeviceFigures f = figures(d, name != ctx.device_names.end() ? name->second : std::string(), ctx.start_monotonic_ns);
+    DeviceFigures f =
+        device_figures(d, name != ctx.device_names.end() ? name->second : std::string(), ctx.start_monotonic_ns);
     // Ordinal -1 collects what no device could be named for (an unknown VMM handle's mapping).
     if (ordinal < 0) {
       s.unattributed = std::move(f);
@@ -75,12 +59,14 @@ Summary build_summary(const Accounting& acc, const SummaryContext& ctx) {
 
 json to_json(const Summary& s) {
   json devices = json::array();
-  for (const auto& d : s.devices) devices.push_back(device_entry(d));
+  for (const auto& d : s.devices) devices.push_back(to_json(d));
   const auto& e = s.events;
   auto known = [&e](uint64_t v) { return e.counts_known ? json(v) : json(nullptr); };
   json events = {{"recorded", e.recorded}, {"lost", known(e.lost)}, {"producer_waits", known(e.producer_waits)}};
-  if (!e.counts_known) events["unwritten"] = nullptr;
-  else if (e.unwritten) events["unwritten"] = *e.unwritten;
+  if (!e.counts_known)
+    events["unwritten"] = nullptr;
+  else if (e.unwritten)
+    events["unwritten"] = *e.unwritten;
   if (e.trace_error) events["trace_error"] = *e.trace_error;
   json failed = json::array();
   for (const auto& f : s.failed_allocations) {
@@ -110,10 +96,11 @@ json to_json(const Summary& s) {
         {"critical", s.alerts.critical},
         {"fragmentation", s.alerts.fragmentation},
         {"growth", s.alerts.growth}}},
-      {"oom", {{"failures", s.oom.failures}, {"bundles_written", s.oom.bundles_written}, {"recovered", s.oom.recovered}}},
+      {"oom",
+       {{"failures", s.oom.failures}, {"bundles_written", s.oom.bundles_written}, {"recovered", s.oom.recovered}}},
   };
   if (s.terminated_by_signal != 0) j["terminated_by_signal"] = s.terminated_by_signal;
-  if (s.unattributed) j["unattributed"] = device_entry(*s.unattributed);
+  if (s.unattributed) j["unattributed"] = to_json(*s.unattributed);
   if (s.trace_events_written) j["trace_events_written"] = *s.trace_events_written;
   return j;
 }

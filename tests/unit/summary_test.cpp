@@ -1,9 +1,10 @@
 // summary.json's schema (format/summary.h): what to_json writes for a typed summary, that
 // summary_from_json reads every field back exactly, and that reading never throws on wrong types.
+#include "summary.h"
+
 #include <gtest/gtest.h>
 
 #include "json_text.h"
-#include "summary.h"
 
 namespace gmp {
 namespace {
@@ -54,7 +55,8 @@ Summary full() {
   s.live_at_exit_count = 28;
   s.live_at_exit_bytes = 29;
   s.duration_ns = 30;
-  s.failed_allocations = {{"cuMemAlloc", "linear", 0, 31, 2, 32, 33}, {"cudaMallocHost", "host_pinned", -1, 34, 2, 35, 36}};
+  s.failed_allocations = {{"cuMemAlloc", "linear", 0, 31, 2, 32, 33},
+                          {"cudaMallocHost", "host_pinned", -1, 34, 2, 35, 36}};
   s.alerts = {37, 38, 39, 40};
   s.oom = {41, 42, 43};
   return s;
@@ -74,15 +76,23 @@ TEST(SummarySchema, WritesEveryKey) {
   EXPECT_EQ(j["unattributed"]["device"], -1);
   EXPECT_EQ(j["host_pinned_bytes"], json({{"current", 17}, {"peak", 18}}));
   EXPECT_EQ(j["host_pinned"], json({{"allocs", 19}, {"frees", 20}}));
-  EXPECT_EQ(j["events"], json({{"recorded", 21}, {"lost", 22}, {"producer_waits", 23}, {"unwritten", 24},
+  EXPECT_EQ(j["events"], json({{"recorded", 21},
+                               {"lost", 22},
+                               {"producer_waits", 23},
+                               {"unwritten", 24},
                                {"trace_error", "write trace.gmpt: No space left on device"}}));
   EXPECT_EQ(j["trace_events_written"], 25);
   EXPECT_EQ(j["unknown_frees"], 26);
   EXPECT_EQ(j["failed_releases"], 27);
   EXPECT_EQ(j["live_at_exit"], json({{"count", 28}, {"bytes", 29}}));
   EXPECT_EQ(j["duration_ns"], 30);
-  EXPECT_EQ(j["failed_allocations"][1], json({{"api", "cudaMallocHost"}, {"kind", "host_pinned"}, {"device", -1},
-                                              {"size", 34}, {"error", 2}, {"thread", 35}, {"at_ns", 36}}));
+  EXPECT_EQ(j["failed_allocations"][1], json({{"api", "cudaMallocHost"},
+                                              {"kind", "host_pinned"},
+                                              {"device", -1},
+                                              {"size", 34},
+                                              {"error", 2},
+                                              {"thread", 35},
+                                              {"at_ns", 36}}));
   EXPECT_EQ(j["alerts"], json({{"warning", 37}, {"critical", 38}, {"fragmentation", 39}, {"growth", 40}}));
   EXPECT_EQ(j["oom"], json({{"failures", 41}, {"bundles_written", 42}, {"recovered", 43}}));
   EXPECT_EQ(j.size(), 17u);

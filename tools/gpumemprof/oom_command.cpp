@@ -1,7 +1,7 @@
 // `gpumemprof oom BUNDLE_OR_DIR [--json]`: explains out-of-memory failures from their bundles
 // (docs/oom-bundles.md). The argument is one bundle, a run directory (every bundle of the run,
 // oldest first), or a directory of bundles (GPUMEMPROF_OOM_DIR). The explanation itself is in
-// oom_explain.cpp; this file finds the bundles and prints.
+// oom_facts.cpp, oom_advice.cpp and oom_render.cpp; this file finds the bundles and prints.
 #include <dirent.h>
 #include <sys/stat.h>
 
@@ -17,7 +17,8 @@
 #include "format.h"
 #include "json_text.h"
 #include "oom_bundle_reader.h"
-#include "oom_explain.h"
+#include "oom_facts.h"
+#include "oom_render.h"
 #include "run_directory_reader.h"
 #include "symbolizer.h"
 
