@@ -212,11 +212,11 @@ void Collector::write_summary(bool clean_exit, int signal, const char* ended_by)
   ctx.producer_waits = ring_.producer_waits();
   ctx.start_monotonic_ns = info_.start_monotonic_ns;
   for (int d : device_order_) ctx.device_names[d] = devices_.entries[static_cast<size_t>(d)].name;
-  nlohmann::json s = build_summary(accounting_, ctx);
-  s["trace_events_written"] = trace_.written_events();
-  s["events"]["unwritten"] = trace_.unwritten_events() + trace_.buffered();
-  if (trace_.failed()) s["events"]["trace_error"] = trace_.error();
-  if (!write_file_atomic(run_dir_ + "/summary.json", json_text(s, 2) + "\n")) {
+  Summary s = build_summary(accounting_, ctx);
+  s.trace_events_written = trace_.written_events();
+  s.events.unwritten = trace_.unwritten_events() + trace_.buffered();
+  if (trace_.failed()) s.events.trace_error = trace_.error();
+  if (!write_file_atomic(run_dir_ + "/summary.json", json_text(to_json(s), 2) + "\n")) {
     log::error("cannot write {}/summary.json", run_dir_);
   }
 }

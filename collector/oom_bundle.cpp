@@ -11,13 +11,12 @@
 
 #include "file_io.h"
 #include "json_text.h"
+#include "oom_bundle_schema.h"
 #include "redact.h"
 #include "trusted_dir.h"
 
 namespace gmp {
 namespace {
-
-constexpr const char* kBundlePrefix = "oom_dump_";
 
 std::string text_of(const BundleFile& f) { return json_text(f.content, 2) + "\n"; }
 
@@ -111,7 +110,7 @@ std::vector<std::string> apply_retention(const std::string& dir, uint64_t max_du
   if (d == nullptr) return {};
   while (dirent* e = readdir(d)) {
     const std::string name = e->d_name;
-    if (name.rfind(kBundlePrefix, 0) != 0) continue;
+    if (name.rfind(kOomBundlePrefix, 0) != 0) continue;
     const std::string path = dir + "/" + name;
     struct stat st {};
     if (lstat(path.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != owner) continue;

@@ -52,10 +52,7 @@ nlohmann::json OomRecorder::environment_json() const {
   for (int d = 0; d < kMaxDevices; ++d) {
     if (devices_.seen.load(std::memory_order_acquire) & (1ull << d)) devices.push_back(devices_.entry_json(d));
   }
-  nlohmann::json j = process_json(info_);
-  j["devices"] = devices;
-  j["environment"] = redacted_environment(environ);
-  return j;
+  return oom_environment_json(process_json(info_), devices, redacted_environment(environ));
 }
 
 void OomRecorder::after(const Event& e, const Accounting& acc, std::vector<Event>& out) {
@@ -71,7 +68,7 @@ void OomRecorder::after(const Event& e, const Accounting& acc, std::vector<Event
     if (ep.open && e.timestamp_ns - ep.last_failure_ns <= kEpisodeGapNs) {
       ep.last_failure_ns = e.timestamp_ns;
       ep.failed_size = std::min(ep.failed_size, e.size);
-      ep.metadata["failures"] = ep.metadata["failures"].get<uint64_t>() + 1;
+      ++ep.metadata.failures;
       update_metadata(ep);
     } else {
       open_episode(ep, e, acc, out);
@@ -83,8 +80,8 @@ void OomRecorder::after(const Event& e, const Accounting& acc, std::vector<Event
   if (it == episodes_.end() || !it->second.open || e.size < it->second.failed_size) return;
   Episode& ep = it->second;
   ep.open = false;
-  ep.metadata["recovered"] = true;
-  ep.metadata["recovered_by"] = event_json(e, info_.start_monotonic_ns);
+  ep.metadata.recovered = true;
+  ep.metadata.recovered_by = OomRecoveredBy{event_json(e, info_.start_monotonic_ns)};
   update_metadata(ep);
   Event r{};
   r.timestamp_ns = e.timestamp_ns;
@@ -101,65 +98,43 @@ void OomRecorder::open_episode(Episode& ep, const Event& e, const Accounting& ac
   ep.failed_size = e.size;
   ep.last_failure_ns = e.timestamp_ns;
 
-  nlohmann::json devices = nlohmann::json::array();
+  OomMetadata& m = ep.metadata;
   for (const auto& [ordinal, d] : acc.devices()) {
-    if (ordinal >= 0) devices.push_back(device_json(d, devices_.entries[ordinal].name, info_.start_monotonic_ns));
+    if (ordinal >= 0) m.devices.push_back(device_figures(d, devices_.entries[ordinal].name, info_.start_monotonic_ns));
   }
   std::vector<LiveAllocation> live = acc.live_allocations();
   std::sort(live.begin(), live.end(), [](const auto& a, const auto& b) { return a.size > b.size; });
-  nlohmann::json largest = nlohmann::json::array(), all = nlohmann::json::array();
-  uint64_t live_bytes = 0;
+  std::vector<OomAllocation> all;
+  all.reserve(live.size());
   for (const auto& a : live) {
-    nlohmann::json j = allocation_json(a, e.timestamp_ns);
-    if (largest.size() < kLargestShown) largest.push_back(j);
-    all.push_back(std::move(j));
-    live_bytes += a.size;
+    all.push_back(oom_allocation(a, e.timestamp_ns));
+    m.live_bytes += a.size;
   }
+  m.live_count = live.size();
+  m.largest_live.assign(all.begin(), all.begin() + static_cast<ptrdiff_t>(std::min(all.size(), kLargestShown)));
   const std::string where = e.kind == Kind::HostPinned ? "pinned host memory" : "device " + std::to_string(e.device);
-  const std::string reason = "CUDA_ERROR_OUT_OF_MEMORY: " + std::string(api_name(e.api)) + " of " +
-                             bytes_text(e.size, ByteUnits::MiBOrGiB) + " (" + std::to_string(e.size) +
-                             " bytes) on " + where;
-  auto dm = driver_memory_.find(e.device);
-  ep.metadata = {
-      {"schema_version", 1},
-      {"reason", reason},
-      {"request",
-       {{"api", std::string(api_name(e.api))}, {"kind", std::string(kind_name(e.kind))}, {"size", e.size},
-        {"device", e.device}, {"stream", e.stream}, {"thread", e.thread_id}, {"error", e.result},
-        {"error_name", cuda_error_name(e.result)}, {"t_ns", e.timestamp_ns - info_.start_monotonic_ns}}},
-      {"devices", devices},
-      {"host_pinned_bytes", counter_json(acc.host_pinned())},
-      {"driver_memory", dm == driver_memory_.end()
-                            ? nlohmann::json(nullptr)
-                            : nlohmann::json{{"device", e.device}, {"free", dm->second.first}, {"total", dm->second.second}}},
-      {"live_count", live.size()},
-      {"live_bytes", live_bytes},
-      {"largest_live", largest},
-      {"recovered", false},
-      {"failures", 1},
-      {"episode", bundles_ + 1},
-  };
+  m.reason = "CUDA_ERROR_OUT_OF_MEMORY: " + std::string(api_name(e.api)) + " of " +
+             bytes_text(e.size, ByteUnits::MiBOrGiB) + " (" + std::to_string(e.size) + " bytes) on " + where;
+  m.request = {std::string(api_name(e.api)), std::string(kind_name(e.kind)), cuda_error_name(e.result), e.size,
+               e.device, e.stream, e.thread_id, e.result, e.timestamp_ns - info_.start_monotonic_ns};
+  m.host_pinned_bytes = acc.host_pinned();
+  if (auto dm = driver_memory_.find(e.device); dm != driver_memory_.end()) {
+    m.driver_memory = OomDriverMemory{e.device, dm->second.first, dm->second.second};
+  }
+  m.episode = bundles_ + 1;
   const nlohmann::json events = history_json();
-  const std::string name = "oom_dump_" + utc_timestamp(realtime_ns()) + "_" + std::to_string(info_.pid) + "_cuda_" +
-                           std::to_string(bundles_ + 1);
+  const std::string name = kOomBundlePrefix + utc_timestamp(realtime_ns()) + "_" + std::to_string(info_.pid) +
+                           "_cuda_" + std::to_string(bundles_ + 1);
   std::vector<BundleFile> files = {
-      {"metadata.json", ep.metadata},
-      {"events.json", events},
-      {"allocations.json", all},
-      {"environment.json", environment_json()},
+      {kOomMetadataFile, to_json(m)},
+      {kOomEventsFile, events},
+      {kOomAllocationsFile, to_json(all)},
+      {kOomEnvironmentFile, environment_json()},
   };
-  nlohmann::json names = nlohmann::json::array({"manifest.json"});
-  for (const auto& f : files) names.push_back(f.name);
-  files.push_back({"manifest.json",
-                   {{"schema_version", 1},
-                    {"bundle_name", name},
-                    {"created_at_utc", iso8601_utc(realtime_ns())},
-                    {"reason", reason},
-                    {"backend", "cuda"},
-                    {"event_count", events.size()},
-                    {"files", names},
-                    {"tool", "gpumemprof"},
-                    {"pid", info_.pid}}});
+  OomBundleManifest manifest{name, iso8601_utc(realtime_ns()), m.reason, "cuda", events.size(), {kOomManifestFile}};
+  for (const auto& f : files) manifest.files.push_back(f.name);
+  manifest.pid = static_cast<uint64_t>(info_.pid);
+  files.push_back({kOomManifestFile, to_json(manifest)});
   const std::string dir = bundle_dir();
   std::string error;
   std::optional<std::string> path;
@@ -170,7 +145,7 @@ void OomRecorder::open_episode(Episode& ep, const Event& e, const Accounting& ac
   }
   ep.bundle = *path;
   ++bundles_;
-  log::warn("{}; OOM bundle written to {}", reason, *path);
+  log::warn("{}; OOM bundle written to {}", m.reason, *path);
   apply_retention(dir, config_.oom_max_dumps, config_.oom_max_total_mb << 20, *path, geteuid());
   Event b{};
   b.timestamp_ns = e.timestamp_ns;
@@ -183,7 +158,7 @@ void OomRecorder::open_episode(Episode& ep, const Event& e, const Accounting& ac
 }
 
 void OomRecorder::update_metadata(Episode& ep) {
-  if (!ep.bundle.empty()) rewrite_bundle_file(ep.bundle, {"metadata.json", ep.metadata});
+  if (!ep.bundle.empty()) rewrite_bundle_file(ep.bundle, {kOomMetadataFile, to_json(ep.metadata)});
 }
 
 }  // namespace gmp

@@ -20,6 +20,7 @@
 #include "config.h"
 #include "device_table.h"
 #include "event.h"
+#include "oom_bundle_schema.h"
 #include "process_info.h"
 
 namespace gmp {
@@ -42,7 +43,7 @@ class OomRecorder {
     uint64_t failed_size = 0;
     uint64_t last_failure_ns = 0;
     std::string bundle;  // path; empty if the bundle could not be written
-    nlohmann::json metadata;
+    OomMetadata metadata;
   };
 
   void remember(const Event& e);

@@ -1,8 +1,10 @@
 // Reading fields of JSON the tools did not write (manifest.json, summary.json, bundle files) without
 // trusting it: a missing key, a value of the wrong type or a number out of range reads as absent,
 // never as an exception. nlohmann's own accessors throw on a type mismatch (value("exe", "?") on
-// "exe": null) and are undefined on a missing key of a const object (operator[]); the tools and
-// the from_json() functions of format/ use these instead.
+// "exe": null) and are undefined on a missing key of a const object (operator[]); the schemas'
+// from_json (summary.h, oom_bundle_schema.h, manifest_record.h, attribution_records.h) and the tools
+// use these instead. In format/ because the schemas read through it; the namespace is the tools'
+// (gmp::reader), which were its first users.
 #pragma once
 
 #include <cstdint>

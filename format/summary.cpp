@@ -1,64 +1,153 @@
 #include "summary.h"
 
+#include "json_fields.h"
 #include "json_views.h"
 
 namespace gmp {
 namespace {
 
+using json = nlohmann::json;
+using namespace reader;  // json_fields.h
+
 uint64_t since_start(uint64_t ts, uint64_t start) { return ts > start ? ts - start : 0; }
 
 constexpr size_t kSummaryFailedShown = 100;
 
+Counter counter(const json* j) { return {u64_or(member(j, "current")), u64_or(member(j, "peak"))}; }
+
 }  // namespace
 
-nlohmann::json build_summary(const Accounting& acc, const SummaryContext& ctx) {
-  nlohmann::json devices = nlohmann::json::array();
-  nlohmann::json unattributed = nullptr;
+Summary build_summary(const Accounting& acc, const SummaryContext& ctx) {
+  Summary s;
+  s.clean_exit = ctx.clean_exit;
+  s.ended_by = ctx.ended_by;
+  s.terminated_by_signal = ctx.terminated_by_signal > 0 ? static_cast<uint64_t>(ctx.terminated_by_signal) : 0;
   for (const auto& [ordinal, d] : acc.devices()) {
     auto name = ctx.device_names.find(ordinal);
-    nlohmann::json j = device_json(d, name != ctx.device_names.end() ? name->second : std::string(),
-                                   ctx.start_monotonic_ns);
+    DeviceFigures f =
+        device_figures(d, name != ctx.device_names.end() ? name->second : std::string(), ctx.start_monotonic_ns);
     // Ordinal -1 collects what no device could be named for (an unknown VMM handle's mapping).
     if (ordinal < 0) {
-      unattributed = j;
+      s.unattributed = std::move(f);
     } else {
-      devices.push_back(j);
+      s.devices.push_back(std::move(f));
     }
   }
+  s.host_pinned_bytes = acc.host_pinned();
+  s.host_pinned_allocs = acc.host_pinned_allocs();
+  s.host_pinned_frees = acc.host_pinned_frees();
+  s.events.recorded = acc.events();
+  s.events.lost = ctx.events_lost;
+  s.events.producer_waits = ctx.producer_waits;
+  s.unknown_frees = acc.unknown_frees();
+  s.failed_releases = acc.failed_releases();
   const auto live = acc.live_at_exit();
-  nlohmann::json s = {
-      {"schema_version", 1},
-      {"clean_exit", ctx.clean_exit},
-      {"ended_by", ctx.ended_by},
-      {"devices", devices},
-      {"host_pinned_bytes", counter_json(acc.host_pinned())},
-      {"host_pinned", {{"allocs", acc.host_pinned_allocs()}, {"frees", acc.host_pinned_frees()}}},
-      {"events", {{"recorded", acc.events()}, {"lost", ctx.events_lost}, {"producer_waits", ctx.producer_waits}}},
-      {"unknown_frees", acc.unknown_frees()},
-      {"failed_releases", acc.failed_releases()},
-      {"live_at_exit", {{"count", live.count}, {"bytes", live.bytes}}},
-      {"duration_ns", since_start(acc.last_timestamp_ns(), ctx.start_monotonic_ns)},
-  };
+  s.live_at_exit_count = live.count;
+  s.live_at_exit_bytes = live.bytes;
+  s.duration_ns = since_start(acc.last_timestamp_ns(), ctx.start_monotonic_ns);
   // The failed requests themselves: what was asked, of which entry point, and what the driver said.
-  nlohmann::json failed = nlohmann::json::array();
   for (const auto& f : acc.failed_allocations()) {
-    if (failed.size() >= kSummaryFailedShown) break;
-    failed.push_back({{"api", std::string(api_name(f.api))},
-                      {"kind", std::string(kind_name(f.kind))},
+    if (s.failed_allocations.size() >= kSummaryFailedShown) break;
+    s.failed_allocations.push_back({std::string(api_name(f.api)), std::string(kind_name(f.kind)), f.device, f.size,
+                                    f.result, f.thread_id, since_start(f.timestamp_ns, ctx.start_monotonic_ns)});
+  }
+  const auto& alerts = acc.alerts_fired();
+  s.alerts = {alerts[1], alerts[2], alerts[3], alerts[4]};
+  s.oom = {acc.oom().failures, acc.oom().bundles_written, acc.oom().recovered};
+  return s;
+}
+
+json to_json(const Summary& s) {
+  json devices = json::array();
+  for (const auto& d : s.devices) devices.push_back(to_json(d));
+  const auto& e = s.events;
+  auto known = [&e](uint64_t v) { return e.counts_known ? json(v) : json(nullptr); };
+  json events = {{"recorded", e.recorded}, {"lost", known(e.lost)}, {"producer_waits", known(e.producer_waits)}};
+  if (!e.counts_known)
+    events["unwritten"] = nullptr;
+  else if (e.unwritten)
+    events["unwritten"] = *e.unwritten;
+  if (e.trace_error) events["trace_error"] = *e.trace_error;
+  json failed = json::array();
+  for (const auto& f : s.failed_allocations) {
+    failed.push_back({{"api", f.api},
+                      {"kind", f.kind},
                       {"device", f.device},
                       {"size", f.size},
-                      {"error", f.result},
-                      {"thread", f.thread_id},
-                      {"at_ns", since_start(f.timestamp_ns, ctx.start_monotonic_ns)}});
+                      {"error", f.error},
+                      {"thread", f.thread},
+                      {"at_ns", f.at_ns}});
   }
-  s["failed_allocations"] = failed;
-  const auto& alerts = acc.alerts_fired();
-  s["alerts"] = {{"warning", alerts[1]}, {"critical", alerts[2]}, {"fragmentation", alerts[3]}, {"growth", alerts[4]}};
-  s["oom"] = {{"failures", acc.oom().failures},
-              {"bundles_written", acc.oom().bundles_written},
-              {"recovered", acc.oom().recovered}};
-  if (ctx.terminated_by_signal != 0) s["terminated_by_signal"] = ctx.terminated_by_signal;
-  if (!unattributed.is_null()) s["unattributed"] = unattributed;
+  json j = {
+      {"schema_version", 1},
+      {"clean_exit", s.clean_exit},
+      {"ended_by", s.ended_by},
+      {"devices", devices},
+      {"host_pinned_bytes", counter_json(s.host_pinned_bytes)},
+      {"host_pinned", {{"allocs", s.host_pinned_allocs}, {"frees", s.host_pinned_frees}}},
+      {"events", events},
+      {"unknown_frees", s.unknown_frees},
+      {"failed_releases", s.failed_releases},
+      {"live_at_exit", {{"count", s.live_at_exit_count}, {"bytes", s.live_at_exit_bytes}}},
+      {"duration_ns", s.duration_ns},
+      {"failed_allocations", failed},
+      {"alerts",
+       {{"warning", s.alerts.warning},
+        {"critical", s.alerts.critical},
+        {"fragmentation", s.alerts.fragmentation},
+        {"growth", s.alerts.growth}}},
+      {"oom",
+       {{"failures", s.oom.failures}, {"bundles_written", s.oom.bundles_written}, {"recovered", s.oom.recovered}}},
+  };
+  if (s.terminated_by_signal != 0) j["terminated_by_signal"] = s.terminated_by_signal;
+  if (s.unattributed) j["unattributed"] = to_json(*s.unattributed);
+  if (s.trace_events_written) j["trace_events_written"] = *s.trace_events_written;
+  return j;
+}
+
+Summary summary_from_json(const json& j) {
+  Summary s;
+  s.clean_exit = as_bool(member(&j, "clean_exit")).value_or(true);
+  s.ended_by = str_or(member(&j, "ended_by"));
+  s.terminated_by_signal = u64_or(member(&j, "terminated_by_signal"));
+  const json* devices = member(&j, "devices");
+  s.devices_listed = devices != nullptr && devices->is_array();
+  for (const auto& d : array_or_empty(devices)) s.devices.push_back(device_figures_from_json(d));
+  if (const json* u = member(&j, "unattributed"); u != nullptr && u->is_object()) {
+    s.unattributed = device_figures_from_json(*u);
+  }
+  s.host_pinned_bytes = counter(member(&j, "host_pinned_bytes"));
+  const json* pinned = member(&j, "host_pinned");
+  s.host_pinned_allocs = u64_or(member(pinned, "allocs"));
+  s.host_pinned_frees = u64_or(member(pinned, "frees"));
+  const json* events = member(&j, "events");
+  s.events.recorded = u64_or(member(events, "recorded"));
+  s.events.lost = u64_or(member(events, "lost"));
+  s.events.producer_waits = u64_or(member(events, "producer_waits"));
+  s.events.unwritten = as_u64(member(events, "unwritten"));
+  if (const json* error = member(events, "trace_error"); error != nullptr && error->is_string()) {
+    s.events.trace_error = error->get<std::string>();
+  }
+  s.trace_events_written = as_u64(member(&j, "trace_events_written"));
+  s.unknown_frees = u64_or(member(&j, "unknown_frees"));
+  s.failed_releases = u64_or(member(&j, "failed_releases"));
+  const json* live = member(&j, "live_at_exit");
+  s.live_at_exit_count = u64_or(member(live, "count"));
+  s.live_at_exit_bytes = u64_or(member(live, "bytes"));
+  s.duration_ns = u64_or(member(&j, "duration_ns"));
+  // Every element counts (a report says how many requests failed); one that is not an object reads
+  // as an entry of defaults.
+  for (const auto& f : array_or_empty(member(&j, "failed_allocations"))) {
+    s.failed_allocations.push_back({str_or(member(&f, "api")), str_or(member(&f, "kind")),
+                                    as_device(member(&f, "device")).value_or(-1), u64_or(member(&f, "size")),
+                                    as_i64(member(&f, "error")).value_or(0), u64_or(member(&f, "thread")),
+                                    u64_or(member(&f, "at_ns"))});
+  }
+  const json* alerts = member(&j, "alerts");
+  s.alerts = {u64_or(member(alerts, "warning")), u64_or(member(alerts, "critical")),
+              u64_or(member(alerts, "fragmentation")), u64_or(member(alerts, "growth"))};
+  const json* oom = member(&j, "oom");
+  s.oom = {u64_or(member(oom, "failures")), u64_or(member(oom, "bundles_written")), u64_or(member(oom, "recovered"))};
   return s;
 }
 

@@ -1,23 +1,74 @@
-// summary.json (docs/run-directory.md §summary.json) from an Accounting state. Shared by the collector at exit and
-// by the tools when they rebuild a summary from a trace.
+// summary.json (docs/run-directory.md §summary.json): the typed form, its one to_json and its
+// one from_json, and build_summary() that fills it from an Accounting state. The collector builds it
+// at exit and adds what only it knows (the trace writer's counts); the tools read the file through
+// summary_from_json() and rebuild one from a trace with build_summary() when the file is missing.
 #pragma once
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "accounting.h"
+#include "device_figures.h"
 
 namespace gmp {
 
-struct SummaryContext {
+// One entry of "failed_allocations": a request the driver refused.
+struct SummaryFailure {
+  std::string api, kind;
+  int device = -1;
+  uint64_t size = 0;
+  int64_t error = 0;  // the CUresult
+  uint64_t thread = 0;
+  uint64_t at_ns = 0;  // since the profiler started
+};
+
+struct Summary {
   bool clean_exit = true;
   // How the process ended: "exit" (exit() or return from main), "exit_call" (_exit, _Exit or
   // quick_exit: no exit handlers ran), "signal", "exec" (written before the image was replaced),
   // "unknown" (a summary the tools rebuilt from the trace).
   std::string ended_by = "exit";
+  uint64_t terminated_by_signal = 0;  // written only when not 0
+  // "devices" was an array (from_json); a summary without one is rebuilt from the trace.
+  bool devices_listed = true;
+  std::vector<DeviceFigures> devices;
+  std::optional<DeviceFigures> unattributed;  // ordinal -1: what no device could be named for
+  Counter host_pinned_bytes;
+  uint64_t host_pinned_allocs = 0, host_pinned_frees = 0;
+  struct Events {
+    uint64_t recorded = 0;
+    uint64_t lost = 0;            // claimed in the ring, never published
+    uint64_t producer_waits = 0;
+    // Counted but not in the trace (a write failed, our descriptor was taken); written by the
+    // collector only, absent from a summary rebuilt from the trace.
+    std::optional<uint64_t> unwritten;
+    std::optional<std::string> trace_error;  // why a trace write failed; written only when one did
+    // False in a summary rebuilt without summary.json: lost, unwritten and producer_waits are not
+    // known and are written as null. from_json always reads true.
+    bool counts_known = true;
+  } events;
+  std::optional<uint64_t> trace_events_written;  // written by the collector; absent in older runs
+  uint64_t unknown_frees = 0, failed_releases = 0;
+  uint64_t live_at_exit_count = 0, live_at_exit_bytes = 0;
+  uint64_t duration_ns = 0;
+  std::vector<SummaryFailure> failed_allocations;  // the first 100; from_json: one per array element
+  struct Alerts {
+    uint64_t warning = 0, critical = 0, fragmentation = 0, growth = 0;
+    uint64_t fired() const { return warning + critical + fragmentation + growth; }
+  } alerts;
+  struct Oom {
+    uint64_t failures = 0, bundles_written = 0, recovered = 0;
+  } oom;
+};
+
+struct SummaryContext {
+  bool clean_exit = true;
+  std::string ended_by = "exit";  // Summary::ended_by
   int terminated_by_signal = 0;
   uint64_t events_lost = 0;
   uint64_t producer_waits = 0;
@@ -25,6 +76,11 @@ struct SummaryContext {
   uint64_t start_monotonic_ns = 0;
 };
 
-nlohmann::json build_summary(const Accounting& acc, const SummaryContext& ctx);
+Summary build_summary(const Accounting& acc, const SummaryContext& ctx);
+
+nlohmann::json to_json(const Summary& s);
+// Never throws: a missing or wrong-typed field reads as its default (json_fields.h), a "devices"
+// that is not an array as none (devices_listed false).
+Summary summary_from_json(const nlohmann::json& j);
 
 }  // namespace gmp

@@ -101,7 +101,7 @@ void generate(const std::string& dir, uint64_t events) {
     "devices": [{"ordinal": 0, "name": "Synthetic 0"}, {"ordinal": 1, "name": "Synthetic 1"}]})";
   gmp::SummaryContext ctx;
   ctx.start_monotonic_ns = header.start_monotonic_ns;
-  std::ofstream(dir + "/summary.json") << gmp::build_summary(g.acc, ctx).dump(2);
+  std::ofstream(dir + "/summary.json") << to_json(gmp::build_summary(g.acc, ctx)).dump(2);
 }
 
 struct Measure {

@@ -13,7 +13,8 @@
 #include <string>
 
 #include "oom_bundle_reader.h"
-#include "oom_explain.h"
+#include "oom_facts.h"
+#include "oom_render.h"
 
 namespace {
 

@@ -71,7 +71,7 @@ void exercise(const std::string& dir) {
   gmp::SummaryContext ctx;
   ctx.clean_exit = false;
   ctx.start_monotonic_ns = trace.header().start_monotonic_ns;
-  (void)gmp::build_summary(acc, ctx).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  (void)to_json(gmp::build_summary(acc, ctx)).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 }  // namespace

@@ -275,7 +275,7 @@ TEST(Summary, HasTheContractKeys) {
   s.alloc(Kind::Linear, 0x1000, 100);
   SummaryContext ctx;
   ctx.device_names[0] = "Dev";
-  auto j = build_summary(s.acc, ctx);
+  auto j = to_json(build_summary(s.acc, ctx));
   EXPECT_EQ(j["schema_version"], 1);
   EXPECT_EQ(j["clean_exit"], true);
   const auto& d = j["devices"][0];

@@ -129,7 +129,7 @@ TEST(SummaryFigures, ReadsADeviceAsTheCollectorWroteIt) {
                            "released_by_pool_destroy": 1},
                   "vmm": {"physical": {"current": 0, "peak": 9}}, "array": "junk"},
       "alloc_count": 4, "free_count": 3, "failed_alloc_count": 2})");
-  const DeviceStats s = summary_device_stats(d);
+  const DeviceStats s = device_figures_from_json(d).stats;
   EXPECT_EQ(s.device, 1);
   EXPECT_EQ(s.total_bytes, 1000u);
   EXPECT_EQ(s.allocated.current, 10u);
@@ -145,18 +145,20 @@ TEST(SummaryFigures, ReadsADeviceAsTheCollectorWroteIt) {
   EXPECT_EQ(s.vmm_physical.peak, 9u);
   EXPECT_EQ(s.alloc_count, 4u);
   EXPECT_EQ(s.failed_alloc_count, 2u);
-  EXPECT_EQ(summary_device_stats(nlohmann::json("x")).device, -1);
+  EXPECT_EQ(device_figures_from_json(nlohmann::json("x")).stats.device, -1);
 }
 
 TEST(SummaryFigures, AWholeTraceNeedsNoWords) {
   const auto s = nlohmann::json::parse(R"({"events": {"recorded": 13, "lost": 0, "producer_waits": 1},
                                           "trace_events_written": 13})");
-  const EventCounts c = event_counts(s, 13);
+  const Summary read = summary_from_json(s);
+  const EventCounts c = event_counts(&read, 13);
   EXPECT_FALSE(c.trace_incomplete());
   EXPECT_TRUE(event_count_warnings(c).empty());
   EXPECT_EQ(event_counts_line(c), "13 recorded, 0 lost, 0 unwritten, 13 in trace.gmpt, 1 producer waits");
   // Older runs: no unwritten, no trace_events_written.
-  const EventCounts old = event_counts(nlohmann::json::parse(R"({"events": {"recorded": 4}})"), 4);
+  const Summary old_summary = summary_from_json(nlohmann::json::parse(R"({"events": {"recorded": 4}})"));
+  const EventCounts old = event_counts(&old_summary, 4);
   EXPECT_EQ(old.written, std::nullopt);
   EXPECT_TRUE(event_count_warnings(old).empty());
 }
@@ -165,7 +167,8 @@ TEST(SummaryFigures, UnwrittenAndTruncatedTracesAreSaidPlainly) {
   const auto s = nlohmann::json::parse(R"({"events": {"recorded": 101000, "lost": 2, "unwritten": 100000,
                                                       "trace_error": "No space left\non device", "producer_waits": 0},
                                           "trace_events_written": 1000})");
-  const EventCounts c = event_counts(s, 900);
+  const Summary read = summary_from_json(s);
+  const EventCounts c = event_counts(&read, 900);
   EXPECT_TRUE(c.trace_incomplete());
   EXPECT_EQ(c.missing_from_file(), 100u);
   EXPECT_EQ(event_count_warnings(c),
@@ -187,7 +190,7 @@ TEST(SummaryFigures, UnwrittenAndTruncatedTracesAreSaidPlainly) {
 }
 
 TEST(SummaryFigures, WithoutAFinalFlushLostEventsAreUnknown) {
-  const EventCounts c = event_counts(nlohmann::json(), 1000);
+  const EventCounts c = event_counts(nullptr, 1000);
   EXPECT_FALSE(c.final_flush);
   EXPECT_FALSE(c.trace_incomplete());  // nothing to compare with: said differently
   EXPECT_EQ(event_count_warnings(c),

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 
-#include "json_fields.h"
 #include "summary_figures.h"
 #include "trace_reader.h"
 
@@ -64,10 +63,8 @@ void collect_marker(RunAnalysis& run, const Options& opt, const Event& e) {
 
 std::map<int, std::string> device_names(const reader::RunDirectory& run) {
   std::map<int, std::string> names;
-  for (const auto& d : reader::array_or_empty(reader::member(&run.summary, "devices"))) {
-    const auto ordinal = reader::as_device(reader::member(&d, "device"));
-    const std::string name = reader::str_or(reader::member(&d, "name"));
-    if (ordinal && !name.empty()) names[*ordinal] = name;
+  for (const DeviceFigures& d : run.figures.devices) {
+    if (d.stats.device >= 0 && !d.name.empty()) names[d.stats.device] = d.name;
   }
   return names;
 }
@@ -77,8 +74,8 @@ std::map<int, std::string> device_names(const reader::RunDirectory& run) {
 // while what was live when (which only the events can tell) stays the trace's, and the report says
 // so (reader::event_count_warnings).
 void take_summary_figures(RunAnalysis& run) {
-  for (const auto& j : reader::array_or_empty(reader::member(&run.run.summary, "devices"))) {
-    const DeviceStats s = reader::summary_device_stats(j);
+  for (const DeviceFigures& f : run.run.figures.devices) {
+    const DeviceStats& s = f.stats;
     if (s.device < 0) continue;
     DeviceAnalysis& d = run.devices[s.device];
     d.device = s.device;

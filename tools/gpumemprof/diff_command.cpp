@@ -121,20 +121,14 @@ void site_rows(const analysis::RunAnalysis& run, const analysis::LiveSet& set, E
 }
 
 std::vector<Row> process_rows(const analysis::RunAnalysis& a, const analysis::RunAnalysis& b) {
-  auto alerts = [](const analysis::RunAnalysis& r) {
-    uint64_t n = 0;
-    for (const char* k : {"warning", "critical", "fragmentation", "growth"}) n += json_u64(r.run.summary, {"alerts", k});
-    return n;
-  };
   return {
       {"leaked bytes at exit", a.leaks.total.bytes, b.leaks.total.bytes},
       {"leaked allocations", a.leaks.total.count, b.leaks.total.count, false},
-      {"pinned host peak", json_u64(a.run.summary, {"host_pinned_bytes", "peak"}),
-       json_u64(b.run.summary, {"host_pinned_bytes", "peak"})},
-      {"OOM failures", json_u64(a.run.summary, {"oom", "failures"}), json_u64(b.run.summary, {"oom", "failures"}), false},
-      {"alerts fired", alerts(a), alerts(b), false},
+      {"pinned host peak", a.run.figures.host_pinned_bytes.peak, b.run.figures.host_pinned_bytes.peak},
+      {"OOM failures", a.run.figures.oom.failures, b.run.figures.oom.failures, false},
+      {"alerts fired", a.run.figures.alerts.fired(), b.run.figures.alerts.fired(), false},
       {"events", a.events, b.events, false},
-      {"lost events", json_u64(a.run.summary, {"events", "lost"}), json_u64(b.run.summary, {"events", "lost"}), false},
+      {"lost events", a.run.figures.events.lost, b.run.figures.events.lost, false},
       {"duration (ms)", a.duration_ns / 1'000'000, b.duration_ns / 1'000'000, false},
   };
 }

@@ -42,7 +42,7 @@ std::string name_of(Kind k) { return std::string(kind_name(k)); }
 
 class Page {
  public:
-  explicit Page(const analysis::RunAnalysis& run) : run_(run), summary_(run.run.summary), manifest_(run.run.manifest) {}
+  explicit Page(const analysis::RunAnalysis& run) : run_(run), summary_(run.run.figures), manifest_(run.run.manifest) {}
 
   std::string build() {
     out_ += "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n";
@@ -107,12 +107,7 @@ class Page {
   uint64_t failed_allocations() const {
     uint64_t total = 0;
     for (const auto& [_, d] : run_.devices) total += d.final_stats.failed_alloc_count;
-    return std::max<uint64_t>(total, reader::array_or_empty(reader::member(&summary_, "failed_allocations")).size());
-  }
-  uint64_t alerts_fired() const {
-    uint64_t n = 0;
-    for (const char* k : {"warning", "critical", "fragmentation", "growth"}) n += json_u64(summary_, {"alerts", k});
-    return n;
+    return std::max<uint64_t>(total, summary_.failed_allocations.size());
   }
 
   void header() {
@@ -151,9 +146,9 @@ class Page {
     if (run_.run.summary_rebuilt && events.final_flush) {
       note("warn", "<strong>Rebuilt from the trace:</strong> " + escape(run_.run.rebuild_reason) +
                        "; every figure here is rebuilt from the trace.");
-    } else if (!run_.run.summary_rebuilt && reader::as_bool(reader::member(&summary_, "clean_exit")) == false) {
+    } else if (!run_.run.summary_rebuilt && !summary_.clean_exit) {
       std::string text = "<strong>Not a clean exit:</strong> summary.json was written ";
-      const uint64_t sig = json_u64(summary_, {"terminated_by_signal"});
+      const uint64_t sig = summary_.terminated_by_signal;
       text += sig == 0 ? "before an exec or on a fatal signal." : "on signal " + u64s(sig) + ".";
       note("warn", text);
     }
@@ -179,9 +174,9 @@ class Page {
          count_of(run_.leaks.total.count, "allocation"),
          run_.leaks.total.count ? "warn" : "");
     const uint64_t failed = failed_allocations();
-    card("Failed allocations", u64s(failed), count_of(json_u64(summary_, {"oom", "bundles_written"}), "OOM bundle"),
+    card("Failed allocations", u64s(failed), count_of(summary_.oom.bundles_written, "OOM bundle"),
          failed ? "bad" : "");
-    const uint64_t alerts = alerts_fired();
+    const uint64_t alerts = summary_.alerts.fired();
     card("Alerts", u64s(alerts), alerts ? "fired" : "none fired", alerts ? "warn" : "");
     out_ += "</div>\n</header>\n";
   }
@@ -349,7 +344,7 @@ class Page {
       call_sites(run_.leak_sites);
     }
     const analysis::LiveSet& p = run_.pinned_at_exit;
-    const uint64_t pinned_peak = json_u64(summary_, {"host_pinned_bytes", "peak"});
+    const uint64_t pinned_peak = summary_.host_pinned_bytes.peak;
     if (pinned_peak == 0 && p.total.count == 0) {
       out_ += "<p class=\"muted\">No pinned host memory was allocated.</p>\n";
     } else {
@@ -386,11 +381,10 @@ class Page {
   void failures() {
     out_ += "<section id=\"failures\">\n<h2>Failed allocations and out-of-memory</h2>\n";
     const uint64_t failed = failed_allocations();
-    const uint64_t bundles = json_u64(summary_, {"oom", "bundles_written"});
+    const uint64_t bundles = summary_.oom.bundles_written;
     out_ += "<p><strong>" + count_of(failed, "failed allocation") + "</strong>; " +
-            count_of(json_u64(summary_, {"oom", "failures"}), "out-of-memory failure") + ", " +
-            count_of(bundles, "OOM bundle") + " written, " +
-            u64s(json_u64(summary_, {"oom", "recovered"})) + " recovered by a retry.</p>\n";
+            count_of(summary_.oom.failures, "out-of-memory failure") + ", " + count_of(bundles, "OOM bundle") +
+            " written, " + u64s(summary_.oom.recovered) + " recovered by a retry.</p>\n";
     marker_rows(
         [](const Marker& m) {
           return m.type == Marker::Type::AllocFailed || m.type == Marker::Type::OomBundle || m.type == Marker::Type::OomRecovered;
@@ -405,11 +399,9 @@ class Page {
 
   void alerts() {
     out_ += "<section id=\"alerts\">\n<h2>Alerts</h2>\n";
-    std::string counts;
-    for (const char* k : {"warning", "critical", "fragmentation", "growth"}) {
-      if (!counts.empty()) counts += ", ";
-      counts += u64s(json_u64(summary_, {"alerts", k})) + " " + k;
-    }
+    const Summary::Alerts& a = summary_.alerts;
+    const std::string counts = u64s(a.warning) + " warning, " + u64s(a.critical) + " critical, " +
+                               u64s(a.fragmentation) + " fragmentation, " + u64s(a.growth) + " growth";
     out_ += "<p>Fired: " + counts + ". Thresholds and hysteresis are described in docs/alerts.md.</p>\n";
     const size_t n = marker_rows(
         [](const Marker& m) { return m.type == Marker::Type::AlertFired || m.type == Marker::Type::AlertCleared; },
@@ -422,7 +414,7 @@ class Page {
   }
 
   const analysis::RunAnalysis& run_;
-  const nlohmann::json& summary_;
+  const Summary& summary_;
   const ManifestRecord& manifest_;
   std::string out_;
 };

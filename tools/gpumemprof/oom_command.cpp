@@ -1,7 +1,7 @@
 // `gpumemprof oom BUNDLE_OR_DIR [--json]`: explains out-of-memory failures from their bundles
 // (docs/oom-bundles.md). The argument is one bundle, a run directory (every bundle of the run,
 // oldest first), or a directory of bundles (GPUMEMPROF_OOM_DIR). The explanation itself is in
-// oom_explain.cpp; this file finds the bundles and prints.
+// oom_facts.cpp, oom_advice.cpp and oom_render.cpp; this file finds the bundles and prints.
 #include <dirent.h>
 #include <sys/stat.h>
 
@@ -18,7 +18,8 @@
 #include "format.h"
 #include "json_text.h"
 #include "oom_bundle_reader.h"
-#include "oom_explain.h"
+#include "oom_facts.h"
+#include "oom_render.h"
 #include "run_directory_reader.h"
 #include "symbolizer.h"
 
@@ -73,7 +74,7 @@ struct RunOom {
   uint64_t pid = 0, failures = 0, bundles_written = 0, recovered = 0;
   bool summary_rebuilt = false;
   std::string rebuild_reason;
-  nlohmann::json failed_oom = nlohmann::json::array();  // summary failed_allocations with result 2
+  std::vector<SummaryFailure> failed_oom;  // summary.json's failed requests with CUDA_ERROR_OUT_OF_MEMORY
 };
 
 struct Result {
@@ -135,10 +136,8 @@ std::string no_oom_text(const RunOom& run) {
                   "the run directory; for example GPUMEMPROF_OOM_DIR was a symlink or not writable).\n";
   if (!run.failed_oom.empty()) s += "Failed requests (summary.json):\n";
   for (const auto& f : run.failed_oom) {
-    const std::string api = json_str(f, {"api"});
-    s += "  " + printable(api.empty() ? "?" : api) + " of " + bytes_text(json_u64(f, {"size"})) + " on device " +
-         std::to_string(reader::as_device(reader::member(&f, "device")).value_or(-1)) + ", " +
-         human_duration_ns(json_u64(f, {"at_ns"})) + " after profiling started\n";
+    s += "  " + printable(f.api.empty() ? "?" : f.api) + " of " + bytes_text(f.size) + " on device " +
+         std::to_string(f.device) + ", " + human_duration_ns(f.at_ns) + " after profiling started\n";
   }
   return s;
 }
@@ -254,13 +253,14 @@ int oom_main(int argc, char** argv) {
       o.path = path;
       o.pid = run->manifest.pid.value_or(0);
       o.exe = run->manifest.exe;
-      o.failures = json_u64(run->summary, {"oom", "failures"});
-      o.bundles_written = json_u64(run->summary, {"oom", "bundles_written"});
-      o.recovered = json_u64(run->summary, {"oom", "recovered"});
+      const Summary& s = run->figures;
+      o.failures = s.oom.failures;
+      o.bundles_written = s.oom.bundles_written;
+      o.recovered = s.oom.recovered;
       o.summary_rebuilt = run->summary_rebuilt;
       o.rebuild_reason = run->rebuild_reason;
-      for (const auto& f : reader::array_or_empty(reader::member(&run->summary, "failed_allocations"))) {
-        if (json_u64(f, {"error"}) == 2 && o.failed_oom.size() < 10) o.failed_oom.push_back(f);
+      for (const auto& f : s.failed_allocations) {
+        if (f.error == kOutOfMemory && o.failed_oom.size() < 10) o.failed_oom.push_back(f);
       }
       r.run = std::move(o);
     }

@@ -141,7 +141,7 @@ void print_attribution_notes(const analysis::RunAnalysis& run) {
 }
 
 void print_text(const analysis::RunAnalysis& run) {
-  const auto& s = run.run.summary;
+  const Summary& s = run.run.figures;
   std::printf("gpumemprof report: %s\n", run.run.path.c_str());
   if (run.run.has_manifest) {
     const std::string& exe = run.run.manifest.exe;
@@ -160,9 +160,8 @@ void print_text(const analysis::RunAnalysis& run) {
   if (run.devices.empty()) std::printf("\nno device memory was allocated\n");
   for (const auto& [ordinal, d] : run.devices) print_device(run, d);
 
-  std::printf("\npinned host memory  peak %s, final %s\n",
-              bytes_text(json_u64(s, {"host_pinned_bytes", "peak"})).c_str(),
-              bytes_text(json_u64(s, {"host_pinned_bytes", "current"})).c_str());
+  std::printf("\npinned host memory  peak %s, final %s\n", bytes_text(s.host_pinned_bytes.peak).c_str(),
+              bytes_text(s.host_pinned_bytes.current).c_str());
   std::printf("leaks: live at exit %s, %s\n", counted(run.leaks.total.count, "allocation").c_str(),
               bytes_text(run.leaks.total.bytes).c_str());
   if (run.leaks.total.count > 0) {
@@ -171,19 +170,17 @@ void print_text(const analysis::RunAnalysis& run) {
     for (const LiveAllocation& a : run.leaks.largest) print_allocation(run, a, true);
     print_call_sites(run, run.leak_sites, 4);
   }
-  const uint64_t failed = reader::array_or_empty(reader::member(&s, "failed_allocations")).size();
+  const uint64_t failed = s.failed_allocations.size();
   uint64_t failed_total = 0;
   for (const auto& [_, d] : run.devices) failed_total += d.final_stats.failed_alloc_count;
   std::printf("failed allocations: %llu\n", (ull)std::max<uint64_t>(failed, failed_total));
   print_markers(run, is_failure);
-  const uint64_t bundles = json_u64(s, {"oom", "bundles_written"});
-  std::printf("OOM: %s, %s, %llu recovered\n", counted(json_u64(s, {"oom", "failures"}), "out-of-memory failure").c_str(),
-              counted(bundles, "bundle").c_str(), (ull)json_u64(s, {"oom", "recovered"}));
+  const uint64_t bundles = s.oom.bundles_written;
+  std::printf("OOM: %s, %s, %llu recovered\n", counted(s.oom.failures, "out-of-memory failure").c_str(),
+              counted(bundles, "bundle").c_str(), (ull)s.oom.recovered);
   print_markers(run, is_oom_event);
   if (bundles > 0) std::printf("    explain with: gpumemprof oom %s\n", run.run.path.c_str());
-  uint64_t alerts = 0;
-  for (const char* k : {"warning", "critical", "fragmentation", "growth"}) alerts += json_u64(s, {"alerts", k});
-  std::printf("alerts: %s fired\n", counted(alerts, "alert").c_str());
+  std::printf("alerts: %s fired\n", counted(s.alerts.fired(), "alert").c_str());
   print_markers(run, is_alert);
   if (run.markers_dropped > 0) std::printf("  (%llu more events of these kinds were not kept)\n", (ull)run.markers_dropped);
   print_ranges(run);

@@ -104,20 +104,17 @@ void print_run(const std::string& dir) {
     std::fprintf(stderr, "gpumemprof run: %s\n", error.c_str());
     return;
   }
-  const auto& s = run->summary;
+  const Summary& s = run->figures;
   const std::string& exe = run->manifest.exe;
   std::fprintf(stderr, "  %s (pid %llu)\n", exe.empty() ? "?" : exe.c_str(),
                (unsigned long long)run->manifest.pid.value_or(0));
-  for (const auto& d : reader::array_or_empty(reader::member(&s, "devices"))) {
-    std::fprintf(stderr, "    device %llu: peak allocated %s, peak reserved %s\n", (unsigned long long)json_u64(d, {"device"}),
-                 bytes_text(json_u64(d, {"allocated_bytes", "peak"})).c_str(),
-                 bytes_text(json_u64(d, {"reserved_bytes", "peak"})).c_str());
+  for (const DeviceFigures& d : s.devices) {
+    std::fprintf(stderr, "    device %d: peak allocated %s, peak reserved %s\n", d.stats.device,
+                 bytes_text(d.stats.allocated.peak).c_str(), bytes_text(d.stats.reserved.peak).c_str());
   }
-  const uint64_t alerts = json_u64(s, {"alerts", "warning"}) + json_u64(s, {"alerts", "critical"}) +
-                          json_u64(s, {"alerts", "fragmentation"}) + json_u64(s, {"alerts", "growth"});
   std::fprintf(stderr, "    out-of-memory failures %llu (bundles %llu), alerts %llu\n",
-               (unsigned long long)json_u64(s, {"oom", "failures"}), (unsigned long long)json_u64(s, {"oom", "bundles_written"}),
-               (unsigned long long)alerts);
+               (unsigned long long)s.oom.failures, (unsigned long long)s.oom.bundles_written,
+               (unsigned long long)s.alerts.fired());
   std::fprintf(stderr, "    events: %s\n", reader::event_counts_line(run->events).c_str());
   for (const std::string& w : reader::event_count_warnings(run->events)) std::fprintf(stderr, "    note: %s\n", w.c_str());
   std::fprintf(stderr, "    next: gpumemprof report %s\n", dir.c_str());

@@ -35,148 +35,6 @@ bool is_dir(const std::string& path) {
   return stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
 }
 
-// ---- The parts of a bundle ----
-
-OomAllocation parse_allocation(const json& j) {
-  OomAllocation a;
-  a.address = u64_or(member(&j, "address"));
-  a.size = u64_or(member(&j, "size"));
-  a.kind = str_or(member(&j, "kind"));
-  a.api = str_or(member(&j, "api"));
-  a.device = as_device(member(&j, "device")).value_or(-1);
-  a.thread = u64_or(member(&j, "thread"));
-  a.age_ms = as_u64(member(&j, "age_ms"));
-  a.stack_id = u64_or(member(&j, "stack_id"));
-  return a;
-}
-
-// An array of allocations; entries that are not objects are skipped and counted.
-std::vector<OomAllocation> parse_allocations(const json* list, size_t& skipped) {
-  std::vector<OomAllocation> out;
-  skipped = 0;
-  if (list == nullptr || !list->is_array()) return out;
-  out.reserve(list->size());
-  for (const auto& j : *list) {
-    if (j.is_object()) out.push_back(parse_allocation(j));
-    else ++skipped;
-  }
-  return out;
-}
-
-uint64_t kind_current(const json* by_kind, const char* kind) { return u64_or(member(member(by_kind, kind), "current")); }
-
-OomDeviceFigures parse_device(const json& j) {
-  OomDeviceFigures d;
-  d.device = as_device(member(&j, "device")).value_or(-1);
-  d.name = str_or(member(&j, "name"));
-  d.total_bytes = u64_or(member(&j, "total_bytes"));
-  d.allocated = u64_or(member(member(&j, "allocated_bytes"), "current"));
-  d.allocated_peak = u64_or(member(member(&j, "allocated_bytes"), "peak"));
-  d.reserved = u64_or(member(member(&j, "reserved_bytes"), "current"));
-  d.reserved_peak = u64_or(member(member(&j, "reserved_bytes"), "peak"));
-  const json* by_kind = member(&j, "by_kind");
-  d.linear = kind_current(by_kind, "linear");
-  d.pool = kind_current(by_kind, "pool");
-  d.vmm = kind_current(by_kind, "vmm");
-  d.array = kind_current(by_kind, "array");
-  d.managed = kind_current(by_kind, "managed");
-  d.pool_reserved = u64_or(member(member(member(by_kind, "pool"), "reserved"), "current"));
-  d.vmm_physical = u64_or(member(member(member(by_kind, "vmm"), "physical"), "current"));
-  d.failed_alloc_count = u64_or(member(&j, "failed_alloc_count"));
-  if (const json* n = member(&j, "nvml"); n != nullptr && n->is_object()) {
-    OomDeviceFigures::Nvml nvml;
-    nvml.samples = u64_or(member(n, "samples"));
-    nvml.device_used = u64_or(member(n, "device_used_bytes"));
-    nvml.device_total = u64_or(member(n, "device_total_bytes"));
-    nvml.process_used = as_u64(member(n, "process_used_bytes"));
-    if (const json* procs = member(n, "processes"); procs != nullptr && procs->is_array()) {
-      nvml.has_process_list = true;
-      for (const auto& p : *procs) {
-        auto pid = as_u64(member(&p, "pid"));
-        auto used = as_u64(member(&p, "used_bytes"));
-        if (pid && used) nvml.processes.emplace_back(*pid, *used);
-      }
-    }
-    d.nvml = std::move(nvml);
-  }
-  return d;
-}
-
-bool parse_metadata(const json& m, OomBundle& b, std::string& missing) {
-  if (!m.is_object()) {
-    missing = "is not a JSON object";
-    return false;
-  }
-  const json* r = member(&m, "request");
-  if (r == nullptr || !r->is_object()) {
-    missing = "has no \"request\" object";
-    return false;
-  }
-  auto size = as_u64(member(r, "size"));
-  if (!size) {
-    missing = "has no request size (\"request\": {\"size\": N})";
-    return false;
-  }
-  b.request.size = *size;
-  b.request.api = str_or(member(r, "api"));
-  b.request.kind = str_or(member(r, "kind"));
-  b.request.error_name = str_or(member(r, "error_name"));
-  b.request.device = as_device(member(r, "device")).value_or(-1);
-  b.request.stream = u64_or(member(r, "stream"));
-  b.request.thread = u64_or(member(r, "thread"));
-  b.request.error = as_i64(member(r, "error"));
-  b.request.t_ns = as_u64(member(r, "t_ns"));
-  if (b.reason.empty()) b.reason = str_or(member(&m, "reason"));
-
-  if (const json* devices = member(&m, "devices"); devices != nullptr && devices->is_array()) {
-    for (const auto& d : *devices) {
-      if (d.is_object()) b.devices.push_back(parse_device(d));
-    }
-  }
-  b.host_pinned_current = u64_or(member(member(&m, "host_pinned_bytes"), "current"));
-  b.host_pinned_peak = u64_or(member(member(&m, "host_pinned_bytes"), "peak"));
-  if (const json* dm = member(&m, "driver_memory"); dm != nullptr && dm->is_object()) {
-    auto free = as_u64(member(dm, "free"));
-    auto total = as_u64(member(dm, "total"));
-    if (free && total) {
-      b.driver_memory = OomBundle::DriverMemory{as_device(member(dm, "device")).value_or(b.request.device), *free, *total};
-    }
-  }
-  b.live_count = u64_or(member(&m, "live_count"));
-  b.live_bytes = u64_or(member(&m, "live_bytes"));
-  size_t skipped = 0;
-  b.largest_live = parse_allocations(member(&m, "largest_live"), skipped);
-  if (skipped) b.notes.push_back("metadata.json: " + std::to_string(skipped) + " entries of largest_live are not objects");
-  const json* rec = member(&m, "recovered");
-  b.recovered = rec != nullptr && rec->is_boolean() && rec->get<bool>();
-  if (const json* by = member(&m, "recovered_by"); by != nullptr && by->is_object()) {
-    b.recovered_by = OomRecoveredBy{str_or(member(by, "api")), u64_or(member(by, "size")), as_u64(member(by, "t_ns"))};
-  }
-  b.failures = u64_or(member(&m, "failures"), 1);
-  b.episode = u64_or(member(&m, "episode"));
-  return true;
-}
-
-void parse_manifest(const json& m, OomBundle& b) {
-  b.has_manifest = true;
-  const std::string name = str_or(member(&m, "bundle_name"));
-  if (!name.empty()) b.name = name;
-  b.created_at_utc = str_or(member(&m, "created_at_utc"));
-  b.reason = str_or(member(&m, "reason"));
-  b.pid = as_u64(member(&m, "pid"));
-}
-
-void parse_environment(const json& e, OomBundle& b) {
-  b.exe = str_or(member(&e, "exe"));
-  b.host = str_or(member(&e, "host"));
-  if (const json* argv = member(&e, "argv"); argv != nullptr && argv->is_array()) {
-    for (const auto& a : *argv) {
-      if (a.is_string()) b.argv.push_back(a.get<std::string>());
-    }
-  }
-  if (!b.pid) b.pid = as_u64(member(&e, "pid"));
-}
-
 // Parses an optional file: absent → note; unparseable or not an object/array → note.
 const json* optional_file(const OomBundleFiles& files, const char* name, json& holder, bool want_array,
                           std::vector<std::string>& notes) {
@@ -206,9 +64,13 @@ std::optional<OomBundle> parse_checked(const std::string& path, const OomBundleF
   const std::string where = path.empty() ? std::string() : path + "/";
 
   json manifest;
-  if (optional_file(files, "manifest.json", manifest, false, b.notes)) parse_manifest(manifest, b);
+  if (optional_file(files, kOomManifestFile, manifest, false, b.notes)) {
+    b.manifest = oom_manifest_from_json(manifest);
+    if (!b.manifest->bundle_name.empty()) b.name = b.manifest->bundle_name;
+    b.pid = b.manifest->pid;
+  }
 
-  auto meta = files.find("metadata.json");
+  auto meta = files.find(kOomMetadataFile);
   if (meta == files.end()) {
     error = where + "metadata.json is missing; expected an OOM bundle directory written by libgpumemprof "
             "(manifest.json, metadata.json, allocations.json, ...)";
@@ -220,22 +82,28 @@ std::optional<OomBundle> parse_checked(const std::string& path, const OomBundleF
     error = where + "metadata.json is not valid JSON (" + problem + "); expected the JSON object of an OOM bundle's metadata";
     return std::nullopt;
   }
-  std::string missing;
-  if (!parse_metadata(*metadata, b, missing)) {
-    error = where + "metadata.json " + missing + "; expected the metadata of an OOM bundle written by libgpumemprof "
+  size_t skipped = 0;
+  auto read = oom_metadata_from_json(*metadata, problem, skipped);
+  if (!read) {
+    error = where + "metadata.json " + problem + "; expected the metadata of an OOM bundle written by libgpumemprof "
             "(schema_version 1)";
     return std::nullopt;
   }
+  b.metadata = std::move(*read);
+  if (skipped) {
+    b.notes.push_back("metadata.json: " + std::to_string(skipped) + " entries of largest_live are not objects");
+  }
 
   json allocations;
-  if (const json* a = optional_file(files, "allocations.json", allocations, true, b.notes)) {
-    size_t skipped = 0;
-    b.allocations = parse_allocations(a, skipped);
-    b.has_allocations = true;
+  if (const json* a = optional_file(files, kOomAllocationsFile, allocations, true, b.notes)) {
+    b.allocations = oom_allocations_from_json(a, skipped);
     if (skipped) b.notes.push_back("allocations.json: " + std::to_string(skipped) + " entries are not objects");
   }
   json environment;
-  if (const json* e = optional_file(files, "environment.json", environment, false, b.notes)) parse_environment(*e, b);
+  if (const json* e = optional_file(files, kOomEnvironmentFile, environment, false, b.notes)) {
+    b.environment = oom_environment_from_json(*e);
+    if (!b.pid) b.pid = b.environment->pid;
+  }
   return b;
 }
 
@@ -249,9 +117,9 @@ uint64_t name_sequence(const std::string& name) {
 
 }  // namespace
 
-const OomDeviceFigures* OomBundle::device_figures(int device) const {
-  for (const auto& d : devices) {
-    if (d.device == device) return &d;
+const DeviceFigures* OomBundle::device_figures(int device) const {
+  for (const auto& d : metadata.devices) {
+    if (d.stats.device == device) return &d;
   }
   return nullptr;
 }
@@ -276,12 +144,12 @@ std::optional<OomBundle> read_oom_bundle(const std::string& dir, std::string& er
   }
   OomBundleFiles files;
   std::vector<std::pair<std::string, std::string>> unreadable;  // {name, "allocations.json is a FIFO, ..."}
-  for (const char* name : {"manifest.json", "metadata.json", "allocations.json", "environment.json"}) {
+  for (const char* name : {kOomManifestFile, kOomMetadataFile, kOomAllocationsFile, kOomEnvironmentFile}) {
     const std::string path = dir + "/" + name;
     std::string problem;
     if (auto text = read_text(path, problem)) {
       files[name] = std::move(*text);
-    } else if (!problem.empty() && std::string(name) == "metadata.json") {
+    } else if (!problem.empty() && std::string(name) == kOomMetadataFile) {
       error = problem + "; expected the JSON file of an OOM bundle's metadata";
       return std::nullopt;
     } else if (!problem.empty()) {
@@ -301,13 +169,13 @@ std::optional<OomBundle> read_oom_bundle(const std::string& dir, std::string& er
 
 bool looks_like_oom_bundle(const std::string& dir) {
   struct stat st {};
-  if (stat((dir + "/metadata.json").c_str(), &st) == 0) return true;
+  if (stat((dir + "/" + kOomMetadataFile).c_str(), &st) == 0) return true;
   if (last_component(dir).rfind(kOomBundlePrefix, 0) == 0 && stat((dir + "/trace.gmpt").c_str(), &st) != 0) return true;
   std::string problem;
-  auto text = read_text(dir + "/manifest.json", problem);
+  auto text = read_text(dir + "/" + kOomManifestFile, problem);
   if (!text) return false;
   std::optional<json> manifest = parse_json(*text, problem);
-  return manifest && member(&*manifest, "bundle_name") != nullptr;
+  return manifest && is_oom_manifest(*manifest);
 }
 
 std::vector<std::string> list_oom_bundles(const std::string& dir) {
@@ -341,7 +209,7 @@ std::vector<std::string> run_oom_dirs(const std::string& run_dir, const nlohmann
 
 void sort_oom_bundles(std::vector<OomBundle>& bundles) {
   std::stable_sort(bundles.begin(), bundles.end(), [](const OomBundle& a, const OomBundle& b) {
-    if (a.created_at_utc != b.created_at_utc) return a.created_at_utc < b.created_at_utc;
+    if (a.created_at_utc() != b.created_at_utc()) return a.created_at_utc() < b.created_at_utc();
     const uint64_t sa = name_sequence(a.name), sb = name_sequence(b.name);
     if (sa != sb) return sa < sb;
     return a.name < b.name;

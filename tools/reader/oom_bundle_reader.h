@@ -1,8 +1,8 @@
-// OOM bundles (docs/oom-bundles.md) as the tools see them: the JSON files of one bundle parsed into
-// plain structs, and the bundles that belong to a run directory. Parsing never throws and never
-// trusts the input: a wrong type, a missing key or an out-of-range number reads as "absent", and
-// only what an explanation cannot do without (a parseable metadata.json with a request size) is an
-// error, given as one line.
+// OOM bundles (docs/oom-bundles.md) as the tools see them: the JSON files of one bundle read
+// (format/oom_bundle_schema.h), and the bundles that belong to a run directory. Parsing never
+// throws and never trusts the input: a wrong type, a missing key or an out-of-range number reads as
+// "absent", and only what an explanation cannot do without (a parseable metadata.json with a request
+// size) is an error, given as one line.
 #pragma once
 
 #include <cstdint>
@@ -13,100 +13,25 @@
 
 #include <nlohmann/json.hpp>
 
+#include "oom_bundle_schema.h"
+
 namespace gmp::reader {
 
-inline constexpr const char* kOomBundlePrefix = "oom_dump_";
-
-// One allocation as metadata.json's largest_live and allocations.json list them.
-struct OomAllocation {
-  uint64_t address = 0;
-  uint64_t size = 0;
-  std::string kind;  // "linear", "pool", "vmm", "array", "managed", "host_pinned"; may be empty
-  std::string api;
-  int device = -1;
-  uint64_t thread = 0;
-  std::optional<uint64_t> age_ms;  // at the failure
-  uint64_t stack_id = 0;           // 0: no stack captured
-};
-
-// One device's figures at the failure (metadata.json devices[], the form of summary.json).
-struct OomDeviceFigures {
-  int device = -1;
-  std::string name;
-  uint64_t total_bytes = 0;
-  uint64_t allocated = 0, allocated_peak = 0;
-  uint64_t reserved = 0, reserved_peak = 0;
-  // Current bytes by kind: linear, pool (live allocations), vmm (mapped), array, managed.
-  uint64_t linear = 0, pool = 0, vmm = 0, array = 0, managed = 0;
-  uint64_t pool_reserved = 0;  // the pools' reserved bytes, from the driver
-  uint64_t vmm_physical = 0;   // physical bytes of live cuMemCreate handles
-  uint64_t failed_alloc_count = 0;
-  // NVML's latest sample before the failure, when the process had NVML (devices[].nvml).
-  struct Nvml {
-    uint64_t samples = 0, device_used = 0, device_total = 0;
-    std::optional<uint64_t> process_used;  // this process's usage; absent when NVML did not say
-    // Every process NVML listed on the device, when the bundle carries the list (nvml.processes:
-    // [{"pid", "used_bytes"}]); empty otherwise.
-    std::vector<std::pair<uint64_t, uint64_t>> processes;  // {pid, used bytes}
-    bool has_process_list = false;
-  };
-  std::optional<Nvml> nvml;
-};
-
-struct OomRequest {
-  std::string api, kind, error_name;
-  uint64_t size = 0;
-  int device = -1;  // -1: none (pinned host memory) or unknown
-  uint64_t stream = 0;
-  uint64_t thread = 0;
-  std::optional<int64_t> error;
-  std::optional<uint64_t> t_ns;  // since the profiler started (the process's first GPU memory call)
-};
-
-struct OomRecoveredBy {
-  std::string api;
-  uint64_t size = 0;
-  std::optional<uint64_t> t_ns;
-};
-
+// One bundle: its files read through format/oom_bundle_schema.h.
 struct OomBundle {
   std::string path;  // the bundle directory as given
   std::string name;  // manifest.json bundle_name, else the directory's last component
-
-  // manifest.json (optional)
-  bool has_manifest = false;
-  std::string created_at_utc;
-  std::string reason;
-  std::optional<uint64_t> pid;
-
-  // metadata.json (required)
-  OomRequest request;
-  std::vector<OomDeviceFigures> devices;
-  uint64_t host_pinned_current = 0, host_pinned_peak = 0;
-  struct DriverMemory {
-    int device = -1;
-    uint64_t free = 0, total = 0;
-  };
-  std::optional<DriverMemory> driver_memory;  // cuMemGetInfo just before the failure was recorded
-  uint64_t live_count = 0, live_bytes = 0;
-  std::vector<OomAllocation> largest_live;  // as listed (largest first), every device
-  bool recovered = false;
-  std::optional<OomRecoveredBy> recovered_by;
-  uint64_t failures = 0;
-  uint64_t episode = 0;
-
+  std::optional<OomBundleManifest> manifest;  // manifest.json (optional)
+  OomMetadata metadata;                       // metadata.json (required)
   // allocations.json (optional): every live allocation, every device.
-  bool has_allocations = false;
-  std::vector<OomAllocation> allocations;
-
-  // environment.json (optional)
-  std::string exe, host;
-  std::vector<std::string> argv;
-
+  std::optional<std::vector<OomAllocation>> allocations;
+  std::optional<OomEnvironment> environment;  // environment.json (optional)
+  std::optional<uint64_t> pid;                // manifest.json's, else environment.json's
   // Problems with the optional files, one line each ("allocations.json is missing").
   std::vector<std::string> notes;
 
-  const OomDeviceFigures* device_figures(int device) const;
+  std::string created_at_utc() const { return manifest ? manifest->created_at_utc : std::string(); }
+  const DeviceFigures* device_figures(int device) const;
 };
 
 // The bundle's JSON files by name ("metadata.json", ...), their text; a file that is absent from

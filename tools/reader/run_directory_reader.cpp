@@ -13,7 +13,7 @@ namespace {
 
 // The summary the events of `trace` (opened, nothing read yet) imply; nullopt with `error` when
 // the trace turns out unreadable.
-std::optional<nlohmann::json> replay_summary(TraceReader& trace, const ManifestRecord& manifest, std::string& error) {
+std::optional<Summary> replay_summary(TraceReader& trace, const ManifestRecord& manifest, std::string& error) {
   Accounting acc;
   Event e;
   while (trace.next(e)) acc.apply(e);
@@ -49,7 +49,8 @@ std::optional<nlohmann::json> rebuild_summary(const std::string& trace_path, con
   from_json(manifest, record);
   auto summary = replay_summary(trace, record, error);
   if (truncated_bytes != nullptr) *truncated_bytes = trace.truncated_bytes();
-  return summary;
+  if (!summary) return std::nullopt;
+  return to_json(*summary);
 }
 
 std::optional<RunDirectory> open_run_directory(const std::string& path, std::string& error) {
@@ -78,9 +79,13 @@ std::optional<RunDirectory> open_run_directory(const std::string& path, std::str
     error = trace.error();
     return std::nullopt;
   }
-  run.events = event_counts(summary ? *summary : nlohmann::json(), trace.records_in_file());
-  if (summary && member(&*summary, "devices") != nullptr && member(&*summary, "devices")->is_array()) {
+  // A summary.json that is not an object says nothing: as if there were none.
+  std::optional<Summary> read;
+  if (summary && summary->is_object()) read = summary_from_json(*summary);
+  run.events = event_counts(read ? &*read : nullptr, trace.records_in_file());
+  if (read && read->devices_listed) {
     run.summary = std::move(*summary);
+    run.figures = std::move(*read);
     return run;
   }
   run.rebuild_reason = summary ? "summary.json has no \"devices\" array" : "summary.json is missing (the process did not exit normally)";
@@ -91,12 +96,11 @@ std::optional<RunDirectory> open_run_directory(const std::string& path, std::str
   auto rebuilt = replay_summary(trace, run.manifest, error);
   if (!rebuilt) return std::nullopt;
   run.trace_truncated_bytes = trace.truncated_bytes();
-  run.summary = std::move(*rebuilt);
   run.summary_rebuilt = true;
   // A trace cannot say what was lost or never written: unknown, not 0 (event_counts_json agrees).
-  if (!run.events.final_flush) {
-    for (const char* k : {"lost", "unwritten", "producer_waits"}) run.summary["events"][k] = nullptr;
-  }
+  if (!run.events.final_flush) rebuilt->events.counts_known = false;
+  run.summary = to_json(*rebuilt);
+  run.figures = std::move(*rebuilt);
   return run;
 }
 

@@ -19,9 +19,12 @@ namespace gmp::reader {
 
 struct RunDirectory {
   std::string path;
-  ManifestRecord manifest;   // all defaults when missing
+  ManifestRecord manifest;    // all defaults when missing
   bool has_manifest = false;  // manifest.json holds a JSON object
-  nlohmann::json summary;   // from summary.json, or rebuilt
+  // summary.json as read, passed through to report --json and the HTML page's data; or the JSON of
+  // a summary rebuilt from the trace.
+  nlohmann::json summary;
+  Summary figures;  // the same, read (format/summary.h): what the tools look at
   bool summary_rebuilt = false;
   std::string rebuild_reason;
   uint64_t trace_truncated_bytes = 0;

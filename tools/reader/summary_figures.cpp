@@ -1,15 +1,9 @@
 #include "summary_figures.h"
 
-#include "json_fields.h"
-
 namespace gmp::reader {
 namespace {
 
 using json = nlohmann::json;
-
-Counter counter(const json* j) { return {u64_or(member(j, "current")), u64_or(member(j, "peak"))}; }
-
-KindStats kind_stats(const json* j) { return {counter(j), u64_or(member(j, "allocs")), u64_or(member(j, "frees"))}; }
 
 // One line whatever the summary holds: a message with a line break would break the one-line rule.
 std::string one_line(std::string s) {
@@ -21,42 +15,20 @@ std::string one_line(std::string s) {
 
 }  // namespace
 
-DeviceStats summary_device_stats(const json& device) {
-  const json* d = &device;
-  DeviceStats s;
-  s.device = as_device(member(d, "device")).value_or(-1);
-  s.total_bytes = u64_or(member(d, "total_bytes"));
-  s.allocated = counter(member(d, "allocated_bytes"));
-  s.reserved = counter(member(d, "reserved_bytes"));
-  s.allocated_peak_ns = u64_or(member(d, "allocated_peak_at_ns"));
-  s.reserved_peak_ns = u64_or(member(d, "reserved_peak_at_ns"));
-  const json* by_kind = member(d, "by_kind");
-  for (Kind k : {Kind::Linear, Kind::Pool, Kind::Vmm, Kind::Array, Kind::Managed}) {
-    s.kind(k) = kind_stats(member(by_kind, std::string(kind_name(k)).c_str()));
-  }
-  s.pool_reserved = counter(member(member(by_kind, "pool"), "reserved"));
-  s.released_by_pool_destroy = u64_or(member(member(by_kind, "pool"), "released_by_pool_destroy"));
-  s.vmm_physical = counter(member(member(by_kind, "vmm"), "physical"));
-  s.alloc_count = u64_or(member(d, "alloc_count"));
-  s.free_count = u64_or(member(d, "free_count"));
-  s.failed_alloc_count = u64_or(member(d, "failed_alloc_count"));
-  return s;
-}
-
-EventCounts event_counts(const json& summary, uint64_t records_in_trace) {
+EventCounts event_counts(const Summary* summary, uint64_t records_in_trace) {
   EventCounts c;
   c.in_trace = records_in_trace;
-  if (!summary.is_object()) {
+  if (summary == nullptr) {
     c.final_flush = false;
     return c;
   }
-  const json* events = member(&summary, "events");
-  c.recorded = u64_or(member(events, "recorded"));
-  c.lost = u64_or(member(events, "lost"));
-  c.unwritten = u64_or(member(events, "unwritten"));
-  c.producer_waits = u64_or(member(events, "producer_waits"));
-  c.trace_error = one_line(str_or(member(events, "trace_error")));
-  c.written = as_u64(member(&summary, "trace_events_written"));
+  const Summary::Events& e = summary->events;
+  c.recorded = e.recorded;
+  c.lost = e.lost;
+  c.unwritten = e.unwritten.value_or(0);
+  c.producer_waits = e.producer_waits;
+  c.trace_error = one_line(e.trace_error.value_or(""));
+  c.written = summary->trace_events_written;
   return c;
 }
 

@@ -1,6 +1,5 @@
-// What the tools take from summary.json's figures (docs/run-directory.md): a device's counters as
-// the collector's DeviceStats, and the event counts that say whether trace.gmpt holds every event.
-// Type-tolerant (json_fields.h): a missing or wrong-typed field reads as 0, as in older runs.
+// What the tools make of summary.json's event counts (docs/run-directory.md): whether trace.gmpt
+// holds every event, said the same way by every command. The file itself is read by format/summary.h.
 #pragma once
 
 #include <cstdint>
@@ -10,13 +9,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "accounting.h"
+#include "summary.h"
 
 namespace gmp::reader {
-
-// One element of summary.json's (or an OOM bundle's metadata.json's) "devices" array. Peak times
-// are in ns since the profiler started, as written. NVML figures are not read.
-DeviceStats summary_device_stats(const nlohmann::json& device);
 
 // The run's events: counted by the collector, written to the trace, and found in it.
 struct EventCounts {
@@ -38,8 +33,8 @@ struct EventCounts {
   bool trace_incomplete() const { return final_flush && (unwritten > 0 || missing_from_file() > 0); }
 };
 
-// `summary` null or not an object when there is no summary.json (final_flush false).
-EventCounts event_counts(const nlohmann::json& summary, uint64_t records_in_trace);
+// `summary` nullptr when there is no summary.json (final_flush false).
+EventCounts event_counts(const Summary* summary, uint64_t records_in_trace);
 
 // What the counts mean, one line each, said the same way by the report, the HTML page and
 // `gpumemprof run`: nothing when the trace is whole and nothing was lost.

@@ -1,7 +1,7 @@
-// The explanation of one OOM bundle, as `gpumemprof oom` prints it: the figures an explanation
-// needs, derived from a parsed bundle (tools/reader/oom_bundle_reader.h), then rendered as text or
-// JSON. Separate from the command's argument handling so the fuzzer links it (tests/fuzz/).
-// Nothing here throws on any bundle the reader returns.
+// What `gpumemprof oom` says about one OOM bundle, as facts derived from the parsed bundle
+// (tools/reader/oom_bundle_reader.h): what was asked, what the process and the others held, what
+// the driver said was free, the biggest holders. oom_advice.h turns the facts into advice and
+// oom_render.h prints them as text or JSON. Nothing here throws on any bundle the reader returns.
 #pragma once
 
 #include <cstdint>
@@ -11,11 +11,13 @@
 #include <utility>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 #include "oom_bundle_reader.h"
 
 namespace gmp::tool {
+
+// A bundle's figures may be anything: sums and differences of them saturate.
+inline uint64_t sat_add(uint64_t a, uint64_t b) { return a > UINT64_MAX - b ? UINT64_MAX : a + b; }
+inline uint64_t sat_sub(uint64_t a, uint64_t b) { return a > b ? a - b : 0; }
 
 struct OomExplanation {
   // Which bundle.
@@ -23,13 +25,13 @@ struct OomExplanation {
   std::optional<uint64_t> pid;
 
   // What was requested. host_pinned: pinned host memory, no device.
-  reader::OomRequest request;
+  OomRequest request;
   std::string device_name;
   bool host_pinned = false;
 
   // What this process held on the request's device (zeros when the bundle has no figures for it).
   bool device_figures_known = false;
-  reader::OomDeviceFigures held;
+  DeviceStats held;
   uint64_t pool_unused = 0;   // pools' reserved bytes not allocated: released by trimming the pools
   uint64_t vmm_unmapped = 0;  // VMM physical bytes not mapped
   uint64_t host_pinned_bytes = 0;
@@ -52,12 +54,12 @@ struct OomExplanation {
 
   // The episode.
   bool recovered = false;
-  std::optional<reader::OomRecoveredBy> recovered_by;
+  std::optional<OomRecoveredBy> recovered_by;
   uint64_t failures = 0, episode = 0;
 
   // The biggest live allocations on the request's device (host_pinned: pinned host memory).
   static constexpr size_t kTopHolders = 10;
-  std::vector<reader::OomAllocation> top;
+  std::vector<OomAllocation> top;
   uint64_t top_candidates = 0;  // how many live allocations the top was chosen from
   bool top_from_allocations = false;
   // Call-site labels of the top's stack ids, when the run directory's attribution.jsonl was
@@ -68,15 +70,11 @@ struct OomExplanation {
     std::string id;  // cannot_fit, recovered, fragmentation, other_processes, own_footprint, ...
     std::string text;
   };
-  std::vector<Advice> advice;
+  std::vector<Advice> advice;  // oom_advice() of the facts above
   std::vector<std::string> notes;
 };
 
+// The facts of `bundle`, with their advice.
 OomExplanation explain_oom(const reader::OomBundle& bundle);
-std::string oom_explanation_text(const OomExplanation& x);
-nlohmann::json oom_explanation_json(const OomExplanation& x);
-
-// Replaces control characters (a bundle's strings go to a terminal) with '?'.
-std::string printable(const std::string& s);
 
 }  // namespace gmp::tool

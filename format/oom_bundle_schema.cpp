@@ -1,0 +1,204 @@
+#include "oom_bundle_schema.h"
+
+#include "json_fields.h"
+#include "json_views.h"
+
+namespace gmp {
+namespace {
+
+using json = nlohmann::json;
+using namespace reader;  // json_fields.h
+
+template <typename T>
+json or_null(const std::optional<T>& v) {
+  return v ? json(*v) : json(nullptr);
+}
+
+json request_json(const OomRequest& r) {
+  return {{"api", r.api},
+          {"kind", r.kind},
+          {"size", r.size},
+          {"device", r.device},
+          {"stream", r.stream},
+          {"thread", r.thread},
+          {"error", or_null(r.error)},
+          {"error_name", r.error_name},
+          {"t_ns", or_null(r.t_ns)}};
+}
+
+// False when there is no size: the request is what an explanation is about.
+bool read_request(const json* r, OomRequest& out, std::string& problem) {
+  if (r == nullptr || !r->is_object()) {
+    problem = "has no \"request\" object";
+    return false;
+  }
+  auto size = as_u64(member(r, "size"));
+  if (!size) {
+    problem = "has no request size (\"request\": {\"size\": N})";
+    return false;
+  }
+  out.size = *size;
+  out.api = str_or(member(r, "api"));
+  out.kind = str_or(member(r, "kind"));
+  out.error_name = str_or(member(r, "error_name"));
+  out.device = as_device(member(r, "device")).value_or(-1);
+  out.stream = u64_or(member(r, "stream"));
+  out.thread = u64_or(member(r, "thread"));
+  out.error = as_i64(member(r, "error"));
+  out.t_ns = as_u64(member(r, "t_ns"));
+  return true;
+}
+
+}  // namespace
+
+OomAllocation oom_allocation(const LiveAllocation& a, uint64_t now_ns) {
+  const uint64_t age_ns = now_ns > a.timestamp_ns ? now_ns - a.timestamp_ns : 0;
+  return {a.address,
+          a.size,
+          std::string(kind_name(a.kind)),
+          std::string(api_name(a.api)),
+          a.device,
+          a.thread_id,
+          age_ns / 1'000'000,
+          a.stack_id};
+}
+
+json to_json(const OomAllocation& a) {
+  return {{"address", a.address},        {"size", a.size},        {"kind", a.kind},
+          {"device", a.device},          {"api", a.api},          {"thread", a.thread},
+          {"age_ms", or_null(a.age_ms)}, {"stack_id", a.stack_id}};
+}
+
+OomAllocation oom_allocation_from_json(const json& j) {
+  OomAllocation a;
+  a.address = u64_or(member(&j, "address"));
+  a.size = u64_or(member(&j, "size"));
+  a.kind = str_or(member(&j, "kind"));
+  a.api = str_or(member(&j, "api"));
+  a.device = as_device(member(&j, "device")).value_or(-1);
+  a.thread = u64_or(member(&j, "thread"));
+  a.age_ms = as_u64(member(&j, "age_ms"));
+  a.stack_id = u64_or(member(&j, "stack_id"));
+  return a;
+}
+
+json to_json(const std::vector<OomAllocation>& list) {
+  json out = json::array();
+  for (const auto& a : list) out.push_back(to_json(a));
+  return out;
+}
+
+std::vector<OomAllocation> oom_allocations_from_json(const json* list, size_t& skipped) {
+  std::vector<OomAllocation> out;
+  skipped = 0;
+  if (list == nullptr || !list->is_array()) return out;
+  out.reserve(list->size());
+  for (const auto& j : *list) {
+    if (j.is_object())
+      out.push_back(oom_allocation_from_json(j));
+    else
+      ++skipped;
+  }
+  return out;
+}
+
+std::string OomRecoveredBy::api() const { return str_or(member(&event, "api")); }
+uint64_t OomRecoveredBy::size() const { return u64_or(member(&event, "size")); }
+std::optional<uint64_t> OomRecoveredBy::t_ns() const { return as_u64(member(&event, "t_ns")); }
+
+json to_json(const OomMetadata& m) {
+  json devices = json::array();
+  for (const auto& d : m.devices) devices.push_back(to_json(d));
+  json driver = nullptr;
+  if (m.driver_memory) {
+    driver = {{"device", m.driver_memory->device}, {"free", m.driver_memory->free}, {"total", m.driver_memory->total}};
+  }
+  json j = {
+      {"schema_version", 1},
+      {"reason", m.reason},
+      {"request", request_json(m.request)},
+      {"devices", devices},
+      {"host_pinned_bytes", counter_json(m.host_pinned_bytes)},
+      {"driver_memory", driver},
+      {"live_count", m.live_count},
+      {"live_bytes", m.live_bytes},
+      {"largest_live", to_json(m.largest_live)},
+      {"recovered", m.recovered},
+      {"failures", m.failures},
+      {"episode", m.episode},
+  };
+  if (m.recovered_by) j["recovered_by"] = m.recovered_by->event;
+  return j;
+}
+
+std::optional<OomMetadata> oom_metadata_from_json(const json& j, std::string& problem, size_t& skipped_largest) {
+  skipped_largest = 0;
+  if (!j.is_object()) {
+    problem = "is not a JSON object";
+    return std::nullopt;
+  }
+  OomMetadata m;
+  if (!read_request(member(&j, "request"), m.request, problem)) return std::nullopt;
+  m.reason = str_or(member(&j, "reason"));
+  for (const auto& d : array_or_empty(member(&j, "devices"))) {
+    if (d.is_object()) m.devices.push_back(device_figures_from_json(d));
+  }
+  const json* pinned = member(&j, "host_pinned_bytes");
+  m.host_pinned_bytes = {u64_or(member(pinned, "current")), u64_or(member(pinned, "peak"))};
+  if (const json* dm = member(&j, "driver_memory"); dm != nullptr && dm->is_object()) {
+    auto free = as_u64(member(dm, "free"));
+    auto total = as_u64(member(dm, "total"));
+    if (free && total)
+      m.driver_memory = OomDriverMemory{as_device(member(dm, "device")).value_or(m.request.device), *free, *total};
+  }
+  m.live_count = u64_or(member(&j, "live_count"));
+  m.live_bytes = u64_or(member(&j, "live_bytes"));
+  m.largest_live = oom_allocations_from_json(member(&j, "largest_live"), skipped_largest);
+  m.recovered = as_bool(member(&j, "recovered")).value_or(false);
+  if (const json* by = member(&j, "recovered_by"); by != nullptr && by->is_object())
+    m.recovered_by = OomRecoveredBy{*by};
+  m.failures = u64_or(member(&j, "failures"), 1);
+  m.episode = u64_or(member(&j, "episode"));
+  return m;
+}
+
+json to_json(const OomBundleManifest& m) {
+  return {{"schema_version", 1}, {"bundle_name", m.bundle_name}, {"created_at_utc", m.created_at_utc},
+          {"reason", m.reason},  {"backend", m.backend},         {"event_count", m.event_count},
+          {"files", m.files},    {"tool", "gpumemprof"},         {"pid", or_null(m.pid)}};
+}
+
+OomBundleManifest oom_manifest_from_json(const json& j) {
+  OomBundleManifest m;
+  m.bundle_name = str_or(member(&j, "bundle_name"));
+  m.created_at_utc = str_or(member(&j, "created_at_utc"));
+  m.reason = str_or(member(&j, "reason"));
+  m.backend = str_or(member(&j, "backend"));
+  m.event_count = u64_or(member(&j, "event_count"));
+  for (const auto& f : array_or_empty(member(&j, "files"))) {
+    if (f.is_string()) m.files.push_back(f.get<std::string>());
+  }
+  m.pid = as_u64(member(&j, "pid"));
+  return m;
+}
+
+bool is_oom_manifest(const json& j) { return member(&j, "bundle_name") != nullptr; }
+
+json oom_environment_json(json process, json devices, json environment) {
+  process["devices"] = std::move(devices);
+  process["environment"] = std::move(environment);
+  return process;
+}
+
+OomEnvironment oom_environment_from_json(const json& j) {
+  OomEnvironment e;
+  e.exe = str_or(member(&j, "exe"));
+  e.host = str_or(member(&j, "host"));
+  for (const auto& a : array_or_empty(member(&j, "argv"))) {
+    if (a.is_string()) e.argv.push_back(a.get<std::string>());
+  }
+  e.pid = as_u64(member(&j, "pid"));
+  return e;
+}
+
+}  // namespace gmp

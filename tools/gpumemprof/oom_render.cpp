@@ -1,0 +1,367 @@
+#include "oom_render.h"
+
+#include <cctype>
+#include <cstdarg>
+#include <cstdio>
+
+#include "bytes_text.h"
+#include "format.h"
+
+namespace gmp::tool {
+namespace {
+
+uint64_t ms_to_ns(uint64_t ms) { return ms > UINT64_MAX / 1'000'000 ? UINT64_MAX : ms * 1'000'000; }
+
+__attribute__((format(printf, 2, 3))) void appendf(std::string& out, const char* fmt, ...) {
+  char buf[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  const int n = std::vsnprintf(buf, sizeof buf, fmt, ap);
+  va_end(ap);
+  if (n < 0) return;
+  if (static_cast<size_t>(n) < sizeof buf) {
+    out.append(buf, static_cast<size_t>(n));
+    return;
+  }
+  std::string big(static_cast<size_t>(n) + 1, '\0');
+  va_start(ap, fmt);
+  std::vsnprintf(big.data(), big.size(), fmt, ap);
+  va_end(ap);
+  big.pop_back();
+  out += big;
+}
+
+// `text` as lines of at most `width` columns (words longer than that stand alone), the first
+// prefixed with `first`, the others with `rest`.
+// A size's unit stays on the line of its number ("1.00 GiB" never breaks).
+bool is_unit(const std::string& word) {
+  for (const char* unit : {"B", "KiB", "MiB", "GiB", "TiB"}) {
+    const size_t n = std::char_traits<char>::length(unit);
+    if (word.compare(0, n, unit) == 0 && (word.size() == n || !std::isalpha(static_cast<unsigned char>(word[n])))) {
+      return true;
+    }
+  }
+  return false;
+}
+
+std::string wrap(const std::string& text, const std::string& first, const std::string& rest, size_t width = 100) {
+  std::vector<std::string> words;
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t end = text.find(' ', start);
+    if (end == std::string::npos) end = text.size();
+    std::string word = text.substr(start, end - start);
+    start = end + 1;
+    if (word.empty()) continue;
+    if (!words.empty() && is_unit(word))
+      words.back() += " " + word;
+    else
+      words.push_back(std::move(word));
+  }
+  std::string out, line = first;
+  bool empty = true;
+  for (const std::string& word : words) {
+    if (!empty && line.size() + 1 + word.size() > width) {
+      out += line + "\n";
+      line = rest;
+      empty = true;
+    }
+    if (!empty) line += ' ';
+    line += word;
+    empty = false;
+  }
+  return out + line + "\n";
+}
+
+std::string hb(uint64_t bytes) { return bytes_text(bytes); }
+std::string u(uint64_t v) { return std::to_string(v); }
+
+const char* others_source_id(OomExplanation::OthersSource s) {
+  switch (s) {
+    case OomExplanation::OthersSource::NvmlProcessList:
+      return "nvml_process_list";
+    case OomExplanation::OthersSource::NvmlSample:
+      return "nvml_sample";
+    case OomExplanation::OthersSource::Estimate:
+      return "estimate";
+    default:
+      return "unknown";
+  }
+}
+
+std::string where_text(const OomExplanation& x) {
+  if (x.host_pinned) return "pinned host memory";
+  if (x.request.device < 0) return "an unknown device";
+  std::string s = "device " + std::to_string(x.request.device);
+  if (!x.device_name.empty()) s += " (" + printable(x.device_name) + ")";
+  return s;
+}
+
+std::string holder_line(size_t rank, const OomAllocation& a, const std::map<uint64_t, std::string>& sites) {
+  std::string s;
+  appendf(s, "    %2zu. %11s  %-8s %s", rank, hb(a.size).c_str(), printable(a.kind.empty() ? "?" : a.kind).c_str(),
+          printable(a.api.empty() ? "?" : a.api).c_str());
+  s += ", thread " + u(a.thread);
+  if (a.age_ms) s += ", age " + human_duration_ns(ms_to_ns(*a.age_ms));
+  if (auto site = sites.find(a.stack_id); site != sites.end()) {
+    s += "\n          at " + printable(site->second);
+  } else if (a.stack_id != 0) {
+    s += ", stack " + u(a.stack_id);
+  }
+  s += "\n";
+  return s;
+}
+
+// A kind's current bytes.
+uint64_t current(const DeviceStats& d, Kind k) { return d.kind(k).bytes.current; }
+
+}  // namespace
+
+std::string printable(const std::string& s) {
+  std::string out = s;
+  for (char& c : out) {
+    const unsigned char uc = static_cast<unsigned char>(c);
+    if (uc < 0x20 || uc == 0x7f) c = '?';
+  }
+  return out;
+}
+
+std::string oom_explanation_text(const OomExplanation& x) {
+  std::string out;
+  const auto& r = x.request;
+  appendf(out, "OOM bundle %s\n", printable(x.name).c_str());
+  if (!x.path.empty()) appendf(out, "  in %s\n", printable(x.path).c_str());
+  {
+    std::string who = "  process";
+    if (x.pid) who += " " + u(*x.pid);
+    if (!x.exe.empty()) who += " (" + printable(x.exe) + ")";
+    if (!x.created_at_utc.empty()) who += ", bundle written " + printable(x.created_at_utc);
+    if (who != "  process") out += who + "\n";
+  }
+
+  // Fixed line breaks (no wrapping by width) around the figures that differ between runs.
+  out += "\nWhat failed\n";
+  {
+    std::string s = "  " + printable(r.api.empty() ? std::string("an allocation call") : r.api) + " asked for " +
+                    hb(r.size) + " (" + u(r.size) + " bytes)";
+    if (!r.kind.empty() && !x.host_pinned) s += " of " + printable(r.kind) + " memory";
+    s += " on " + where_text(x) + "\n  ";
+    if (!x.host_pinned) s += "stream " + u(r.stream) + ", ";
+    s += "thread " + u(r.thread);
+    if (r.t_ns)
+      s += ", " + human_duration_ns(*r.t_ns) + " after profiling started (the process's first GPU memory call)";
+    s += "\n  the driver returned " +
+         (r.error_name.empty() ? (r.error ? "CUresult " + std::to_string(*r.error) : std::string("an error"))
+                               : printable(r.error_name)) +
+         "\n";
+    out += s;
+  }
+
+  if (x.host_pinned) {
+    out += "\nThis process at the failure\n";
+    appendf(out, "  pinned host memory: %s\n", hb(x.host_pinned_bytes).c_str());
+  } else if (x.device_figures_known) {
+    const auto& d = x.held;
+    const uint64_t linear = current(d, Kind::Linear), pool = current(d, Kind::Pool), vmm = current(d, Kind::Vmm),
+                   array = current(d, Kind::Array), managed = current(d, Kind::Managed);
+    appendf(out, "\nThis process on device %d at the failure\n", r.device);
+    appendf(out, "  allocated %s, reserved %s (peaks so far: allocated %s, reserved %s)\n",
+            hb(d.allocated.current).c_str(), hb(d.reserved.current).c_str(), hb(d.allocated.peak).c_str(),
+            hb(d.reserved.peak).c_str());
+    appendf(out, "    %-9s %-13s %s\n", "kind", "allocated", "reserved");
+    appendf(out, "    %-9s %-13s %s\n", "linear", hb(linear).c_str(), hb(linear).c_str());
+    {
+      std::string s;
+      appendf(s, "    %-9s %-13s %s", "pool", hb(pool).c_str(), hb(d.pool_reserved.current).c_str());
+      if (x.pool_unused > 0) s += "  (" + hb(x.pool_unused) + " reserved but unused: trimming the pool releases it)";
+      out += s + "\n";
+    }
+    {
+      std::string s;
+      appendf(s, "    %-9s %-13s %s", "vmm", hb(vmm).c_str(), hb(d.vmm_physical.current).c_str());
+      if (x.vmm_unmapped > 0) s += "  (" + hb(x.vmm_unmapped) + " created but not mapped)";
+      out += s + "\n";
+    }
+    appendf(out, "    %-9s %-13s %s\n", "array", hb(array).c_str(), hb(array).c_str());
+    appendf(out, "    %-9s %-13s %s\n", "managed", hb(managed).c_str(),
+            "-  (counted apart from allocated and reserved)");
+    {
+      std::string s = "  live allocations: ";
+      if (x.live_on_device)
+        s += u(x.live_on_device->first) + " on this device (" + hb(x.live_on_device->second) + "), ";
+      s += u(x.live_count) + " in the process (" + hb(x.live_bytes) + ")";
+      out += s + "\n";
+    }
+    if (x.host_pinned_bytes > 0) appendf(out, "  pinned host memory: %s\n", hb(x.host_pinned_bytes).c_str());
+  }
+
+  if (!x.host_pinned) {
+    out += "\nThe device\n";
+    if (x.free_bytes && x.total_bytes) {
+      std::string s =
+          "  free per the driver (cuMemGetInfo): " + hb(*x.free_bytes) + " of " + hb(*x.total_bytes) + " total";
+      if (x.shortfall)
+        s += "; the request was " + hb(*x.shortfall) + " more than that";
+      else
+        s += "; that is at least the request";
+      out += s + "\n";
+    } else if (x.total_bytes) {
+      out += "  free: unknown (the driver was not asked); total " + hb(*x.total_bytes) + "\n";
+    } else {
+      out += "  free and total: unknown (the driver was not asked)\n";
+    }
+    switch (x.others_source) {
+      case OomExplanation::OthersSource::NvmlProcessList: {
+        std::string s = "  other processes: " + hb(x.others_bytes.value_or(0)) + " (NVML's process list)";
+        out += s + "\n";
+        for (const auto& [pid, used] : x.other_processes)
+          appendf(out, "    pid %s  %s\n", u(pid).c_str(), hb(used).c_str());
+        break;
+      }
+      case OomExplanation::OthersSource::NvmlSample:
+        out += "  other processes: " + hb(x.others_bytes.value_or(0)) +
+               ", per NVML's latest sample before the failure:\n    " + hb(x.others_basis_used) +
+               " used on the device, " + hb(x.others_basis_own) + " of it by this process\n";
+        break;
+      case OomExplanation::OthersSource::Estimate:
+        out += "  other processes: about " + hb(x.others_bytes.value_or(0)) +
+               ", an estimate: " + hb(x.others_basis_used) + " in use per the driver\n    minus the " +
+               hb(x.others_basis_own) + " this process reserved (it also counts this process's CUDA context)\n";
+        break;
+      default:
+        out += "  other processes: unknown (no NVML figures and no driver figures in the bundle)\n";
+        break;
+    }
+  }
+
+  out += "\nOutcome\n";
+  {
+    const std::string failures = u(x.failures) + (x.failures == 1 ? " failed allocation" : " failed allocations");
+    std::string s;
+    if (x.recovered) {
+      s = "  recovered: ";
+      if (x.recovered_by) {
+        s += "a later " + printable(x.recovered_by->api().empty() ? std::string("allocation") : x.recovered_by->api()) +
+             " of " + hb(x.recovered_by->size()) + " succeeded";
+        if (auto t = x.recovered_by->t_ns()) s += " (" + human_duration_ns(*t) + " after profiling started)";
+      } else {
+        s += "a later allocation of at least the requested size succeeded";
+      }
+      s += "\n  " + failures + " in this episode";
+      if (x.episode > 0) s += " (episode " + u(x.episode) + ")";
+    } else {
+      s = "  not recovered: " + failures + " in this episode";
+      if (x.episode > 0) s += " (episode " + u(x.episode) + ")";
+      s += "\n  no later allocation of at least " + hb(r.size) + " succeeded";
+    }
+    out += s + "\n";
+  }
+
+  {
+    const std::string where = x.host_pinned ? "pinned host memory" : "device " + std::to_string(r.device);
+    const char* from = x.top_from_allocations ? "allocations.json" : "metadata.json's 20 largest";
+    appendf(out, "\nLargest live allocations on %s (%zu of %s, from %s)\n", where.c_str(), x.top.size(),
+            u(x.top_candidates).c_str(), from);
+    if (x.top.empty()) out += "    none\n";
+    for (size_t i = 0; i < x.top.size(); ++i) out += holder_line(i + 1, x.top[i], x.sites);
+  }
+
+  out += "\nWhat to try\n";
+  for (const auto& a : x.advice) out += wrap(a.text, "  - ", "    ");
+
+  if (!x.notes.empty()) {
+    out += "\nNotes\n";
+    for (const auto& n : x.notes) out += "  - " + printable(n) + "\n";
+  }
+  return out;
+}
+
+nlohmann::json oom_explanation_json(const OomExplanation& x) {
+  using json = nlohmann::json;
+  auto opt = [](const auto& v) { return v ? json(*v) : json(nullptr); };
+  const auto& r = x.request;
+  json out;
+  out["bundle"] = {{"name", x.name},    {"path", x.path}, {"created_at_utc", x.created_at_utc},
+                   {"pid", opt(x.pid)}, {"exe", x.exe},   {"episode", x.episode}};
+  out["request"] = {{"api", r.api},
+                    {"kind", r.kind},
+                    {"size", r.size},
+                    {"device", r.device},
+                    {"device_name", x.device_name},
+                    {"host_pinned", x.host_pinned},
+                    {"stream", r.stream},
+                    {"thread", r.thread},
+                    {"t_ns", opt(r.t_ns)},
+                    {"error", opt(r.error)},
+                    {"error_name", r.error_name}};
+  json process = {{"device", r.device}, {"device_figures_known", x.device_figures_known}};
+  if (!x.host_pinned) {
+    const auto& d = x.held;
+    process["allocated_bytes"] = d.allocated.current;
+    process["reserved_bytes"] = d.reserved.current;
+    process["allocated_peak_bytes"] = d.allocated.peak;
+    process["reserved_peak_bytes"] = d.reserved.peak;
+    const uint64_t linear = current(d, Kind::Linear), array = current(d, Kind::Array);
+    process["by_kind"] = {
+        {"linear", {{"allocated", linear}, {"reserved", linear}}},
+        {"pool",
+         {{"allocated", current(d, Kind::Pool)},
+          {"reserved", d.pool_reserved.current},
+          {"reserved_unused", x.pool_unused}}},
+        {"vmm",
+         {{"mapped", current(d, Kind::Vmm)},
+          {"physical", d.vmm_physical.current},
+          {"physical_unmapped", x.vmm_unmapped}}},
+        {"array", {{"allocated", array}, {"reserved", array}}},
+        {"managed", {{"allocated", current(d, Kind::Managed)}}},
+    };
+    process["reserved_unused_bytes"] = sat_add(x.pool_unused, x.vmm_unmapped);
+  }
+  process["live_on_device"] =
+      x.live_on_device ? json{{"count", x.live_on_device->first}, {"bytes", x.live_on_device->second}} : json(nullptr);
+  process["live_in_process"] = {{"count", x.live_count}, {"bytes", x.live_bytes}};
+  process["host_pinned_bytes"] = x.host_pinned_bytes;
+  out["process"] = process;
+  out["device"] = {{"total_bytes", opt(x.total_bytes)},
+                   {"free_bytes", opt(x.free_bytes)},
+                   {"from_driver", x.total_from_driver},
+                   {"shortfall_bytes", opt(x.shortfall)}};
+  json procs = json::array();
+  for (const auto& [pid, used] : x.other_processes) procs.push_back({{"pid", pid}, {"used_bytes", used}});
+  out["other_processes"] = {{"bytes", opt(x.others_bytes)},
+                            {"source", others_source_id(x.others_source)},
+                            {"estimate", x.others_source == OomExplanation::OthersSource::Estimate},
+                            {"processes", procs}};
+  json recovered_by = nullptr;
+  if (x.recovered_by) {
+    recovered_by = {
+        {"api", x.recovered_by->api()}, {"size", x.recovered_by->size()}, {"t_ns", opt(x.recovered_by->t_ns())}};
+  }
+  out["outcome"] = {
+      {"recovered", x.recovered}, {"failures", x.failures}, {"episode", x.episode}, {"recovered_by", recovered_by}};
+  json top = json::array();
+  for (size_t i = 0; i < x.top.size(); ++i) {
+    const auto& a = x.top[i];
+    top.push_back({{"rank", i + 1},
+                   {"size", a.size},
+                   {"kind", a.kind},
+                   {"api", a.api},
+                   {"device", a.device},
+                   {"thread", a.thread},
+                   {"age_ms", opt(a.age_ms)},
+                   {"stack_id", a.stack_id},
+                   {"address", a.address}});
+    auto site = x.sites.find(a.stack_id);
+    top.back()["site"] = site != x.sites.end() ? json(site->second) : json(nullptr);
+  }
+  out["largest_live"] = top;
+  out["largest_live_from"] = x.top_from_allocations ? "allocations.json" : "metadata.json";
+  out["largest_live_candidates"] = x.top_candidates;
+  json advice = json::array();
+  for (const auto& a : x.advice) advice.push_back({{"id", a.id}, {"text", a.text}});
+  out["advice"] = advice;
+  out["notes"] = x.notes;
+  return out;
+}
+
+}  // namespace gmp::tool

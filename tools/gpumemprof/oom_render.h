@@ -1,0 +1,20 @@
+// The explanation of one OOM bundle as `gpumemprof oom` prints it: its facts (oom_facts.h) and
+// their advice rendered as text or as JSON. Separate from the command's argument handling so the
+// fuzzer links it (tests/fuzz/).
+#pragma once
+
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "oom_facts.h"
+
+namespace gmp::tool {
+
+std::string oom_explanation_text(const OomExplanation& x);
+nlohmann::json oom_explanation_json(const OomExplanation& x);
+
+// Replaces control characters (a bundle's strings go to a terminal) with '?'.
+std::string printable(const std::string& s);
+
+}  // namespace gmp::tool
