@@ -39,17 +39,6 @@ nlohmann::json event_json(const Event& e, uint64_t start_ns) {
   return j;
 }
 
-nlohmann::json allocation_json(const LiveAllocation& a, uint64_t now_ns) {
-  return {{"address", a.address},
-          {"size", a.size},
-          {"kind", std::string(kind_name(a.kind))},
-          {"device", a.device},
-          {"api", std::string(api_name(a.api))},
-          {"thread", a.thread_id},
-          {"age_ms", since(now_ns, a.timestamp_ns) / 1'000'000},
-          {"stack_id", a.stack_id}};
-}
-
 nlohmann::json device_json(const DeviceStats& d, const std::string& name, uint64_t start_ns) {
   nlohmann::json by_kind = {
       {"linear", kind_json(d.kind(Kind::Linear))}, {"pool", kind_json(d.kind(Kind::Pool))},

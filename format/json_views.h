@@ -1,4 +1,4 @@
-// JSON forms of events, live allocations and per-device figures, shared by summary.json, the OOM
+// JSON forms of events and per-device figures, shared by summary.json, the OOM
 // bundles and the tools, so a figure is spelled the same everywhere. (The profiled process's is
 // manifest_record.h's process_json().)
 #pragma once
@@ -16,7 +16,6 @@ namespace gmp {
 // `start_ns` is the profiler's start on the event clock; times are reported relative to it.
 nlohmann::json counter_json(const Counter& c);  // {"current", "peak"}
 nlohmann::json event_json(const Event& e, uint64_t start_ns);
-nlohmann::json allocation_json(const LiveAllocation& a, uint64_t now_ns);
 nlohmann::json device_json(const DeviceStats& d, const std::string& name, uint64_t start_ns);
 std::string cuda_error_name(int code);
 

@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "json_views.h"
+#include "oom_bundle_schema.h"
 
 namespace gmp::analysis {
 namespace {
@@ -24,7 +25,7 @@ nlohmann::json by_kind_json(const PerKind& per_kind, ToJson to_json) {
 nlohmann::json live_set_json(const LiveSet& set, uint64_t start_ns, size_t max_sites) {
   nlohmann::json largest = nlohmann::json::array();
   for (const LiveAllocation& a : set.largest) {
-    nlohmann::json j = allocation_json(a, a.timestamp_ns);
+    nlohmann::json j = to_json(oom_allocation(a, a.timestamp_ns));  // an OOM bundle's form, less the age
     j.erase("age_ms");
     j["at_ns"] = since(a.timestamp_ns, start_ns);
     largest.push_back(std::move(j));
