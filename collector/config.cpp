@@ -236,27 +236,27 @@ Config config_from_environment() {
   return parse_config([](const char* name) { return std::getenv(name); });
 }
 
-nlohmann::json config_to_json(const Config& c) {
-  return {
-      {"enable", c.enable},
-      {"output", c.output},
-      {"log_level", std::string(log_level_name(c.log_level))},
-      {"ring_events", c.ring_events},
-      {"stacks", c.stacks},
-      {"python_stacks", c.python_stacks},
-      {"sample_ms", c.sample_ms},
-      {"warn_percent", c.warn_percent},
-      {"critical_percent", c.critical_percent},
-      {"fragmentation", c.fragmentation},
-      {"leak_bytes", c.leak_bytes},
-      // A command line may carry a webhook URL or a token: written redacted (redact.h).
-      {"on_alert", c.on_alert.empty() ? nlohmann::json(nullptr) : nlohmann::json(redact_text(c.on_alert))},
-      {"oom_dir", c.oom_dir.empty() ? nlohmann::json(nullptr) : nlohmann::json(c.oom_dir)},
-      {"oom_events", c.oom_events},
-      {"oom_max_dumps", c.oom_max_dumps},
-      {"oom_max_total_mb", c.oom_max_total_mb},
-      {"oom_wait_ms", c.oom_wait_ms},
-  };
+ConfigRecord config_record(const Config& c) {
+  ConfigRecord r;
+  r.enable = c.enable;
+  r.output = c.output;
+  r.log_level = std::string(log_level_name(c.log_level));
+  r.ring_events = c.ring_events;
+  r.stacks = c.stacks;
+  r.python_stacks = c.python_stacks;
+  r.sample_ms = c.sample_ms;
+  r.warn_percent = c.warn_percent;
+  r.critical_percent = c.critical_percent;
+  r.fragmentation = c.fragmentation;
+  r.leak_bytes = c.leak_bytes;
+  // A command line may carry a webhook URL or a token: recorded redacted (redact.h).
+  if (!c.on_alert.empty()) r.on_alert = redact_text(c.on_alert);
+  if (!c.oom_dir.empty()) r.oom_dir = c.oom_dir;
+  r.oom_events = c.oom_events;
+  r.oom_max_dumps = c.oom_max_dumps;
+  r.oom_max_total_mb = c.oom_max_total_mb;
+  r.oom_wait_ms = c.oom_wait_ms;
+  return r;
 }
 
 }  // namespace gmp

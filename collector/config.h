@@ -9,7 +9,7 @@
 #include <string_view>
 #include <vector>
 
-#include <nlohmann/json.hpp>
+#include "config_record.h"
 
 namespace gmp {
 
@@ -41,7 +41,8 @@ using EnvLookup = std::function<const char*(const char*)>;
 
 Config parse_config(const EnvLookup& getenv_fn);
 Config config_from_environment();
-nlohmann::json config_to_json(const Config& c);
+// The settings as manifest.json records them (format/config_record.h).
+ConfigRecord config_record(const Config& c);
 
 // Values are taken exactly as written (docs/configuration.md): no whitespace, sign, exponent or hex.
 // "123", "4K", "4KiB", "1.5G", "100MiB": decimal digits (a fraction only if it comes to whole

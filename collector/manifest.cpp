@@ -6,7 +6,7 @@ nlohmann::json manifest_json(const ProcessInfo& info, const Config& config, cons
   ManifestRecord m = process_manifest(info);
   m.tool_version = GPUMEMPROF_VERSION;
   m.start_time_utc = iso8601_utc(info.start_realtime_ns);
-  m.config = config_to_json(config);
+  m.config = config_record(config);
   m.devices = devices;
   return to_json(m);
 }

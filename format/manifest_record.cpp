@@ -77,7 +77,7 @@ json to_json(const ManifestRecord& m) {
       {"start_time_utc", m.start_time_utc},
       {"start_realtime_ns", m.start_realtime_ns},
       {"start_monotonic_ns", m.start_monotonic_ns},
-      {"config", m.config},
+      {"config", to_json(m.config)},
       {"devices", std::move(devices)},
       {"trace", {{"file", kTraceFileName}, {"version", kTraceVersion}, {"event_size", sizeof(Event)}}},
   });
@@ -99,7 +99,7 @@ bool from_json(const json& j, ManifestRecord& out) {
   out.start_time_utc = reader::str_or(member(&j, "start_time_utc"));
   out.start_realtime_ns = reader::u64_or(member(&j, "start_realtime_ns"));
   out.start_monotonic_ns = reader::u64_or(member(&j, "start_monotonic_ns"));
-  if (const json* config = member(&j, "config")) out.config = *config;
+  out.config = config_record_from_json(member(&j, "config"));
   for (const json& d : reader::array_or_empty(member(&j, "devices"))) out.devices.push_back(device_entry_from_json(d));
   return true;
 }

@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "config_record.h"
 #include "process_record.h"
 
 namespace gmp {
@@ -41,7 +42,7 @@ struct ManifestRecord {
   std::string start_time_utc;         // "2024-05-01T12:00:00.000Z"
   uint64_t start_realtime_ns = 0;     // 0: not a non-negative integer (as the rest)
   uint64_t start_monotonic_ns = 0;    // the event clock at the start
-  nlohmann::json config;              // the collector's settings (collector/config.h), kept as written
+  ConfigRecord config;                // the collector's settings
   std::vector<DeviceEntry> devices;   // in the order first used; empty: not an array
   bool operator==(const ManifestRecord&) const = default;
 };

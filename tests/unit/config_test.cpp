@@ -191,10 +191,10 @@ TEST(Config, EveryKindOfValueIsStrict) {
     const std::string what = std::string(k.variable) + "='" + k.value + "'";
     if (k.key != nullptr) {
       EXPECT_TRUE(c.errors.empty()) << what;
-      EXPECT_EQ(config_to_json(c)[k.key], k.taken) << what;
+      EXPECT_EQ(to_json(config_record(c))[k.key], k.taken) << what;
       continue;
     }
-    EXPECT_EQ(config_to_json(c), config_to_json(defaults)) << what;
+    EXPECT_EQ(config_record(c), config_record(defaults)) << what;
     ASSERT_EQ(c.errors.size(), 1u) << what;
     EXPECT_EQ(c.errors[0].find(std::string("invalid ") + k.variable + "='"), 0u) << c.errors[0];
     EXPECT_EQ(c.errors[0].find('\n'), std::string::npos) << c.errors[0];

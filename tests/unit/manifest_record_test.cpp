@@ -27,7 +27,11 @@ ManifestRecord sample_manifest() {
   ManifestRecord m = process_manifest(info);
   m.tool_version = "0.9.0";
   m.start_time_utc = "2023-11-14T22:13:20.000Z";
-  m.config = {{"sample_ms", 100}, {"oom_dir", nullptr}};
+  m.config.output = "runs/%p";
+  m.config.log_level = "warn";
+  m.config.sample_ms = 100;
+  m.config.warn_percent = 80;
+  m.config.oom_dir = "/scratch/oom";
   m.devices = {{0, "Fake CUDA Device 0", 1ull << 34}, {2, "Fake CUDA Device 2", 1ull << 30}};
   return m;
 }
@@ -42,7 +46,10 @@ TEST(ManifestRecord, RoundTrips) {
 TEST(ManifestRecord, Text) {
   const json j = to_json(sample_manifest());
   EXPECT_EQ(json_text(j),
-            R"({"argv":["python3","train.py"],"config":{"oom_dir":null,"sample_ms":100},"cuda_driver_version":12040,)"
+            R"({"argv":["python3","train.py"],"config":{"critical_percent":0.0,"enable":true,"fragmentation":0.0,)"
+            R"("leak_bytes":0,"log_level":"warn","on_alert":null,"oom_dir":"/scratch/oom","oom_events":0,)"
+            R"("oom_max_dumps":0,"oom_max_total_mb":0,"oom_wait_ms":0,"output":"runs/%p","python_stacks":true,)"
+            R"("ring_events":0,"sample_ms":100,"stacks":0,"warn_percent":80.0},"cuda_driver_version":12040,)"
             R"("cwd":"/work","devices":[{"name":"Fake CUDA Device 0","ordinal":0,"total_bytes":17179869184},)"
             R"({"name":"Fake CUDA Device 2","ordinal":2,"total_bytes":1073741824}],"exe":"/usr/bin/python3",)"
             R"("host":"node7","pid":4242,"ppid":1,"rank":"3","schema_version":1,)"
@@ -88,7 +95,7 @@ TEST(ManifestRecord, WrongTypesReadAsDefaults) {
   EXPECT_EQ(m.start_realtime_ns, 0u);
   EXPECT_EQ(m.start_monotonic_ns, 0u);
   EXPECT_EQ(m.tool_version, "");
-  EXPECT_EQ(m.config, "odd");
+  EXPECT_EQ(m.config, ConfigRecord{});  // "config" not an object
   ASSERT_EQ(m.devices.size(), 4u);
   EXPECT_EQ(m.devices[0], DeviceEntry{});
   EXPECT_EQ(m.devices[1], (DeviceEntry{std::nullopt, "x", 7}));
@@ -99,7 +106,29 @@ TEST(ManifestRecord, WrongTypesReadAsDefaults) {
   EXPECT_EQ(m.argv, std::nullopt);
   EXPECT_EQ(m.rank, std::nullopt);
   EXPECT_TRUE(m.devices.empty());
-  EXPECT_EQ(m.config, json());
+  EXPECT_EQ(m.config, ConfigRecord{});
+}
+
+TEST(ConfigRecord, WrongTypesReadAsDefaults) {
+  const json j = json::parse(R"({"enable":false,"output":7,"log_level":"info","ring_events":-1,"stacks":"16",
+      "python_stacks":0,"sample_ms":250,"warn_percent":"80","critical_percent":97.5,"fragmentation":null,
+      "leak_bytes":1024,"on_alert":["x"],"oom_dir":"oom","oom_events":10,"oom_max_dumps":2.5,
+      "oom_max_total_mb":64,"oom_wait_ms":true})");
+  ConfigRecord want;
+  want.enable = false;
+  want.log_level = "info";
+  want.sample_ms = 250;
+  want.critical_percent = 97.5;
+  want.leak_bytes = 1024;
+  want.oom_dir = "oom";
+  want.oom_events = 10;
+  want.oom_max_total_mb = 64;
+  EXPECT_EQ(config_record_from_json(&j), want);
+  const json not_object = json::array();
+  EXPECT_EQ(config_record_from_json(&not_object), ConfigRecord{});
+  EXPECT_EQ(config_record_from_json(nullptr), ConfigRecord{});
+  const json written = to_json(want);
+  EXPECT_EQ(config_record_from_json(&written), want);
 }
 
 }  // namespace

@@ -52,7 +52,7 @@ class TelemetryWriter {
     pid_ = process_id(ctx);
     host_ = ctx.run.manifest.host;
     if (host_.empty()) host_ = "unknown";  // the schema wants a non-empty host
-    sampling_ms_ = reader::u64_or(reader::member(&ctx.run.manifest.config, "sample_ms"));
+    sampling_ms_ = ctx.run.manifest.config.sample_ms;
   }
 
   void run() {

@@ -236,7 +236,7 @@ int oom_main(int argc, char** argv) {
     std::string error;
     auto run = reader::open_run_directory(path, error);
     // The configured OOM directory and cwd, as the manifest holds them.
-    std::vector<std::string> dirs = reader::run_oom_dirs(path, run ? to_json(run->manifest) : nlohmann::json());
+    std::vector<std::string> dirs = reader::run_oom_dirs(path, run ? run->manifest : ManifestRecord());
     std::vector<std::string> bundles;
     for (const auto& d : dirs) {
       for (auto& b : reader::list_oom_bundles(d)) bundles.push_back(std::move(b));

@@ -193,13 +193,13 @@ std::vector<std::string> list_oom_bundles(const std::string& dir) {
   return out;
 }
 
-std::vector<std::string> run_oom_dirs(const std::string& run_dir, const nlohmann::json& manifest) {
+std::vector<std::string> run_oom_dirs(const std::string& run_dir, const ManifestRecord& manifest) {
   std::vector<std::string> out;
   if (is_dir(run_dir + "/oom")) out.push_back(run_dir + "/oom");
-  std::string configured = str_or(member(member(&manifest, "config"), "oom_dir"));
+  std::string configured = manifest.config.oom_dir.value_or("");
   if (!configured.empty()) {
     if (configured[0] != '/') {
-      const std::string cwd = str_or(member(&manifest, "cwd"));
+      const std::string& cwd = manifest.cwd;
       configured = (cwd.empty() ? run_dir : cwd) + "/" + configured;
     }
     if (is_dir(configured) && std::find(out.begin(), out.end(), configured) == out.end()) out.push_back(configured);

@@ -13,6 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "manifest_record.h"
 #include "oom_bundle_schema.h"
 
 namespace gmp::reader {
@@ -58,7 +59,7 @@ std::vector<std::string> list_oom_bundles(const std::string& dir);
 // manifest (config.oom_dir; relative paths from the run's cwd) records when one was set. Only
 // directories that exist are returned. Bundles in a GPUMEMPROF_OOM_DIR may come from several
 // processes: callers keep those whose pid is the run's (manifest.json "pid").
-std::vector<std::string> run_oom_dirs(const std::string& run_dir, const nlohmann::json& manifest);
+std::vector<std::string> run_oom_dirs(const std::string& run_dir, const ManifestRecord& manifest);
 
 // Sorts bundles oldest first: by created_at_utc, then the sequence number at the end of the name,
 // then the name.
