@@ -14,6 +14,7 @@
 #include "run_directory.h"
 #include "summary.h"
 #include "trace_format.h"
+#include "run_directory_files.h"
 
 namespace gmp {
 namespace {
@@ -46,11 +47,11 @@ bool Collector::start() {
   // land here after the program changes its working directory.
   run_dir_ = (*dir)[0] == '/' || info_.cwd.empty() ? *dir : info_.cwd + "/" + *dir;
   oom_.set_run_dir(run_dir_);
-  alert_command_.set_output(run_dir_ + "/alert_command.log");
-  log::attach_file(run_dir_ + "/gpumemprof.log");
+  alert_command_.set_output(run_dir_ + "/" + kAlertCommandLogFile);
+  log::attach_file(run_dir_ + "/" + kLogFile);
   write_manifest();
   const std::string trace_path = run_dir_ + "/" + kTraceFileName;
-  attribution_.set_path(run_dir_ + "/attribution.jsonl");
+  attribution_.set_path(run_dir_ + "/" + kAttributionFile);
   // A trace that cannot be created is said once (TraceWriter); events are still counted.
   trace_.open(trace_path, make_trace_header(static_cast<uint32_t>(info_.pid), info_.start_realtime_ns,
                                             info_.start_monotonic_ns));
@@ -198,7 +199,7 @@ void Collector::wait_processed(uint64_t target, uint64_t timeout_ms) {
 void Collector::write_manifest() {
   std::vector<DeviceEntry> devices;
   for (int d : device_order_) devices.push_back(devices_.entry(d));
-  if (!write_file_atomic(run_dir_ + "/manifest.json", json_text(manifest_json(info_, config_, devices), 2) + "\n")) {
+  if (!write_file_atomic(run_dir_ + "/" + kManifestFile, json_text(manifest_json(info_, config_, devices), 2) + "\n")) {
     log::error("cannot write {}/manifest.json", run_dir_);
   }
 }
@@ -216,7 +217,7 @@ void Collector::write_summary(bool clean_exit, int signal, const char* ended_by)
   s.trace_events_written = trace_.written_events();
   s.events.unwritten = trace_.unwritten_events() + trace_.buffered();
   if (trace_.failed()) s.events.trace_error = trace_.error();
-  if (!write_file_atomic(run_dir_ + "/summary.json", json_text(to_json(s), 2) + "\n")) {
+  if (!write_file_atomic(run_dir_ + "/" + kSummaryFile, json_text(to_json(s), 2) + "\n")) {
     log::error("cannot write {}/summary.json", run_dir_);
   }
 }

@@ -4,6 +4,8 @@
 
 #include "summary_figures.h"
 #include "trace_reader.h"
+#include "run_directory_files.h"
+#include "trace_format.h"
 
 namespace gmp::analysis {
 namespace {
@@ -327,12 +329,12 @@ std::optional<RunAnalysis> analyze_run(const std::string& dir, const Options& op
   if (!opened) return std::nullopt;
   RunAnalysis run;
   run.run = std::move(*opened);
-  run.attribution = reader::read_attribution(dir + "/attribution.jsonl");
+  run.attribution = reader::read_attribution(dir + "/" + kAttributionFile);
   if (!run.attribution.error.empty()) {
     error = run.attribution.error;
     return std::nullopt;
   }
-  const std::string trace_path = dir + "/trace.gmpt";
+  const std::string trace_path = dir + "/" + kTraceFileName;
   std::map<int, PeakWatch> peaks;
   uint64_t last_ns = 0;
   if (!first_pass(trace_path, run, options, peaks, last_ns, error)) return std::nullopt;

@@ -11,6 +11,7 @@
 
 #include "commands.h"
 #include "export_formats.h"
+#include "trace_format.h"
 
 namespace gmp::tool {
 namespace {
@@ -124,7 +125,7 @@ int export_main(int argc, char** argv) {
   std::string error;
   auto run = reader::open_run_directory(args.dir, error);
   if (!run) return usage_error(error);
-  const std::string trace_path = run->path + "/trace.gmpt";
+  const std::string trace_path = run->path + "/" + kTraceFileName;
   struct stat st {};
   if (stat(trace_path.c_str(), &st) != 0) {
     return usage_error(run->path + " has no trace.gmpt, so there are no events to export");

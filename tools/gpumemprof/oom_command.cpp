@@ -22,6 +22,8 @@
 #include "oom_render.h"
 #include "run_directory_reader.h"
 #include "symbolizer.h"
+#include "run_directory_files.h"
+#include "trace_format.h"
 
 namespace gmp::tool {
 namespace {
@@ -114,7 +116,7 @@ bool name_holder_sites(const std::string& run_dir, std::vector<OomExplanation>& 
     }
   }
   if (ids.empty()) return true;
-  const reader::Attribution attribution = reader::read_attribution(run_dir + "/attribution.jsonl");
+  const reader::Attribution attribution = reader::read_attribution(run_dir + "/" + kAttributionFile);
   error = attribution.error;
   if (!attribution.present) return error.empty();
   analysis::Symbolizer symbolizer(attribution);
@@ -222,7 +224,8 @@ int oom_main(int argc, char** argv) {
   Result r;
   r.path = path;
   const bool bundle_like = reader::looks_like_oom_bundle(path);
-  const bool run_like = exists(path + "/trace.gmpt") || exists(path + "/manifest.json") || is_dir(path + "/oom");
+  const bool run_like = exists(path + "/" + kTraceFileName) || exists(path + "/" + kManifestFile) ||
+                        is_dir(path + "/" + kOomSubdirectory);
   if (bundle_like) {
     r.source = Source::Bundle;
     std::string error;
@@ -244,7 +247,7 @@ int oom_main(int argc, char** argv) {
     if (!run) {
       // A run directory's own files that are there but unreadable are an error, as for every
       // command; a directory holding bundles and nothing else is explained from the bundles.
-      if (bundles.empty() || exists(path + "/manifest.json") || exists(path + "/trace.gmpt")) {
+      if (bundles.empty() || exists(path + "/" + kManifestFile) || exists(path + "/" + kTraceFileName)) {
         return fail(bundles.empty() ? error + "; " + kExpected : error);
       }
       r.notes.push_back(error + "; explaining the bundles alone");

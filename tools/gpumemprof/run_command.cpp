@@ -25,6 +25,7 @@
 
 #include "format.h"
 #include "run_directory_reader.h"
+#include "run_directory_files.h"
 
 namespace gmp::tool {
 namespace {
@@ -89,7 +90,7 @@ std::vector<std::string> run_dirs_under(const std::string& root) {
     while (dirent* e = readdir(d)) {
       const std::string path = root + "/" + e->d_name;
       struct stat st {};
-      if (e->d_name[0] != '.' && stat((path + "/manifest.json").c_str(), &st) == 0) out.push_back(path);
+      if (e->d_name[0] != '.' && stat((path + "/" + kManifestFile).c_str(), &st) == 0) out.push_back(path);
     }
     closedir(d);
   }

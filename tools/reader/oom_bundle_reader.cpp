@@ -8,6 +8,8 @@
 #include "input_file.h"
 #include "json_fields.h"
 #include "json_input.h"
+#include "run_directory_files.h"
+#include "trace_format.h"
 
 namespace gmp::reader {
 namespace {
@@ -170,7 +172,7 @@ std::optional<OomBundle> read_oom_bundle(const std::string& dir, std::string& er
 bool looks_like_oom_bundle(const std::string& dir) {
   struct stat st {};
   if (stat((dir + "/" + kOomMetadataFile).c_str(), &st) == 0) return true;
-  if (last_component(dir).rfind(kOomBundlePrefix, 0) == 0 && stat((dir + "/trace.gmpt").c_str(), &st) != 0) return true;
+  if (last_component(dir).rfind(kOomBundlePrefix, 0) == 0 && stat((dir + "/" + kTraceFileName).c_str(), &st) != 0) return true;
   std::string problem;
   auto text = read_text(dir + "/" + kOomManifestFile, problem);
   if (!text) return false;
@@ -195,7 +197,8 @@ std::vector<std::string> list_oom_bundles(const std::string& dir) {
 
 std::vector<std::string> run_oom_dirs(const std::string& run_dir, const ManifestRecord& manifest) {
   std::vector<std::string> out;
-  if (is_dir(run_dir + "/oom")) out.push_back(run_dir + "/oom");
+  const std::string default_dir = run_dir + "/" + kOomSubdirectory;
+  if (is_dir(default_dir)) out.push_back(default_dir);
   std::string configured = manifest.config.oom_dir.value_or("");
   if (!configured.empty()) {
     if (configured[0] != '/') {

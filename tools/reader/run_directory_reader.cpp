@@ -7,6 +7,8 @@
 #include "json_input.h"
 #include "summary.h"
 #include "trace_reader.h"
+#include "run_directory_files.h"
+#include "trace_format.h"
 
 namespace gmp::reader {
 namespace {
@@ -62,16 +64,16 @@ std::optional<RunDirectory> open_run_directory(const std::string& path, std::str
   RunDirectory run;
   run.path = path;
   bool missing = false;
-  auto manifest = read_json_file(path + "/manifest.json", error, missing);
+  auto manifest = read_json_file(path + "/" + kManifestFile, error, missing);
   if (!manifest && !missing) return std::nullopt;
   if (manifest) run.has_manifest = from_json(*manifest, run.manifest);
-  const std::string trace_path = path + "/trace.gmpt";
+  const std::string trace_path = path + "/" + kTraceFileName;
   const bool has_trace = exists(trace_path);
   if (!manifest && !has_trace) {
     error = path + " is not a gpumemprof run directory (no manifest.json and no trace.gmpt)";
     return std::nullopt;
   }
-  auto summary = read_json_file(path + "/summary.json", error, missing);
+  auto summary = read_json_file(path + "/" + kSummaryFile, error, missing);
   if (!summary && !missing) return std::nullopt;
   // Every file is checked, and the records counted, before anything is replayed.
   TraceReader trace;
