@@ -73,7 +73,10 @@ nlohmann::json alert_json(const Alert& a, const std::string& device_name, const 
   };
   switch (a.type) {
     case AlertType::Warning: j["threshold_percent"] = c.warn_percent; j["threshold_bytes"] = a.threshold_bytes; break;
-    case AlertType::Critical: j["threshold_percent"] = c.critical_percent; j["threshold_bytes"] = a.threshold_bytes; break;
+    case AlertType::Critical:
+      j["threshold_percent"] = c.critical_percent;
+      j["threshold_bytes"] = a.threshold_bytes;
+      break;
     case AlertType::Fragmentation: j["fragmentation_ratio"] = a.ratio; j["threshold_ratio"] = c.fragmentation; break;
     case AlertType::Growth: j["baseline_bytes"] = a.baseline; j["leak_bytes"] = c.leak_bytes; break;
   }
@@ -110,8 +113,9 @@ void AlertCommand::run(const Alert& a, const std::string& json) {
   for (auto& s : env) envp.push_back(s.data());
   envp.push_back(nullptr);
   // Its output goes to the run directory, never to the program's stdout or stderr.
-  const int out = output_path_.empty() ? -1
-                                       : open(output_path_.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);
+  const int out = output_path_.empty()
+                      ? -1
+                      : open(output_path_.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);
   const int sink = out >= 0 ? out : open("/dev/null", O_WRONLY | O_CLOEXEC);
   int p[2];
   if (sink < 0 || pipe2(p, O_CLOEXEC) != 0) {

@@ -91,8 +91,8 @@ void AlertEngine::growth(State& s, const DeviceStats& d, uint64_t now_ns, const 
   a.threshold_bytes = s.baseline + config_.leak_bytes;
   a.allocated = floor;
   // Windows already make growth durable: no further delay.
-  edge(s, AlertType::Growth, floor > s.baseline + config_.leak_bytes, floor <= s.baseline + config_.leak_bytes / 2, 0, 0,
-       a, out);
+  edge(s, AlertType::Growth, floor > s.baseline + config_.leak_bytes, floor <= s.baseline + config_.leak_bytes / 2, 0,
+       0, a, out);
   if (!s.active[static_cast<int>(AlertType::Growth)]) s.baseline = std::min(s.baseline, floor);
 }
 

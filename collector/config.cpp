@@ -33,7 +33,8 @@ bool all_digits(std::string_view s) {
 // whitespace anywhere (a value is taken exactly as written or not at all).
 bool is_decimal(std::string_view s) {
   const size_t point = s.find('.');
-  return point == std::string_view::npos ? all_digits(s) : all_digits(s.substr(0, point)) && all_digits(s.substr(point + 1));
+  return point == std::string_view::npos ? all_digits(s)
+                                         : all_digits(s.substr(0, point)) && all_digits(s.substr(point + 1));
 }
 
 std::optional<double> parse_double(std::string_view s) {
@@ -211,10 +212,11 @@ Config parse_config(const EnvLookup& env) {
     c.leak_bytes = *v;
     return true;
   });
-  r.read("GPUMEMPROF_ON_ALERT", "none", "a command (program and arguments separated by spaces)", [&](std::string_view s) {
-    c.on_alert = is_blank(s) ? std::string() : std::string(s);  // split on whitespace when run
-    return true;
-  });
+  r.read("GPUMEMPROF_ON_ALERT", "none", "a command (program and arguments separated by spaces)",
+         [&](std::string_view s) {
+           c.on_alert = is_blank(s) ? std::string() : std::string(s);  // split on whitespace when run
+           return true;
+         });
   r.read("GPUMEMPROF_OOM_DIR", "<run dir>/oom", "a non-empty directory path", [&](std::string_view s) {
     if (is_blank(s)) return false;
     c.oom_dir = std::string(s);
@@ -222,7 +224,8 @@ Config parse_config(const EnvLookup& env) {
   });
   r.read("GPUMEMPROF_OOM_EVENTS", "10000", "an integer from 0 to 10000000", uint_in(c.oom_events, 0, 10'000'000));
   r.read("GPUMEMPROF_OOM_MAX_DUMPS", "5", "an integer from 1 to 100000", uint_in(c.oom_max_dumps, 1, 100'000));
-  r.read("GPUMEMPROF_OOM_MAX_TOTAL_MB", "256", "an integer from 1 to 1048576", uint_in(c.oom_max_total_mb, 1, 1u << 20));
+  r.read("GPUMEMPROF_OOM_MAX_TOTAL_MB", "256", "an integer from 1 to 1048576",
+         uint_in(c.oom_max_total_mb, 1, 1u << 20));
   r.read("GPUMEMPROF_OOM_WAIT_MS", "5000", "an integer from 0 to 600000", uint_in(c.oom_wait_ms, 0, 600'000));
   if (c.critical_percent < c.warn_percent) {
     c.errors.push_back("GPUMEMPROF_CRITICAL_PERCENT is below GPUMEMPROF_WARN_PERCENT; using 80 and 95");

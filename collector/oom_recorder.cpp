@@ -28,7 +28,9 @@ OomRecorder::OomRecorder(const Config& config, const ProcessInfo& info, const De
 
 void OomRecorder::set_run_dir(const std::string& run_dir) { run_dir_ = run_dir; }
 
-std::string OomRecorder::bundle_dir() const { return config_.oom_dir.empty() ? run_dir_ + "/" + kOomSubdirectory : config_.oom_dir; }
+std::string OomRecorder::bundle_dir() const {
+  return config_.oom_dir.empty() ? run_dir_ + "/" + kOomSubdirectory : config_.oom_dir;
+}
 
 void OomRecorder::remember(const Event& e) {
   if (config_.oom_events == 0) return;

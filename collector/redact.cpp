@@ -89,7 +89,8 @@ std::string replace_spans(std::string_view s, std::vector<Span> spans) {
 
 // -----BEGIN ... PRIVATE KEY----- <body> -----END ...: the body.
 void private_key_spans(std::string_view s, std::vector<Span>& spans) {
-  for (size_t begin = s.find("-----BEGIN "); begin != std::string_view::npos; begin = s.find("-----BEGIN ", begin + 1)) {
+  for (size_t begin = s.find("-----BEGIN "); begin != std::string_view::npos;
+       begin = s.find("-----BEGIN ", begin + 1)) {
     size_t header_end = s.find("-----", begin + 11);
     if (header_end == std::string_view::npos) return;
     header_end += 5;

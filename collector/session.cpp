@@ -201,7 +201,8 @@ void session_before_unload() {
 
 void session_checkpoint() {
   Session* s = g_active_session.load(std::memory_order_acquire);
-  if (s != nullptr && s->owner_pid == getpid()) s->collector.checkpoint(Collector::Ending::Exec, 0, kExitFlushTimeoutMs);
+  if (s != nullptr && s->owner_pid == getpid())
+    s->collector.checkpoint(Collector::Ending::Exec, 0, kExitFlushTimeoutMs);
 }
 
 void session_end_by_exit_call() {

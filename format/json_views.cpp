@@ -60,11 +60,12 @@ nlohmann::json device_json(const DeviceStats& d, const std::string& name, uint64
           {"free_count", d.free_count},
           {"failed_alloc_count", d.failed_alloc_count}};
   if (d.nvml.samples > 0) {
-    j["nvml"] = {{"samples", d.nvml.samples},
-                 {"device_used_bytes", d.nvml.device_used},
-                 {"device_total_bytes", d.nvml.device_total},
-                 {"process_used_bytes", d.nvml.process_known ? nlohmann::json(d.nvml.process_used) : nlohmann::json(nullptr)},
-                 {"process_used_peak_bytes", d.nvml.process_used_peak}};
+    j["nvml"] = {
+        {"samples", d.nvml.samples},
+        {"device_used_bytes", d.nvml.device_used},
+        {"device_total_bytes", d.nvml.device_total},
+        {"process_used_bytes", d.nvml.process_known ? nlohmann::json(d.nvml.process_used) : nlohmann::json(nullptr)},
+        {"process_used_peak_bytes", d.nvml.process_used_peak}};
   }
   return j;
 }

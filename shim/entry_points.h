@@ -9,16 +9,15 @@
 #undef cuGetProcAddress
 #endif
 
-#define GMP_WRAPPED_ENTRY_POINTS(X)                                                              \
-  X(cuMemAlloc_v2) X(cuMemFree_v2) X(cuMemAllocPitch_v2) X(cuMemAllocManaged)                    \
-  X(cuMemAllocAsync) X(cuMemAllocAsync_ptsz) X(cuMemAllocFromPoolAsync)                          \
-  X(cuMemAllocFromPoolAsync_ptsz) X(cuMemFreeAsync) X(cuMemFreeAsync_ptsz)                       \
-  X(cuMemPoolCreate) X(cuMemPoolDestroy) X(cuMemPoolTrimTo) X(cuDeviceSetMemPool)                \
-  X(cuMemCreate) X(cuMemRelease) X(cuMemMap) X(cuMemUnmap)                                       \
-  X(cuArrayCreate_v2) X(cuArray3DCreate_v2) X(cuArrayDestroy) X(cuMipmappedArrayCreate)          \
-  X(cuMipmappedArrayDestroy) X(cuMemHostAlloc) X(cuMemAllocHost_v2) X(cuMemFreeHost)            \
-  X(cuStreamSynchronize) X(cuStreamSynchronize_ptsz) X(cuCtxSynchronize) X(cuCtxSynchronize_v2) X(cuEventSynchronize)   \
-  X(cuGetProcAddress) X(cuGetProcAddress_v2)
+#define GMP_WRAPPED_ENTRY_POINTS(X)                                                                                 \
+  X(cuMemAlloc_v2)                                                                                                  \
+  X(cuMemFree_v2) X(cuMemAllocPitch_v2) X(cuMemAllocManaged) X(cuMemAllocAsync) X(cuMemAllocAsync_ptsz)             \
+      X(cuMemAllocFromPoolAsync) X(cuMemAllocFromPoolAsync_ptsz) X(cuMemFreeAsync) X(cuMemFreeAsync_ptsz)           \
+          X(cuMemPoolCreate) X(cuMemPoolDestroy) X(cuMemPoolTrimTo) X(cuDeviceSetMemPool) X(cuMemCreate)            \
+              X(cuMemRelease) X(cuMemMap) X(cuMemUnmap) X(cuArrayCreate_v2) X(cuArray3DCreate_v2) X(cuArrayDestroy) \
+                  X(cuMipmappedArrayCreate) X(cuMipmappedArrayDestroy) X(cuMemHostAlloc) X(cuMemAllocHost_v2)       \
+                      X(cuMemFreeHost) X(cuStreamSynchronize) X(cuStreamSynchronize_ptsz) X(cuCtxSynchronize)       \
+                          X(cuCtxSynchronize_v2) X(cuEventSynchronize) X(cuGetProcAddress) X(cuGetProcAddress_v2)
 
 // Called through their real pointers only; optional ones may be missing on older drivers.
 #define GMP_HELPER_ENTRY_POINTS(X)                                                               \

@@ -57,7 +57,8 @@ bool prepare_allocation_event(uint32_t* stack) {
   Session* s = session_get();
   if (s == nullptr) return true;  // session_record will find no session either
   if (t_ranges.depth != 0 && t_ranges.synced_with != s) sync_ranges(s);
-  *stack = capture_stack(g_stack_depth.load(std::memory_order_relaxed), g_python_stacks.load(std::memory_order_relaxed));
+  *stack =
+      capture_stack(g_stack_depth.load(std::memory_order_relaxed), g_python_stacks.load(std::memory_order_relaxed));
   return true;
 }
 

@@ -132,7 +132,8 @@ nlohmann::json flame_json(const FlameNode& n) {
   nlohmann::json children = nlohmann::json::array();
   std::vector<const FlameNode*> order;
   for (const FlameNode& c : n.children) order.push_back(&c);
-  std::stable_sort(order.begin(), order.end(), [](const FlameNode* a, const FlameNode* b) { return a->value > b->value; });
+  std::stable_sort(order.begin(), order.end(),
+                   [](const FlameNode* a, const FlameNode* b) { return a->value > b->value; });
   for (const FlameNode* c : order) children.push_back(flame_json(*c));
   nlohmann::json j = {{"name", n.name}, {"value", n.value}, {"children", children}};
   if (n.python) j["python"] = true;
@@ -191,14 +192,16 @@ nlohmann::json pauses_json(const Regions& r) {
 nlohmann::json analysis_json(const RunAnalysis& run, bool with_timeline) {
   nlohmann::json devices = nlohmann::json::array();
   for (const auto& [ordinal, d] : run.devices) {
-    nlohmann::json j = {{"device", ordinal},
-                        {"name", d.name},
-                        {"total_bytes", d.final_stats.total_bytes},
-                        {"allocated_peak", peak_json(d.allocated_peak)},
-                        {"reserved_peak", peak_json(d.reserved_peak)},
-                        {"live_at_peak", live_set_json(d.live_at_peak, run.start_ns)},
-                        {"nvml_process_peak", d.nvml_process_peak ? nlohmann::json(d.nvml_process_peak) : nlohmann::json()},
-                        {"nvml_device_used_peak", d.nvml_device_used_peak ? nlohmann::json(d.nvml_device_used_peak) : nlohmann::json()}};
+    nlohmann::json j = {
+        {"device", ordinal},
+        {"name", d.name},
+        {"total_bytes", d.final_stats.total_bytes},
+        {"allocated_peak", peak_json(d.allocated_peak)},
+        {"reserved_peak", peak_json(d.reserved_peak)},
+        {"live_at_peak", live_set_json(d.live_at_peak, run.start_ns)},
+        {"nvml_process_peak", d.nvml_process_peak ? nlohmann::json(d.nvml_process_peak) : nlohmann::json()},
+        {"nvml_device_used_peak",
+         d.nvml_device_used_peak ? nlohmann::json(d.nvml_device_used_peak) : nlohmann::json()}};
     if (with_timeline) j["timeline"] = timeline_json(d);
     j["sites_at_peak"] = sites_json(d.sites_at_peak, run.stacks);
     j["flame"] = flame_json(d.flame);
@@ -221,18 +224,19 @@ nlohmann::json analysis_json(const RunAnalysis& run, bool with_timeline) {
           {"ranges", ranges_json(r)},
           {"marks", marks_json(r)},
           {"pauses", pauses_json(r)},
-          {"attribution", {{"file_present", a.present},
-                           {"records", a.records},
-                           {"skipped_lines", a.skipped_lines},
-                           {"partial_last_line", a.partial_last_line},
-                           {"stack_events", run.stack_events},
-                           {"stacks_symbolized", run.stacks.size()},
-                           {"unbalanced_pops", r.unbalanced_pops},
-                           {"ranges_open_at_end", r.open_at_end},
-                           {"marks_total", r.marks_total},
-                           {"marks_omitted", r.marks_omitted},
-                           {"largest_growth_mark", r.largest_growth ? mark_json(*r.largest_growth, r) : nlohmann::json()},
-                           {"pauses_dropped", r.pauses_dropped}}}};
+          {"attribution",
+           {{"file_present", a.present},
+            {"records", a.records},
+            {"skipped_lines", a.skipped_lines},
+            {"partial_last_line", a.partial_last_line},
+            {"stack_events", run.stack_events},
+            {"stacks_symbolized", run.stacks.size()},
+            {"unbalanced_pops", r.unbalanced_pops},
+            {"ranges_open_at_end", r.open_at_end},
+            {"marks_total", r.marks_total},
+            {"marks_omitted", r.marks_omitted},
+            {"largest_growth_mark", r.largest_growth ? mark_json(*r.largest_growth, r) : nlohmann::json()},
+            {"pauses_dropped", r.pauses_dropped}}}};
 }
 
 }  // namespace gmp::analysis

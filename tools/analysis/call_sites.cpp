@@ -21,7 +21,8 @@ size_t site_frame(const CallStack& stack) {
   // Only runtime frames, as on PyTorch's autograd thread: the first framework frame past the
   // allocator says what the memory is for (an operator's output, cuBLAS's workspace).
   for (size_t i = 0; i < stack.size(); ++i) {
-    if (is_framework_module(stack[i].module) && !stack[i].function.empty() && !is_allocation_machinery(stack[i].function)) {
+    if (is_framework_module(stack[i].module) && !stack[i].function.empty() &&
+        !is_allocation_machinery(stack[i].function)) {
       return i;
     }
   }

@@ -114,7 +114,8 @@ bool ElfSymbols::load(const std::string& path, bool main_file, std::string* why)
 
   uint64_t shnum = eh->e_shnum;
   uint64_t shstrndx = eh->e_shstrndx;
-  const Elf64_Shdr* first = eh->e_shoff != 0 && eh->e_shentsize == sizeof(Elf64_Shdr) ? v.at<Elf64_Shdr>(eh->e_shoff) : nullptr;
+  const Elf64_Shdr* first =
+      eh->e_shoff != 0 && eh->e_shentsize == sizeof(Elf64_Shdr) ? v.at<Elf64_Shdr>(eh->e_shoff) : nullptr;
   if (first != nullptr && shnum == 0) shnum = first->sh_size;  // more than 0xff00 sections
   if (first != nullptr && shstrndx == SHN_XINDEX) shstrndx = first->sh_link;
   const Elf64_Shdr* sh = first != nullptr ? v.at<Elf64_Shdr>(eh->e_shoff, shnum) : nullptr;

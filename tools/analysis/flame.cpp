@@ -8,7 +8,8 @@ namespace gmp::analysis {
 namespace {
 
 void sort_children(FlameNode& n) {
-  std::sort(n.children.begin(), n.children.end(), [](const FlameNode& a, const FlameNode& b) { return a.name < b.name; });
+  std::sort(n.children.begin(), n.children.end(),
+            [](const FlameNode& a, const FlameNode& b) { return a.name < b.name; });
   for (FlameNode& c : n.children) sort_children(c);
 }
 

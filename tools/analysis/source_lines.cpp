@@ -84,7 +84,8 @@ bool run_addr2line(const std::string& elf_path, int input_fd, std::string& out) 
   bool timed_out = false;
   char buf[65536];
   for (;;) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
     if (left.count() <= 0) {
       timed_out = true;
       break;
@@ -155,7 +156,8 @@ std::vector<std::vector<SourceLine>> parse_addr2line_output(const std::string& o
   return groups;
 }
 
-std::vector<std::vector<SourceLine>> resolve_source_lines(const std::string& elf_path, const std::vector<uint64_t>& vaddrs) {
+std::vector<std::vector<SourceLine>> resolve_source_lines(const std::string& elf_path,
+                                                          const std::vector<uint64_t>& vaddrs) {
   std::vector<std::vector<SourceLine>> none(vaddrs.size());
   if (vaddrs.empty() || !addr2line_available()) return none;
   const int input = address_file(vaddrs);

@@ -22,7 +22,8 @@ bool addr2line_available();
 // For each ELF virtual address in `vaddrs`, the source locations addr2line gives for it, innermost
 // first (an inlined call expands to several); an empty vector where it knows nothing. All empty
 // when addr2line cannot be run or its output does not line up with the input.
-std::vector<std::vector<SourceLine>> resolve_source_lines(const std::string& elf_path, const std::vector<uint64_t>& vaddrs);
+std::vector<std::vector<SourceLine>> resolve_source_lines(const std::string& elf_path,
+                                                          const std::vector<uint64_t>& vaddrs);
 
 // Parses addr2line -a -f -C -i output for `count` addresses (exposed for tests).
 std::vector<std::vector<SourceLine>> parse_addr2line_output(const std::string& out, size_t count);

@@ -75,7 +75,8 @@ bool is_allocation_machinery(std::string_view function) {
 
 bool is_library_python_file(std::string_view path) {
   if (starts_with(path, "<")) return true;  // "<frozen importlib._bootstrap>", "<string>"
-  if (path.find("/site-packages/") != std::string_view::npos || path.find("/dist-packages/") != std::string_view::npos) {
+  if (path.find("/site-packages/") != std::string_view::npos ||
+      path.find("/dist-packages/") != std::string_view::npos) {
     return true;
   }
   // The standard library: .../lib/python3.12/<module>.py, also 3.13t (a venv or checkout is not under it).
@@ -152,7 +153,9 @@ Symbolizer::File& Symbolizer::file(const std::string& path) {
 StackTable Symbolizer::symbolize(const std::vector<uint32_t>& ids) {
   // A return address points after the call; the call itself is one byte earlier, which keeps a
   // call that ends a function (a noreturn callee) inside its own function and line.
-  auto lookup_vaddr = [](uint64_t addr, const reader::ModuleRecord& m) { return addr > m.base ? addr - m.base - 1 : 0; };
+  auto lookup_vaddr = [](uint64_t addr, const reader::ModuleRecord& m) {
+    return addr > m.base ? addr - m.base - 1 : 0;
+  };
   auto usable = [this](const reader::ModuleRecord& m, File& f) {
     if (f.elf == nullptr) return false;
     // An object replaced on disk since the run: its symbols would name the wrong functions.

@@ -88,10 +88,13 @@ std::vector<Row> device_rows(const analysis::DeviceAnalysis* a, const analysis::
 // Bytes of a live set grouped by a key (kind, call site), largest absolute change first. The set
 // comes from each run with that run's analysis, because call sites are named per run.
 template <typename SetOf, typename KeyOf>
-std::vector<Row> live_changes(const analysis::RunAnalysis& ra, const analysis::RunAnalysis& rb, SetOf set_of, KeyOf key_rows) {
+std::vector<Row> live_changes(const analysis::RunAnalysis& ra, const analysis::RunAnalysis& rb, SetOf set_of,
+                              KeyOf key_rows) {
   std::map<std::string, Row> rows;
-  if (const analysis::LiveSet* set = set_of(ra)) key_rows(ra, *set, [&](const std::string& k, uint64_t v) { rows[k].a += v; });
-  if (const analysis::LiveSet* set = set_of(rb)) key_rows(rb, *set, [&](const std::string& k, uint64_t v) { rows[k].b += v; });
+  if (const analysis::LiveSet* set = set_of(ra))
+    key_rows(ra, *set, [&](const std::string& k, uint64_t v) { rows[k].a += v; });
+  if (const analysis::LiveSet* set = set_of(rb))
+    key_rows(rb, *set, [&](const std::string& k, uint64_t v) { rows[k].b += v; });
   std::vector<Row> out;
   for (auto& [k, r] : rows) {
     r.name = k;
@@ -140,8 +143,8 @@ void print_rows(const std::vector<Row>& rows, int indent = 2, size_t limit = SIZ
       std::printf("%*s... and %zu more (--json lists them)\n", indent, "", rows.size() - limit);
       break;
     }
-    std::printf("%*s%-*s %-14s %-14s %s\n", indent, "", 24 - indent, r.name.c_str(), figure(r, r.a).c_str(), figure(r, r.b).c_str(),
-                signed_figure(r).c_str());
+    std::printf("%*s%-*s %-14s %-14s %s\n", indent, "", 24 - indent, r.name.c_str(), figure(r, r.a).c_str(),
+                figure(r, r.b).c_str(), signed_figure(r).c_str());
   }
 }
 
@@ -185,8 +188,10 @@ int diff(const analysis::RunAnalysis& a, const analysis::RunAnalysis& b, bool js
       const auto* d = find_device(r, o);
       return d ? &d->live_at_peak : nullptr;
     };
-    const auto kinds = live_changes(a, b, peak_set, [](const auto& r, const auto& set, auto emit) { kind_rows(r, set, emit); });
-    const auto sites = live_changes(a, b, peak_set, [](const auto& r, const auto& set, auto emit) { site_rows(r, set, emit); });
+    const auto kinds =
+        live_changes(a, b, peak_set, [](const auto& r, const auto& set, auto emit) { kind_rows(r, set, emit); });
+    const auto sites =
+        live_changes(a, b, peak_set, [](const auto& r, const auto& set, auto emit) { site_rows(r, set, emit); });
     if (json) {
       out["devices"].push_back({{"device", o},
                                 {"figures", rows_json(rows)},
@@ -194,7 +199,8 @@ int diff(const analysis::RunAnalysis& a, const analysis::RunAnalysis& b, bool js
                                 {"live_at_peak_by_site", changes_json(sites, "site")}});
       continue;
     }
-    std::printf("\ndevice %d  %s\n  %-22s %-14s %-14s %s\n", o, (db ? db->name : da->name).c_str(), "", "A", "B", "change");
+    std::printf("\ndevice %d  %s\n  %-22s %-14s %-14s %s\n", o, (db ? db->name : da->name).c_str(), "", "A", "B",
+                "change");
     print_rows(rows);
     std::printf("  live at the allocated peak, by kind:\n");
     print_rows(kinds, 4, kChangesShown);
@@ -203,7 +209,8 @@ int diff(const analysis::RunAnalysis& a, const analysis::RunAnalysis& b, bool js
   }
   const auto process = process_rows(a, b);
   auto leak_set = [](const analysis::RunAnalysis& r) { return &r.leaks; };
-  const auto leak_sites = live_changes(a, b, leak_set, [](const auto& r, const auto& set, auto emit) { site_rows(r, set, emit); });
+  const auto leak_sites =
+      live_changes(a, b, leak_set, [](const auto& r, const auto& set, auto emit) { site_rows(r, set, emit); });
   const bool stacks = a.stack_events > 0 || b.stack_events > 0;
   if (json) {
     out["process"] = rows_json(process);
@@ -228,8 +235,9 @@ int diff_main(int argc, char** argv) {
   const std::vector<std::string>& dirs = args.paths;
   const bool json = args.json;
   if (dirs.size() != 2) {
-    std::fprintf(stderr, "gpumemprof diff: two run directories expected, got %zu; usage: gpumemprof diff DIR_A DIR_B [--json]\n",
-                 dirs.size());
+    std::fprintf(
+        stderr, "gpumemprof diff: two run directories expected, got %zu; usage: gpumemprof diff DIR_A DIR_B [--json]\n",
+        dirs.size());
     return 2;
   }
   std::string error;

@@ -162,7 +162,8 @@ int export_main(int argc, char** argv) {
   }
   for (const std::string& note : ctx.notes) std::fprintf(stderr, "gpumemprof export: note: %s\n", note.c_str());
   if (out.name() != "stdout") {
-    const std::string what = !ctx.written.empty() ? ctx.written : std::to_string(replay.events_read()) + " trace events";
+    const std::string what =
+        !ctx.written.empty() ? ctx.written : std::to_string(replay.events_read()) + " trace events";
     std::fprintf(stderr, "gpumemprof export: wrote %s (%s, %s)\n", out.name().c_str(), args.format->name, what.c_str());
   }
   return 0;

@@ -46,7 +46,8 @@ inline std::string script_json(const nlohmann::json& j) {
     if (c == '<') out += "\\u003c";
     else if (c == '>') out += "\\u003e";
     else if (c == '&') out += "\\u0026";
-    else if (c == '\xE2' && i + 2 < text.size() && text[i + 1] == '\x80' && (text[i + 2] == '\xA8' || text[i + 2] == '\xA9')) {
+    else if (c == '\xE2' && i + 2 < text.size() && text[i + 1] == '\x80' &&
+             (text[i + 2] == '\xA8' || text[i + 2] == '\xA9')) {
       out += text[i + 2] == '\xA8' ? "\\u2028" : "\\u2029";
       i += 2;
     } else {

@@ -114,7 +114,8 @@ class Page {
     out_ += "<header>\n<h1>GPU memory report <span class=\"exe\">" + escape(exe_name()) + "</span></h1>\n";
     out_ += "<dl class=\"facts\">\n";
     const std::string& exe = manifest_.exe;
-    fact("Executable", exe.empty() ? "<span class=\"muted\">unknown (no manifest.json)</span>" : "<code>" + escape(exe) + "</code>");
+    fact("Executable",
+         exe.empty() ? "<span class=\"muted\">unknown (no manifest.json)</span>" : "<code>" + escape(exe) + "</code>");
     {
       std::string line;
       for (const std::string& a : manifest_.argv.value_or(std::vector<std::string>())) {
@@ -134,13 +135,14 @@ class Page {
     if (!host.empty()) fact("Host", escape(host));
     const std::string& started = manifest_.start_time_utc;
     if (!started.empty()) fact("Started", escape(started));
-    fact("Duration", escape(at(run_.duration_ns)) + " <span class=\"muted\">from the profiler's start to the last event; "
-                                                    "all times below are since that start</span>");
+    fact("Duration", escape(at(run_.duration_ns)) +
+                         " <span class=\"muted\">from the profiler's start to the last event; "
+                         "all times below are since that start</span>");
     fact("Run directory", "<code>" + escape(run_.run.path) + "</code>");
     const reader::EventCounts& events = run_.run.events;
     const bool short_of_events = !events.final_flush || events.trace_incomplete() || events.lost > 0;
-    fact("Events", (short_of_events ? "<strong class=\"bad\">" : std::string()) + escape(reader::event_counts_line(events)) +
-                       (short_of_events ? "</strong>" : ""));
+    fact("Events", (short_of_events ? "<strong class=\"bad\">" : std::string()) +
+                       escape(reader::event_counts_line(events)) + (short_of_events ? "</strong>" : ""));
     out_ += "</dl>\n";
 
     if (run_.run.summary_rebuilt && events.final_flush) {
@@ -159,15 +161,19 @@ class Page {
       note("warn", "The trace ends in a partial record of " + u64s(run_.truncated_bytes) + " bytes (ignored).");
     }
     if (run_.markers_dropped) {
-      note("warn", u64s(run_.markers_dropped) + " further alerts, failed allocations and OOM events were counted but not kept "
-                   "(only the first " + u64s(run_.markers.size()) + " are listed and drawn).");
+      note("warn", u64s(run_.markers_dropped) +
+                       " further alerts, failed allocations and OOM events were counted but not kept "
+                       "(only the first " +
+                       u64s(run_.markers.size()) + " are listed and drawn).");
     }
 
     out_ += "<div class=\"cards\">\n";
     for (const auto& [ordinal, d] : run_.devices) {
       card("Peak allocated, device " + std::to_string(ordinal), bytes_text(d.allocated_peak.bytes),
            "at " + at(d.allocated_peak.at_ns) +
-               (d.final_stats.total_bytes ? ", " + percent(d.allocated_peak.bytes, d.final_stats.total_bytes) + " of the device" : ""));
+               (d.final_stats.total_bytes
+                    ? ", " + percent(d.allocated_peak.bytes, d.final_stats.total_bytes) + " of the device"
+                    : ""));
     }
     if (run_.devices.empty()) card("Device memory", "none", "no device memory was allocated");
     card("Live at exit", bytes_text(run_.leaks.total.bytes),
@@ -186,7 +192,9 @@ class Page {
     for (const auto& [ordinal, d] : run_.devices) {
       out_ += "<a href=\"#device-" + std::to_string(ordinal) + "\">Device " + std::to_string(ordinal) + "</a> ";
     }
-    out_ += "<a href=\"#leaks\">Leaks</a> <a href=\"#failures\">Failed allocations and OOM</a> <a href=\"#alerts\">Alerts</a>";
+    out_ +=
+        "<a href=\"#leaks\">Leaks</a> <a href=\"#failures\">Failed allocations and OOM</a> <a "
+        "href=\"#alerts\">Alerts</a>";
     out_ += "</nav>\n";
   }
 
@@ -200,19 +208,23 @@ class Page {
   void allocation_rows(const std::vector<LiveAllocation>& list, bool with_device) {
     out_ += "<table class=\"allocations\">\n<thead><tr><th class=\"num\">size</th><th>kind</th>";
     if (with_device) out_ += "<th class=\"num\">device</th>";
-    out_ += "<th>API</th><th class=\"num\">allocated at</th><th class=\"num\">thread</th><th>call site</th></tr></thead>\n<tbody>\n";
+    out_ +=
+        "<th>API</th><th class=\"num\">allocated at</th><th class=\"num\">thread</th><th>call "
+        "site</th></tr></thead>\n<tbody>\n";
     for (const LiveAllocation& a : list) {
       out_ += "<tr><td class=\"num\">" + escape(bytes_text(a.size)) + "</td><td>" + escape(name_of(a.kind)) + "</td>";
       if (with_device) out_ += "<td class=\"num\">" + std::to_string(a.device) + "</td>";
       out_ += "<td><code>" + escape(std::string(api_name(a.api))) + "</code></td><td class=\"num\">" +
-              escape(at(since(a.timestamp_ns, run_.start_ns))) + "</td><td class=\"num\">" + std::to_string(a.thread_id) +
-              "</td>" + site_cell(a.stack_id) + "</tr>\n";
+              escape(at(since(a.timestamp_ns, run_.start_ns))) + "</td><td class=\"num\">" +
+              std::to_string(a.thread_id) + "</td>" + site_cell(a.stack_id) + "</tr>\n";
     }
     out_ += "</tbody></table>\n";
   }
 
   void by_kind_rows(const analysis::LiveSet& set) {
-    out_ += "<table class=\"by-kind\">\n<thead><tr><th>kind</th><th class=\"num\">bytes</th><th class=\"num\">allocations</th></tr></thead>\n<tbody>\n";
+    out_ +=
+        "<table class=\"by-kind\">\n<thead><tr><th>kind</th><th class=\"num\">bytes</th><th "
+        "class=\"num\">allocations</th></tr></thead>\n<tbody>\n";
     for (int k = 1; k < kKindCount; ++k) {
       const analysis::Bytes& b = set.by_kind[k];
       if (b.count == 0) continue;
@@ -229,9 +241,11 @@ class Page {
     out_ += "<h4>By call site</h4>\n<table class=\"sites\">\n<thead><tr><th>call site</th><th class=\"num\">bytes</th>"
             "<th class=\"num\">allocations</th><th class=\"num\">stacks</th></tr></thead>\n<tbody>\n";
     for (const analysis::CallSite& c : sites) {
-      out_ += "<tr><td class=\"site\"" + (c.stack_id ? " title=\"largest stack: " + std::to_string(c.stack_id) + "\"" : std::string()) +
+      out_ += "<tr><td class=\"site\"" +
+              (c.stack_id ? " title=\"largest stack: " + std::to_string(c.stack_id) + "\"" : std::string()) +
               "><code>" + escape(c.label) + "</code></td><td class=\"num\">" + escape(bytes_text(c.bytes.bytes)) +
-              "</td><td class=\"num\">" + u64s(c.bytes.count) + "</td><td class=\"num\">" + u64s(c.stacks) + "</td></tr>\n";
+              "</td><td class=\"num\">" + u64s(c.bytes.count) + "</td><td class=\"num\">" + u64s(c.stacks) +
+              "</td></tr>\n";
     }
     out_ += "</tbody></table>\n";
   }
@@ -240,10 +254,13 @@ class Page {
     const DeviceStats& s = d.final_stats;
     const std::string id = std::to_string(d.device);
     out_ += "<section class=\"device\" id=\"device-" + id + "\" data-device=\"" + id + "\">\n";
-    out_ += "<h2>Device " + id + " <span class=\"device-name\">" + escape(d.name.empty() ? "unnamed device" : d.name) + "</span>";
+    out_ += "<h2>Device " + id + " <span class=\"device-name\">" + escape(d.name.empty() ? "unnamed device" : d.name) +
+            "</span>";
     if (s.total_bytes) out_ += " <small>" + escape(bytes_text(s.total_bytes)) + " total</small>";
     out_ += "</h2>\n<div class=\"cards\">\n";
-    const auto of_device = [&](uint64_t b) { return s.total_bytes ? ", " + percent(b, s.total_bytes) + " of the device" : std::string(); };
+    const auto of_device = [&](uint64_t b) {
+      return s.total_bytes ? ", " + percent(b, s.total_bytes) + " of the device" : std::string();
+    };
     card("Peak allocated", bytes_text(d.allocated_peak.bytes),
          "at " + at(d.allocated_peak.at_ns) + of_device(d.allocated_peak.bytes));
     card("Peak reserved", bytes_text(d.reserved_peak.bytes),
@@ -257,7 +274,9 @@ class Page {
     out_ += "</div>\n";
 
     // The chart: drawn by the script from the embedded timeline.
-    out_ += "<div class=\"legend\"><span class=\"key key-reserved\"></span>reserved <span class=\"key key-allocated\"></span>allocated";
+    out_ +=
+        "<div class=\"legend\"><span class=\"key key-reserved\"></span>reserved <span class=\"key "
+        "key-allocated\"></span>allocated";
     if (d.nvml_process_peak) out_ += " <span class=\"key key-nvml\"></span>NVML process usage";
     out_ += " <span class=\"muted\">(the highest value in each time slice, so short peaks stay visible; "
             "vertical lines are alerts, failed allocations and OOM events)</span></div>\n";
@@ -313,8 +332,8 @@ class Page {
       note("", "NVML saw the device used at most " + escape(bytes_text(d.nvml_device_used_peak)) +
                    " by all processes (this process's share was not reported).");
     }
-    out_ += "<p class=\"muted\">On this device: " + count_of(s.alloc_count, "allocation") + ", " + count_of(s.free_count, "free") +
-            ", " + count_of(s.failed_alloc_count, "failed allocation") + ".</p>\n";
+    out_ += "<p class=\"muted\">On this device: " + count_of(s.alloc_count, "allocation") + ", " +
+            count_of(s.free_count, "free") + ", " + count_of(s.failed_alloc_count, "failed allocation") + ".</p>\n";
     out_ += "</section>\n";
   }
 
@@ -361,19 +380,21 @@ class Page {
     size_t total = 0, shown = 0;
     for (const Marker& m : run_.markers) total += wanted(m);
     if (total == 0) return 0;
-    out_ += "<table class=\"markers\">\n<thead><tr><th class=\"num\">at</th><th class=\"num\">device</th><th>event</th>";
+    out_ +=
+        "<table class=\"markers\">\n<thead><tr><th class=\"num\">at</th><th class=\"num\">device</th><th>event</th>";
     for (const char* h : extra_heads) out_ += std::string("<th class=\"num\">") + h + "</th>";
     out_ += "</tr></thead>\n<tbody>\n";
     for (const Marker& m : run_.markers) {
       if (!wanted(m) || shown >= kMaxRows) continue;
       ++shown;
       out_ += "<tr><td class=\"num\">" + escape(at(m.at_ns)) + "</td><td class=\"num\">" +
-              (m.device >= 0 ? std::to_string(m.device) : std::string("<span class=\"muted\">none</span>")) + "</td><td>" +
-              escape(marker_label(m)) + "</td>" + extra(m) + "</tr>\n";
+              (m.device >= 0 ? std::to_string(m.device) : std::string("<span class=\"muted\">none</span>")) +
+              "</td><td>" + escape(marker_label(m)) + "</td>" + extra(m) + "</tr>\n";
     }
     out_ += "</tbody></table>\n";
     if (total > shown) {
-      out_ += "<p class=\"muted\">... and " + u64s(total - shown) + " more (in the embedded JSON and <code>gpumemprof report --json</code>).</p>\n";
+      out_ += "<p class=\"muted\">... and " + u64s(total - shown) +
+              " more (in the embedded JSON and <code>gpumemprof report --json</code>).</p>\n";
     }
     return total;
   }
@@ -387,12 +408,15 @@ class Page {
             " written, " + u64s(summary_.oom.recovered) + " recovered by a retry.</p>\n";
     marker_rows(
         [](const Marker& m) {
-          return m.type == Marker::Type::AllocFailed || m.type == Marker::Type::OomBundle || m.type == Marker::Type::OomRecovered;
+          return m.type == Marker::Type::AllocFailed || m.type == Marker::Type::OomBundle ||
+                 m.type == Marker::Type::OomRecovered;
         },
         {}, [](const Marker&) { return std::string(); });
     if (bundles > 0) {
-      out_ += "<p class=\"hint\">Each OOM bundle explains its failure: what was live, how much was free, what to try. Run "
-              "<code>gpumemprof oom " + escape(run_.run.path) + "</code></p>\n";
+      out_ +=
+          "<p class=\"hint\">Each OOM bundle explains its failure: what was live, how much was free, what to try. Run "
+          "<code>gpumemprof oom " +
+          escape(run_.run.path) + "</code></p>\n";
     }
     out_ += "</section>\n";
   }
@@ -423,17 +447,18 @@ class Page {
 
 nlohmann::json html_report_data(const analysis::RunAnalysis& run) {
   const ManifestRecord& m = run.run.manifest;
-  nlohmann::json info = {{"run_dir", run.run.path},
-                         {"exe", m.exe},
-                         {"pid", m.pid.value_or(0)},
-                         {"host", m.host},
-                         {"rank", m.rank.value_or("")},
-                         {"start_time_utc", m.start_time_utc},
-                         {"duration_ns", run.duration_ns},
-                         {"rebuilt_from_trace", run.run.summary_rebuilt},
-                         {"rebuild_reason", run.run.summary_rebuilt ? nlohmann::json(run.run.rebuild_reason) : nlohmann::json()},
-                         {"events_lost", run.run.events.final_flush ? nlohmann::json(run.run.events.lost) : nlohmann::json()},
-                         {"tool_version", GPUMEMPROF_VERSION}};
+  nlohmann::json info = {
+      {"run_dir", run.run.path},
+      {"exe", m.exe},
+      {"pid", m.pid.value_or(0)},
+      {"host", m.host},
+      {"rank", m.rank.value_or("")},
+      {"start_time_utc", m.start_time_utc},
+      {"duration_ns", run.duration_ns},
+      {"rebuilt_from_trace", run.run.summary_rebuilt},
+      {"rebuild_reason", run.run.summary_rebuilt ? nlohmann::json(run.run.rebuild_reason) : nlohmann::json()},
+      {"events_lost", run.run.events.final_flush ? nlohmann::json(run.run.events.lost) : nlohmann::json()},
+      {"tool_version", GPUMEMPROF_VERSION}};
   if (m.argv) info["argv"] = *m.argv;
   return {{"schema", "gpumemprof-html/1"},
           {"run", std::move(info)},

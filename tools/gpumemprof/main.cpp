@@ -33,7 +33,9 @@ constexpr const char* kUsage =
     "Each command has --help. Exit status 2 means bad usage or unreadable input.\n";
 
 // "gpumemprof report: " or, outside a command, "gpumemprof: ".
-std::string prefix(const char* command) { return command == nullptr ? "gpumemprof: " : std::string("gpumemprof ") + command + ": "; }
+std::string prefix(const char* command) {
+  return command == nullptr ? "gpumemprof: " : std::string("gpumemprof ") + command + ": ";
+}
 
 // Why a write to stdout failed. stdio keeps only an error flag, and a large fwrite() that fails
 // leaves nothing for the final fflush() to fail on, so stdout's writes go through this.
@@ -75,8 +77,9 @@ int finish(const char* command, int status) {
 
 int dispatch(int argc, char** argv) {
   if (argc < 2) {
-    std::fputs("gpumemprof: no command given; usage: gpumemprof COMMAND [ARGS] (gpumemprof --help lists the commands)\n",
-               stderr);
+    std::fputs(
+        "gpumemprof: no command given; usage: gpumemprof COMMAND [ARGS] (gpumemprof --help lists the commands)\n",
+        stderr);
     return 2;
   }
   if (!std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h")) {
@@ -97,7 +100,8 @@ int dispatch(int argc, char** argv) {
       return 2;
     }
   }
-  std::fprintf(stderr, "gpumemprof: unknown command '%s'; accepted: run, report, oom, export, diff, html, --version, --help\n",
+  std::fprintf(stderr,
+               "gpumemprof: unknown command '%s'; accepted: run, report, oom, export, diff, html, --version, --help\n",
                argv[1]);
   return 2;
 }

@@ -175,7 +175,9 @@ void print_text(const Result& r) {
 
 void print_json(const Result& r) {
   nlohmann::json out;
-  const char* type = r.source == Source::Bundle ? "bundle" : r.source == Source::RunDirectory ? "run_directory" : "bundle_directory";
+  const char* type = r.source == Source::Bundle         ? "bundle"
+                     : r.source == Source::RunDirectory ? "run_directory"
+                                                        : "bundle_directory";
   out["source"] = {{"path", r.path}, {"type", type}};
   if (r.run) {
     out["run"] = {{"pid", r.run->pid},
@@ -216,7 +218,8 @@ int oom_main(int argc, char** argv) {
   }
   std::string path = args.paths.empty() ? std::string() : args.paths[0];
   const bool json = args.json;
-  if (path.empty()) return fail("no bundle or directory given; usage: gpumemprof oom BUNDLE_OR_DIR [--json] (--help says more)");
+  if (path.empty())
+    return fail("no bundle or directory given; usage: gpumemprof oom BUNDLE_OR_DIR [--json] (--help says more)");
   path = trim_slashes(path);
   if (!exists(path)) return fail(path + " does not exist; " + kExpected);
   if (!is_dir(path)) return fail(path + " is not a directory; " + kExpected);
@@ -270,9 +273,10 @@ int oom_main(int argc, char** argv) {
     read_bundles(bundles, r.run ? r.run->pid : 0, r);
     if (!name_holder_sites(path, r.explained, error)) return fail(error);
     if (r.run && r.run->bundles_written > r.explained.size() + r.errors.size() && !r.explained.empty()) {
-      r.notes.push_back(std::to_string(r.run->bundles_written) + " bundles were written and " +
-                        std::to_string(r.explained.size() + r.errors.size()) +
-                        " remain: retention (GPUMEMPROF_OOM_MAX_DUMPS, GPUMEMPROF_OOM_MAX_TOTAL_MB) removed the oldest");
+      r.notes.push_back(
+          std::to_string(r.run->bundles_written) + " bundles were written and " +
+          std::to_string(r.explained.size() + r.errors.size()) +
+          " remain: retention (GPUMEMPROF_OOM_MAX_DUMPS, GPUMEMPROF_OOM_MAX_TOTAL_MB) removed the oldest");
     }
   } else if (!reader::list_oom_bundles(path).empty()) {
     r.source = Source::BundleDirectory;

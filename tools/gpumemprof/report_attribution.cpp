@@ -63,20 +63,23 @@ void print_ranges(const analysis::RunAnalysis& run) {
     calls += row.calls;
     width = std::max(width, std::min(row.name.size(), kNameWidthMax));
   }
-  std::printf("ranges: %s, %s (allocated bytes of all devices; allocations by the range's thread, nested ranges included)\n",
-              counted(r.ranges.size(), "name").c_str(), counted(calls, "call").c_str());
+  std::printf(
+      "ranges: %s, %s (allocated bytes of all devices; allocations by the range's thread, nested ranges included)\n",
+      counted(r.ranges.size(), "name").c_str(), counted(calls, "call").c_str());
   const int w = static_cast<int>(width);
   std::printf("    %-*s %7s %-10s %-10s %-11s %-17s %s\n", w, "name", "calls", "total", "average", "allocated",
               "peak above entry", "net change");
   for (const analysis::RangeRow& row : r.ranges) {
     std::printf("    %-*s %7llu %-10s %-10s %-11s %-17s %s", w, fit(row.name, kNameWidthMax).c_str(), (ull)row.calls,
-                human_duration_ns(row.total_ns).c_str(), human_duration_ns(row.calls ? row.total_ns / row.calls : 0).c_str(),
+                human_duration_ns(row.total_ns).c_str(),
+                human_duration_ns(row.calls ? row.total_ns / row.calls : 0).c_str(),
                 bytes_text(row.bytes_allocated).c_str(), bytes_text(row.peak_above_entry).c_str(),
                 signed_bytes(row.net_change).c_str());
     if (row.open_at_end) std::printf("  (%llu still open at the end)", (ull)row.open_at_end);
     std::printf("\n");
   }
-  if (r.unbalanced_pops) std::printf("    %s without an open range ignored\n", counted(r.unbalanced_pops, "pop").c_str());
+  if (r.unbalanced_pops)
+    std::printf("    %s without an open range ignored\n", counted(r.unbalanced_pops, "pop").c_str());
 }
 
 void print_marks(const analysis::RunAnalysis& run) {

@@ -182,7 +182,8 @@ void print_text(const analysis::RunAnalysis& run) {
   if (bundles > 0) std::printf("    explain with: gpumemprof oom %s\n", run.run.path.c_str());
   std::printf("alerts: %s fired\n", counted(s.alerts.fired(), "alert").c_str());
   print_markers(run, is_alert);
-  if (run.markers_dropped > 0) std::printf("  (%llu more events of these kinds were not kept)\n", (ull)run.markers_dropped);
+  if (run.markers_dropped > 0)
+    std::printf("  (%llu more events of these kinds were not kept)\n", (ull)run.markers_dropped);
   print_ranges(run);
   print_marks(run);
   print_pauses(run);
@@ -199,7 +200,9 @@ int report_main(int argc, char** argv) {
     return 2;
   }
   if (args.paths.empty()) {
-    std::fprintf(stderr, "gpumemprof report: no run directory given; usage: gpumemprof report DIR [--json] (--help says more)\n");
+    std::fprintf(
+        stderr,
+        "gpumemprof report: no run directory given; usage: gpumemprof report DIR [--json] (--help says more)\n");
     return 2;
   }
   const std::string& dir = args.paths[0];

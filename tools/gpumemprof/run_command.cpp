@@ -117,7 +117,8 @@ void print_run(const std::string& dir) {
                (unsigned long long)s.oom.failures, (unsigned long long)s.oom.bundles_written,
                (unsigned long long)s.alerts.fired());
   std::fprintf(stderr, "    events: %s\n", reader::event_counts_line(run->events).c_str());
-  for (const std::string& w : reader::event_count_warnings(run->events)) std::fprintf(stderr, "    note: %s\n", w.c_str());
+  for (const std::string& w : reader::event_count_warnings(run->events))
+    std::fprintf(stderr, "    note: %s\n", w.c_str());
   std::fprintf(stderr, "    next: gpumemprof report %s\n", dir.c_str());
 }
 

@@ -28,7 +28,8 @@ InputFile::~InputFile() {
 }
 
 InputFile::InputFile(InputFile&& other) noexcept
-    : fd_(std::exchange(other.fd_, -1)), size_(other.size_), missing_(other.missing_), error_(std::move(other.error_)) {}
+    : fd_(std::exchange(other.fd_, -1)), size_(other.size_), missing_(other.missing_), error_(std::move(other.error_)) {
+}
 
 InputFile& InputFile::operator=(InputFile&& other) noexcept {
   if (this != &other) {
@@ -66,8 +67,8 @@ bool InputFile::open(const std::string& path, Holes holes) {
   if (holes == Holes::Refuse && size > 0) {
     const off_t hole = lseek(fd, 0, SEEK_HOLE);  // the end of the file when there is no hole
     if (hole >= 0 && static_cast<uint64_t>(hole) < size) {
-      error_ = path + " is a sparse file (" + std::to_string(size) + " bytes with a hole at byte " + std::to_string(hole) +
-               "); gpumemprof never writes holes, so it is not a file gpumemprof wrote";
+      error_ = path + " is a sparse file (" + std::to_string(size) + " bytes with a hole at byte " +
+               std::to_string(hole) + "); gpumemprof never writes holes, so it is not a file gpumemprof wrote";
       ::close(fd);
       return false;
     }

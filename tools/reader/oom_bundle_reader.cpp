@@ -81,7 +81,8 @@ std::optional<OomBundle> parse_checked(const std::string& path, const OomBundleF
   std::string problem;
   auto metadata = parse_json(meta->second, problem);
   if (!metadata) {
-    error = where + "metadata.json is not valid JSON (" + problem + "); expected the JSON object of an OOM bundle's metadata";
+    error = where + "metadata.json is not valid JSON (" + problem +
+            "); expected the JSON object of an OOM bundle's metadata";
     return std::nullopt;
   }
   size_t skipped = 0;
@@ -172,7 +173,8 @@ std::optional<OomBundle> read_oom_bundle(const std::string& dir, std::string& er
 bool looks_like_oom_bundle(const std::string& dir) {
   struct stat st {};
   if (stat((dir + "/" + kOomMetadataFile).c_str(), &st) == 0) return true;
-  if (last_component(dir).rfind(kOomBundlePrefix, 0) == 0 && stat((dir + "/" + kTraceFileName).c_str(), &st) != 0) return true;
+  if (last_component(dir).rfind(kOomBundlePrefix, 0) == 0 && stat((dir + "/" + kTraceFileName).c_str(), &st) != 0)
+    return true;
   std::string problem;
   auto text = read_text(dir + "/" + kOomManifestFile, problem);
   if (!text) return false;

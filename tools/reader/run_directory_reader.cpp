@@ -90,7 +90,8 @@ std::optional<RunDirectory> open_run_directory(const std::string& path, std::str
     run.figures = std::move(*read);
     return run;
   }
-  run.rebuild_reason = summary ? "summary.json has no \"devices\" array" : "summary.json is missing (the process did not exit normally)";
+  run.rebuild_reason =
+      summary ? "summary.json has no \"devices\" array" : "summary.json is missing (the process did not exit normally)";
   if (!has_trace) {
     error = path + ": " + run.rebuild_reason + " and there is no trace.gmpt to rebuild it from";
     return std::nullopt;

@@ -35,8 +35,10 @@ EventCounts event_counts(const Summary* summary, uint64_t records_in_trace) {
 std::vector<std::string> event_count_warnings(const EventCounts& c) {
   const std::string in_trace = std::to_string(c.in_trace);
   if (!c.final_flush) {
-    return {"the process ended without its final flush (no summary.json): events recorded after the last trace write "
-            "are missing and their number is unknown; figures are rebuilt from the " + in_trace + " events in trace.gmpt"};
+    return {
+        "the process ended without its final flush (no summary.json): events recorded after the last trace write "
+        "are missing and their number is unknown; figures are rebuilt from the " +
+        in_trace + " events in trace.gmpt"};
   }
   std::vector<std::string> out;
   if (c.unwritten > 0) {
