@@ -8,6 +8,7 @@ packages=(
   nlohmann-json3-dev libspdlog-dev libfmt-dev libunwind-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   chromium fonts-dejavu-core  # headless rendering of the HTML report (tests/html)
+  nodejs                      # node --check of the report's script (tests/html)
   clang libclang-rt-dev       # the libFuzzer targets (tests/fuzz/): -fsanitize=fuzzer needs compiler-rt
   debootstrap                 # tests/portability: an old Debian root file system for old_distro_demo
 )
