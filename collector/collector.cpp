@@ -105,9 +105,9 @@ void Collector::run() {
       const auto why = static_cast<Ending>(checkpoint_why_.load(std::memory_order_relaxed));
       const int signal = checkpoint_signal_.load(std::memory_order_relaxed);
       if (why == Ending::ExitCall) {
-        write_summary(true, 0, "exit_call");
+        write_summary(true, 0, kEndedByExitCall);
       } else {
-        write_summary(false, signal, why == Ending::Signal ? "signal" : "exec");
+        write_summary(false, signal, why == Ending::Signal ? kEndedBySignal : kEndedByExec);
       }
       checkpoint_done_.store(want, std::memory_order_release);
       continue;
@@ -200,7 +200,7 @@ void Collector::write_manifest() {
   std::vector<DeviceEntry> devices;
   for (int d : device_order_) devices.push_back(devices_.entry(d));
   if (!write_file_atomic(run_dir_ + "/" + kManifestFile, json_text(manifest_json(info_, config_, devices), 2) + "\n")) {
-    log::error("cannot write {}/manifest.json", run_dir_);
+    log::error("cannot write {}/{}", run_dir_, kManifestFile);
   }
 }
 
@@ -218,7 +218,7 @@ void Collector::write_summary(bool clean_exit, int signal, const char* ended_by)
   s.events.unwritten = trace_.unwritten_events() + trace_.buffered();
   if (trace_.failed()) s.events.trace_error = trace_.error();
   if (!write_file_atomic(run_dir_ + "/" + kSummaryFile, json_text(to_json(s), 2) + "\n")) {
-    log::error("cannot write {}/summary.json", run_dir_);
+    log::error("cannot write {}/{}", run_dir_, kSummaryFile);
   }
 }
 
@@ -243,7 +243,7 @@ bool Collector::stop(uint64_t timeout_ms) {
   wake();
   if (thread_.joinable()) thread_.join();  // the loop exits within one idle sleep
   drain_until(ring_.claimed(), deadline, kStallNs);
-  write_summary(true, 0, "exit");
+  write_summary(true, 0, kEndedByExit);
   return lost_.load() == 0;
 }
 

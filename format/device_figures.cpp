@@ -9,11 +9,9 @@ namespace {
 using json = nlohmann::json;
 using namespace reader;  // json_fields.h
 
-Counter counter(const json* j) { return {u64_or(member(j, "current")), u64_or(member(j, "peak"))}; }
-
-KindStats kind_stats(const json* j) { return {counter(j), u64_or(member(j, "allocs")), u64_or(member(j, "frees"))}; }
-
-uint64_t since(uint64_t ts, uint64_t start) { return ts > start ? ts - start : 0; }
+KindStats kind_stats(const json* j) {
+  return {counter_from_json(j), u64_or(member(j, "allocs")), u64_or(member(j, "frees"))};
+}
 
 }  // namespace
 
@@ -34,17 +32,17 @@ DeviceFigures device_figures_from_json(const json& j) {
   s.device = as_device(member(d, "device")).value_or(-1);
   f.name = str_or(member(d, "name"));
   s.total_bytes = u64_or(member(d, "total_bytes"));
-  s.allocated = counter(member(d, "allocated_bytes"));
-  s.reserved = counter(member(d, "reserved_bytes"));
+  s.allocated = counter_from_json(member(d, "allocated_bytes"));
+  s.reserved = counter_from_json(member(d, "reserved_bytes"));
   s.allocated_peak_ns = u64_or(member(d, "allocated_peak_at_ns"));
   s.reserved_peak_ns = u64_or(member(d, "reserved_peak_at_ns"));
   const json* by_kind = member(d, "by_kind");
   for (Kind k : {Kind::Linear, Kind::Pool, Kind::Vmm, Kind::Array, Kind::Managed}) {
     s.kind(k) = kind_stats(member(by_kind, std::string(kind_name(k)).c_str()));
   }
-  s.pool_reserved = counter(member(member(by_kind, "pool"), "reserved"));
+  s.pool_reserved = counter_from_json(member(member(by_kind, "pool"), "reserved"));
   s.released_by_pool_destroy = u64_or(member(member(by_kind, "pool"), "released_by_pool_destroy"));
-  s.vmm_physical = counter(member(member(by_kind, "vmm"), "physical"));
+  s.vmm_physical = counter_from_json(member(member(by_kind, "vmm"), "physical"));
   s.alloc_count = u64_or(member(d, "alloc_count"));
   s.free_count = u64_or(member(d, "free_count"));
   s.failed_alloc_count = u64_or(member(d, "failed_alloc_count"));

@@ -84,6 +84,9 @@ struct Event {
 };
 static_assert(sizeof(Event) == 64, "Event is a 64-byte record in the trace format");
 
+// Nanoseconds from `start` to `ts` on the event clock; 0 for a time before it.
+inline uint64_t since(uint64_t ts, uint64_t start) { return ts > start ? ts - start : 0; }
+
 std::string_view kind_name(Kind k);
 std::string_view op_name(Op o);
 std::string_view api_name(Api a);

@@ -12,12 +12,6 @@ const json* member(const json* j, const char* key) {
   return it == j->end() ? nullptr : &*it;
 }
 
-const json* at_path(const json& j, std::initializer_list<const char*> path) {
-  const json* p = &j;
-  for (const char* key : path) p = member(p, key);
-  return p;
-}
-
 const json& array_or_empty(const json* j) {
   static const json empty = json::array();
   return j != nullptr && j->is_array() ? *j : empty;

@@ -3,6 +3,7 @@
 #include <variant>
 
 #include "event_fields.h"
+#include "json_fields.h"
 
 namespace gmp {
 namespace {
@@ -11,11 +12,14 @@ nlohmann::json kind_json(const KindStats& k) {
   return {{"current", k.bytes.current}, {"peak", k.bytes.peak}, {"allocs", k.allocs}, {"frees", k.frees}};
 }
 
-uint64_t since(uint64_t ts, uint64_t start) { return ts > start ? ts - start : 0; }
 
 }  // namespace
 
 nlohmann::json counter_json(const Counter& c) { return {{"current", c.current}, {"peak", c.peak}}; }
+
+Counter counter_from_json(const nlohmann::json* j) {
+  return {reader::u64_or(reader::member(j, "current")), reader::u64_or(reader::member(j, "peak"))};
+}
 
 std::string cuda_error_name(int code) {
   switch (code) {

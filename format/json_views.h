@@ -15,6 +15,7 @@ namespace gmp {
 
 // `start_ns` is the profiler's start on the event clock; times are reported relative to it.
 nlohmann::json counter_json(const Counter& c);  // {"current", "peak"}
+Counter counter_from_json(const nlohmann::json* j);  // a figure missing or not a count reads as 0
 nlohmann::json event_json(const Event& e, uint64_t start_ns);
 nlohmann::json device_json(const DeviceStats& d, const std::string& name, uint64_t start_ns);
 std::string cuda_error_name(int code);

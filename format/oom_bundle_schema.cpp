@@ -144,7 +144,7 @@ std::optional<OomMetadata> oom_metadata_from_json(const json& j, std::string& pr
     if (d.is_object()) m.devices.push_back(device_figures_from_json(d));
   }
   const json* pinned = member(&j, "host_pinned_bytes");
-  m.host_pinned_bytes = {u64_or(member(pinned, "current")), u64_or(member(pinned, "peak"))};
+  m.host_pinned_bytes = counter_from_json(pinned);
   if (const json* dm = member(&j, "driver_memory"); dm != nullptr && dm->is_object()) {
     auto free = as_u64(member(dm, "free"));
     auto total = as_u64(member(dm, "total"));

@@ -111,7 +111,7 @@ OomBundleManifest oom_manifest_from_json(const nlohmann::json& j);
 // directory's has none).
 bool is_oom_manifest(const nlohmann::json& j);
 
-// environment.json: the process as process_json() (json_views.h) writes it, the devices as
+// environment.json: the process as process_json() (manifest_record.h) writes it, the devices as
 // manifest.json lists them, and the environment, redacted. What the tools read of it.
 struct OomEnvironment {
   std::string exe, host;

@@ -9,11 +9,9 @@ namespace {
 using json = nlohmann::json;
 using namespace reader;  // json_fields.h
 
-uint64_t since_start(uint64_t ts, uint64_t start) { return ts > start ? ts - start : 0; }
 
 constexpr size_t kSummaryFailedShown = 100;
 
-Counter counter(const json* j) { return {u64_or(member(j, "current")), u64_or(member(j, "peak"))}; }
 
 }  // namespace
 
@@ -44,12 +42,12 @@ Summary build_summary(const Accounting& acc, const SummaryContext& ctx) {
   const auto live = acc.live_at_exit();
   s.live_at_exit_count = live.count;
   s.live_at_exit_bytes = live.bytes;
-  s.duration_ns = since_start(acc.last_timestamp_ns(), ctx.start_monotonic_ns);
+  s.duration_ns = since(acc.last_timestamp_ns(), ctx.start_monotonic_ns);
   // The failed requests themselves: what was asked, of which entry point, and what the driver said.
   for (const auto& f : acc.failed_allocations()) {
     if (s.failed_allocations.size() >= kSummaryFailedShown) break;
     s.failed_allocations.push_back({std::string(api_name(f.api)), std::string(kind_name(f.kind)), f.device, f.size,
-                                    f.result, f.thread_id, since_start(f.timestamp_ns, ctx.start_monotonic_ns)});
+                                    f.result, f.thread_id, since(f.timestamp_ns, ctx.start_monotonic_ns)});
   }
   const auto& alerts = acc.alerts_fired();
   s.alerts = {alerts[1], alerts[2], alerts[3], alerts[4]};
@@ -116,7 +114,7 @@ Summary summary_from_json(const json& j) {
   if (const json* u = member(&j, "unattributed"); u != nullptr && u->is_object()) {
     s.unattributed = device_figures_from_json(*u);
   }
-  s.host_pinned_bytes = counter(member(&j, "host_pinned_bytes"));
+  s.host_pinned_bytes = counter_from_json(member(&j, "host_pinned_bytes"));
   const json* pinned = member(&j, "host_pinned");
   s.host_pinned_allocs = u64_or(member(pinned, "allocs"));
   s.host_pinned_frees = u64_or(member(pinned, "frees"));

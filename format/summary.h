@@ -27,12 +27,16 @@ struct SummaryFailure {
   uint64_t at_ns = 0;  // since the profiler started
 };
 
+// The values of "ended_by": how the process ended.
+inline constexpr const char* kEndedByExit = "exit";           // exit() or a return from main
+inline constexpr const char* kEndedByExitCall = "exit_call";  // _exit, _Exit or quick_exit: no exit handlers ran
+inline constexpr const char* kEndedBySignal = "signal";       // a fatal signal
+inline constexpr const char* kEndedByExec = "exec";           // written before the image was replaced
+inline constexpr const char* kEndedByUnknown = "unknown";     // a summary the tools rebuilt from the trace
+
 struct Summary {
   bool clean_exit = true;
-  // How the process ended: "exit" (exit() or return from main), "exit_call" (_exit, _Exit or
-  // quick_exit: no exit handlers ran), "signal", "exec" (written before the image was replaced),
-  // "unknown" (a summary the tools rebuilt from the trace).
-  std::string ended_by = "exit";
+  std::string ended_by = kEndedByExit;  // how the process ended: one of the kEndedBy* below
   uint64_t terminated_by_signal = 0;  // written only when not 0
   // "devices" was an array (from_json); a summary without one is rebuilt from the trace.
   bool devices_listed = true;
@@ -68,7 +72,7 @@ struct Summary {
 
 struct SummaryContext {
   bool clean_exit = true;
-  std::string ended_by = "exit";  // Summary::ended_by
+  std::string ended_by = kEndedByExit;  // Summary::ended_by
   int terminated_by_signal = 0;
   uint64_t events_lost = 0;
   uint64_t producer_waits = 0;

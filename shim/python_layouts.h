@@ -2,7 +2,7 @@
 // own structs (x86_64/aarch64 LP64, default build). The frame reader (python_frames.cpp) walks
 // them directly because the allocating thread usually runs without the GIL (PyTorch releases it
 // inside every operator), when no C-API call is allowed. Each number is checked against the
-// real headers by tests/unit/python_layout_test.cpp (this machine's Python) and by
+// real headers by tests/python_layout/check_python_layout.cpp (this machine's Pythons) and by
 // scripts/gpu_check.py (the GPU machine's); docs/attribution.md says where they come from.
 #pragma once
 

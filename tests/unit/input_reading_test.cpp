@@ -100,24 +100,24 @@ TEST(JsonInput, ReadsAFileOrSaysWhichFileIsWrong) {
 TEST(JsonFields, WrongTypesReadAsAbsent) {
   const auto j = nlohmann::json::parse(R"({"exe": null, "pid": -3, "n": 5, "big": 18446744073709551615, "f": 1.5,
                                           "dev": 40000, "s": "x", "o": {"k": [1]}, "b": true})");
-  EXPECT_EQ(json_str(j, {"exe"}), "");
-  EXPECT_EQ(json_str(j, {"s"}), "x");
-  EXPECT_EQ(json_u64(j, {"pid"}), 0u);
-  EXPECT_EQ(json_u64(j, {"n"}), 5u);
-  EXPECT_EQ(json_u64(j, {"big"}), UINT64_MAX);
-  EXPECT_EQ(json_u64(j, {"f"}), 0u);
-  EXPECT_EQ(json_u64(j, {"s", "deeper"}), 0u);
+  EXPECT_EQ(str_or(member(&j, "exe")), "");
+  EXPECT_EQ(str_or(member(&j, "s")), "x");
+  EXPECT_EQ(u64_or(member(&j, "pid")), 0u);
+  EXPECT_EQ(u64_or(member(&j, "n")), 5u);
+  EXPECT_EQ(u64_or(member(&j, "big")), UINT64_MAX);
+  EXPECT_EQ(u64_or(member(&j, "f")), 0u);
+  EXPECT_EQ(u64_or(member(member(&j, "s"), "deeper")), 0u);
   EXPECT_EQ(as_i64(member(&j, "big")), std::nullopt);
   EXPECT_EQ(as_i64(member(&j, "pid")), -3);
   EXPECT_EQ(as_device(member(&j, "dev")), std::nullopt);
   EXPECT_EQ(as_device(member(&j, "n")), 5);
   EXPECT_EQ(as_bool(member(&j, "b")), true);
   EXPECT_EQ(as_bool(member(&j, "n")), std::nullopt);
-  EXPECT_EQ(array_or_empty(at_path(j, {"o", "k"})).size(), 1u);
+  EXPECT_EQ(array_or_empty(member(member(&j, "o"), "k")).size(), 1u);
   EXPECT_EQ(array_or_empty(member(&j, "o")).size(), 0u);
   EXPECT_EQ(member(nullptr, "x"), nullptr);
   const nlohmann::json text = "not an object";
-  EXPECT_EQ(at_path(text, {"a", "b"}), nullptr);
+  EXPECT_EQ(member(member(&text, "a"), "b"), nullptr);
 }
 
 TEST(SummaryFigures, ReadsADeviceAsTheCollectorWroteIt) {

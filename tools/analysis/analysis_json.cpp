@@ -9,7 +9,6 @@
 namespace gmp::analysis {
 namespace {
 
-uint64_t since(uint64_t ts, uint64_t start) { return ts > start ? ts - start : 0; }
 
 nlohmann::json bytes_json(const Bytes& b) { return {{"bytes", b.bytes}, {"count", b.count}}; }
 

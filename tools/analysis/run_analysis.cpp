@@ -10,7 +10,6 @@
 namespace gmp::analysis {
 namespace {
 
-uint64_t since(uint64_t ts, uint64_t start) { return ts > start ? ts - start : 0; }
 
 bool changes_memory(Op op) {
   switch (op) {

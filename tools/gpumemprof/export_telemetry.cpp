@@ -18,7 +18,6 @@
 #include <map>
 
 #include "export_formats.h"
-#include "json_fields.h"
 #include "json_views.h"
 
 namespace gmp::tool::exporter {

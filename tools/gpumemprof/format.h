@@ -6,7 +6,6 @@
 
 #include <nlohmann/json.hpp>
 
-#include "json_fields.h"
 #include "run_analysis.h"
 
 namespace gmp::tool {
@@ -18,9 +17,5 @@ std::string counted(uint64_t n, const std::string& noun);
 
 // "WARNING alert", "cuMemAlloc_v2 of 2.00 GiB failed (CUDA_ERROR_OUT_OF_MEMORY)", ...
 std::string marker_label(const analysis::Marker& m);
-
-// Fields of manifest.json and summary.json, read without trusting their types (json_fields.h).
-using reader::json_str;
-using reader::json_u64;
 
 }  // namespace gmp::tool

@@ -36,7 +36,6 @@ std::string percent(uint64_t part, uint64_t whole) {
 // Time since the profiler started, as the report and the chart's axis show it.
 std::string at(uint64_t ns) { return human_duration_ns(ns); }
 
-uint64_t since(uint64_t ts, uint64_t start) { return ts > start ? ts - start : 0; }
 
 std::string name_of(Kind k) { return std::string(kind_name(k)); }
 

@@ -259,9 +259,10 @@ std::string oom_explanation_text(const OomExplanation& x) {
 
   {
     const std::string where = x.host_pinned ? "pinned host memory" : "device " + std::to_string(r.device);
-    const char* from = x.top_from_allocations ? "allocations.json" : "metadata.json's 20 largest";
+    const std::string from =
+        x.top_from_allocations ? std::string(kOomAllocationsFile) : std::string(kOomMetadataFile) + "'s 20 largest";
     appendf(out, "\nLargest live allocations on %s (%zu of %s, from %s)\n", where.c_str(), x.top.size(),
-            u(x.top_candidates).c_str(), from);
+            u(x.top_candidates).c_str(), from.c_str());
     if (x.top.empty()) out += "    none\n";
     for (size_t i = 0; i < x.top.size(); ++i) out += holder_line(i + 1, x.top[i], x.sites);
   }
@@ -355,7 +356,7 @@ nlohmann::json oom_explanation_json(const OomExplanation& x) {
     top.back()["site"] = site != x.sites.end() ? json(site->second) : json(nullptr);
   }
   out["largest_live"] = top;
-  out["largest_live_from"] = x.top_from_allocations ? "allocations.json" : "metadata.json";
+  out["largest_live_from"] = x.top_from_allocations ? kOomAllocationsFile : kOomMetadataFile;
   out["largest_live_candidates"] = x.top_candidates;
   json advice = json::array();
   for (const auto& a : x.advice) advice.push_back({{"id", a.id}, {"text", a.text}});

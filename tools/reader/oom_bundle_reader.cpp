@@ -6,7 +6,6 @@
 #include <algorithm>
 
 #include "input_file.h"
-#include "json_fields.h"
 #include "json_input.h"
 #include "run_directory_files.h"
 #include "trace_format.h"

@@ -3,7 +3,6 @@
 #include <sys/stat.h>
 
 #include "accounting.h"
-#include "json_fields.h"
 #include "json_input.h"
 #include "summary.h"
 #include "trace_reader.h"
@@ -25,7 +24,7 @@ std::optional<Summary> replay_summary(TraceReader& trace, const ManifestRecord& 
   }
   SummaryContext ctx;
   ctx.clean_exit = false;
-  ctx.ended_by = "unknown";  // no summary.json: how the process ended is not known
+  ctx.ended_by = kEndedByUnknown;  // no summary.json: how the process ended is not known
   ctx.start_monotonic_ns = trace.header().start_monotonic_ns;
   for (const DeviceEntry& d : manifest.devices) {
     if (d.ordinal && d.name) ctx.device_names[*d.ordinal] = *d.name;
