@@ -126,8 +126,7 @@ void OomRecorder::open_episode(Episode& ep, const Event& e, const Accounting& ac
   }
   m.episode = bundles_ + 1;
   const nlohmann::json events = history_json();
-  const std::string name = kOomBundlePrefix + utc_timestamp(realtime_ns()) + "_" + std::to_string(info_.pid) +
-                           "_cuda_" + std::to_string(bundles_ + 1);
+  const std::string name = oom_bundle_name(utc_timestamp(realtime_ns()), info_.pid, bundles_ + 1);
   std::vector<BundleFile> files = {
       {kOomMetadataFile, to_json(m)},
       {kOomEventsFile, events},

@@ -8,12 +8,6 @@ namespace {
 using nlohmann::json;
 using reader::member;
 
-json string_or_null(const std::optional<std::string>& s) { return s ? json(*s) : json(nullptr); }
-
-std::optional<std::string> string_of(const json* j) {
-  return j != nullptr && j->is_string() ? std::optional<std::string>(j->get<std::string>()) : std::nullopt;
-}
-
 double number_or(const json* j, double fallback) {
   return j != nullptr && j->is_number() ? j->get<double>() : fallback;
 }
@@ -33,8 +27,8 @@ json to_json(const ConfigRecord& c) {
       {"critical_percent", c.critical_percent},
       {"fragmentation", c.fragmentation},
       {"leak_bytes", c.leak_bytes},
-      {"on_alert", string_or_null(c.on_alert)},
-      {"oom_dir", string_or_null(c.oom_dir)},
+      {"on_alert", reader::or_null(c.on_alert)},
+      {"oom_dir", reader::or_null(c.oom_dir)},
       {"oom_events", c.oom_events},
       {"oom_max_dumps", c.oom_max_dumps},
       {"oom_max_total_mb", c.oom_max_total_mb},
@@ -56,8 +50,8 @@ ConfigRecord config_record_from_json(const json* j) {
   c.critical_percent = number_or(member(j, "critical_percent"), c.critical_percent);
   c.fragmentation = number_or(member(j, "fragmentation"), c.fragmentation);
   c.leak_bytes = reader::u64_or(member(j, "leak_bytes"));
-  c.on_alert = string_of(member(j, "on_alert"));
-  c.oom_dir = string_of(member(j, "oom_dir"));
+  c.on_alert = reader::as_string(member(j, "on_alert"));
+  c.oom_dir = reader::as_string(member(j, "oom_dir"));
   c.oom_events = reader::u64_or(member(j, "oom_events"));
   c.oom_max_dumps = reader::u64_or(member(j, "oom_max_dumps"));
   c.oom_max_total_mb = reader::u64_or(member(j, "oom_max_total_mb"));

@@ -12,6 +12,10 @@ const json* member(const json* j, const char* key) {
   return it == j->end() ? nullptr : &*it;
 }
 
+std::optional<std::string> as_string(const json* j) {
+  return j != nullptr && j->is_string() ? std::optional<std::string>(j->get<std::string>()) : std::nullopt;
+}
+
 const json& array_or_empty(const json* j) {
   static const json empty = json::array();
   return j != nullptr && j->is_array() ? *j : empty;

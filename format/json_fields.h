@@ -27,5 +27,12 @@ std::optional<int> as_device(const nlohmann::json* j);    // -1 (none) up to the
 std::optional<bool> as_bool(const nlohmann::json* j);
 uint64_t u64_or(const nlohmann::json* j, uint64_t fallback = 0);
 std::string str_or(const nlohmann::json* j, const std::string& fallback = {});
+std::optional<std::string> as_string(const nlohmann::json* j);
+
+// The writers' counterpart: an optional field as its value, or null when it has none.
+template <typename T>
+nlohmann::json or_null(const std::optional<T>& v) {
+  return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
+}
 
 }  // namespace gmp::reader

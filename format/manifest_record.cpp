@@ -10,10 +10,7 @@ namespace {
 using nlohmann::json;
 using reader::member;
 
-template <typename T>
-json or_null(const std::optional<T>& v) {
-  return v ? json(*v) : json(nullptr);
-}
+using reader::or_null;
 
 // The process's fields, shared by manifest.json and process_json().
 json process_fields(const ManifestRecord& m) {
@@ -46,7 +43,7 @@ json to_json(const DeviceEntry& d) {
 DeviceEntry device_entry_from_json(const json& j) {
   DeviceEntry d;
   d.ordinal = reader::as_device(member(&j, "ordinal"));
-  if (const json* name = member(&j, "name"); name != nullptr && name->is_string()) d.name = name->get<std::string>();
+  d.name = reader::as_string(member(&j, "name"));
   d.total_bytes = reader::as_u64(member(&j, "total_bytes"));
   return d;
 }

@@ -9,11 +9,6 @@ namespace {
 using json = nlohmann::json;
 using namespace reader;  // json_fields.h
 
-template <typename T>
-json or_null(const std::optional<T>& v) {
-  return v ? json(*v) : json(nullptr);
-}
-
 json request_json(const OomRequest& r) {
   return {{"api", r.api},
           {"kind", r.kind},
@@ -50,6 +45,17 @@ bool read_request(const json* r, OomRequest& out, std::string& problem) {
 }
 
 }  // namespace
+
+std::string oom_bundle_name(const std::string& utc_timestamp, int pid, uint64_t sequence) {
+  return kOomBundlePrefix + utc_timestamp + "_" + std::to_string(pid) + "_cuda_" + std::to_string(sequence);
+}
+
+uint64_t oom_bundle_sequence(const std::string& name) {
+  size_t i = name.size();
+  while (i > 0 && name[i - 1] >= '0' && name[i - 1] <= '9') --i;
+  if (i == name.size() || name.size() - i > 18) return 0;
+  return std::stoull(name.substr(i));
+}
 
 OomAllocation oom_allocation(const LiveAllocation& a, uint64_t now_ns) {
   const uint64_t age_ns = now_ns > a.timestamp_ns ? now_ns - a.timestamp_ns : 0;

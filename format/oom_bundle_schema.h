@@ -25,6 +25,12 @@ inline constexpr const char* kOomEventsFile = "events.json";
 inline constexpr const char* kOomAllocationsFile = "allocations.json";
 inline constexpr const char* kOomEnvironmentFile = "environment.json";
 
+// A bundle directory's name: oom_dump_<YYYYmmddTHHMMSSZ>_<pid>_cuda_<sequence>, the sequence
+// counting the process's bundles from 1.
+std::string oom_bundle_name(const std::string& utc_timestamp, int pid, uint64_t sequence);
+// The sequence number a bundle's name ends with; 0 when it ends with none.
+uint64_t oom_bundle_sequence(const std::string& name);
+
 // One live allocation as metadata.json's largest_live and allocations.json list them.
 struct OomAllocation {
   uint64_t address = 0;

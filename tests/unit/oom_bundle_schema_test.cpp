@@ -46,6 +46,15 @@ OomMetadata metadata() {
   return m;
 }
 
+TEST(OomBundleSchema, BundleNamesAndTheirSequence) {
+  const std::string name = oom_bundle_name("20260101T000003Z", 9302, 3);
+  EXPECT_EQ(name, "oom_dump_20260101T000003Z_9302_cuda_3");
+  EXPECT_EQ(oom_bundle_sequence(name), 3u);
+  EXPECT_EQ(oom_bundle_sequence("oom_dump_20260101T000003Z_9302_cuda_"), 0u);
+  EXPECT_EQ(oom_bundle_sequence("oom_dump_x_cuda_1234567890123456789"), 0u);  // 19 digits: not a sequence
+  EXPECT_EQ(oom_bundle_sequence(""), 0u);
+}
+
 TEST(OomBundleSchema, AllocationRoundTrip) {
   const OomAllocation a = allocation(100);
   const json j = to_json(a);

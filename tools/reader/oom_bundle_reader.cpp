@@ -109,14 +109,6 @@ std::optional<OomBundle> parse_checked(const std::string& path, const OomBundleF
   return b;
 }
 
-// The sequence number a bundle's name ends with (oom_dump_..._cuda_<seq>); 0 when none.
-uint64_t name_sequence(const std::string& name) {
-  size_t i = name.size();
-  while (i > 0 && name[i - 1] >= '0' && name[i - 1] <= '9') --i;
-  if (i == name.size() || name.size() - i > 18) return 0;
-  return std::stoull(name.substr(i));
-}
-
 }  // namespace
 
 const DeviceFigures* OomBundle::device_figures(int device) const {
@@ -214,7 +206,7 @@ std::vector<std::string> run_oom_dirs(const std::string& run_dir, const Manifest
 void sort_oom_bundles(std::vector<OomBundle>& bundles) {
   std::stable_sort(bundles.begin(), bundles.end(), [](const OomBundle& a, const OomBundle& b) {
     if (a.created_at_utc() != b.created_at_utc()) return a.created_at_utc() < b.created_at_utc();
-    const uint64_t sa = name_sequence(a.name), sb = name_sequence(b.name);
+    const uint64_t sa = oom_bundle_sequence(a.name), sb = oom_bundle_sequence(b.name);
     if (sa != sb) return sa < sb;
     return a.name < b.name;
   });
