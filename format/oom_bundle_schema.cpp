@@ -2,6 +2,7 @@
 
 #include "json_fields.h"
 #include "json_views.h"
+#include "manifest_record.h"
 
 namespace gmp {
 namespace {
@@ -197,13 +198,14 @@ json oom_environment_json(json process, json devices, json environment) {
 }
 
 OomEnvironment oom_environment_from_json(const json& j) {
+  // The process's keys are the manifest's (process_json): read by the manifest's reader.
+  ManifestRecord process;
+  from_json(j, process);
   OomEnvironment e;
-  e.exe = str_or(member(&j, "exe"));
-  e.host = str_or(member(&j, "host"));
-  for (const auto& a : array_or_empty(member(&j, "argv"))) {
-    if (a.is_string()) e.argv.push_back(a.get<std::string>());
-  }
-  e.pid = as_u64(member(&j, "pid"));
+  e.exe = process.exe;
+  e.host = process.host;
+  e.argv = process.argv.value_or(std::vector<std::string>{});
+  e.pid = process.pid;
   return e;
 }
 
