@@ -30,7 +30,6 @@ struct DeviceTable {
     const Entry& e = entries[static_cast<size_t>(device)];
     return {device, std::string(e.name), e.total_bytes};
   }
-  nlohmann::json entry_json(int device) const { return to_json(entry(device)); }
 
   // True for exactly one caller per ordinal.
   bool claim(int device) {

@@ -53,7 +53,7 @@ nlohmann::json OomRecorder::history_json() const {
 nlohmann::json OomRecorder::environment_json() const {
   nlohmann::json devices = nlohmann::json::array();
   for (int d = 0; d < kMaxDevices; ++d) {
-    if (devices_.seen.load(std::memory_order_acquire) & (1ull << d)) devices.push_back(devices_.entry_json(d));
+    if (devices_.seen.load(std::memory_order_acquire) & (1ull << d)) devices.push_back(to_json(devices_.entry(d)));
   }
   return oom_environment_json(process_json(info_), devices, redacted_environment(environ));
 }

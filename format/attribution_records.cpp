@@ -3,10 +3,14 @@
 #include <charconv>
 #include <cstdio>
 
+#include "json_fields.h"
+
 namespace gmp {
 namespace {
 
 using nlohmann::json;
+using reader::as_string;
+using reader::member;
 
 std::string hex(uint64_t v) {
   char buf[24];
@@ -42,12 +46,6 @@ std::optional<uint32_t> id_of(const json& j) {
   auto n = number(j, "id");
   if (!n || *n == 0 || *n > UINT32_MAX) return std::nullopt;
   return static_cast<uint32_t>(*n);
-}
-
-std::optional<std::string> text(const json& j, const char* key) {
-  auto it = j.find(key);
-  if (it == j.end() || !it->is_string()) return std::nullopt;
-  return it->get<std::string>();
 }
 
 std::string frame_text(const StackFrame& f) { return f.python ? "py:" + std::to_string(f.value) : hex(f.value); }
@@ -98,17 +96,17 @@ json to_json(const StackLine& s) {
 json to_json(const NameLine& n) { return {{"type", "name"}, {"id", n.id}, {"name", n.name}}; }
 
 bool from_json(const json& j, ModuleLine& out) {
-  auto path = text(j, "path");
+  auto path = as_string(member(&j, "path"));
   auto base = address(j, "base"), start = address(j, "start"), end = address(j, "end");
   if (!path || !base || !start || !end || *end <= *start) return false;
   // The spec names it loaded_ns; collectors write seen_ns.
-  out = {*path, *base, *start, *end, text(j, "build_id").value_or(""),
+  out = {*path, *base, *start, *end, as_string(member(&j, "build_id")).value_or(""),
          number(j, "loaded_ns").value_or(number(j, "seen_ns").value_or(0))};
   return true;
 }
 
 bool from_json(const json& j, UnloadedLine& out) {
-  auto path = text(j, "path");
+  auto path = as_string(member(&j, "path"));
   auto base = address(j, "base");
   if (!path || !base) return false;
   out = {*path, *base, number(j, "unloaded_ns").value_or(0)};
@@ -117,7 +115,7 @@ bool from_json(const json& j, UnloadedLine& out) {
 
 bool from_json(const json& j, PyFrameLine& out) {
   auto id = id_of(j);
-  auto file = text(j, "file"), function = text(j, "function");
+  auto file = as_string(member(&j, "file")), function = as_string(member(&j, "function"));
   auto line = j.find("line");
   if (!id || !file || !function || line == j.end() || !line->is_number_integer()) return false;
   out = {*id, *file, *function, line->get<int64_t>()};
@@ -141,7 +139,7 @@ bool from_json(const json& j, StackLine& out) {
 
 bool from_json(const json& j, NameLine& out) {
   auto id = id_of(j);
-  auto name = text(j, "name");
+  auto name = as_string(member(&j, "name"));
   if (!id || !name) return false;
   out = {*id, *name};
   return true;
@@ -149,7 +147,7 @@ bool from_json(const json& j, NameLine& out) {
 
 std::optional<AttributionLine> attribution_line_from_json(const json& j) {
   if (!j.is_object()) return std::nullopt;
-  auto type = text(j, "type");
+  auto type = as_string(member(&j, "type"));
   if (!type) return std::nullopt;
   if (*type == "module") return read_as<ModuleLine>(j);
   if (*type == "unloaded") return read_as<UnloadedLine>(j);

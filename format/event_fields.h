@@ -1,7 +1,7 @@
 // The fields of an event (event.h) as every textual form names them: event_json() (the OOM
-// bundles' events.json and recovered_by), and `gpumemprof export`'s csv, jsonl and telemetry-v2 metadata. Each form
-// picks its fields and their order from here and encodes the values its own way, so a field's
-// name and value are spelled once.
+// bundles' events.json and recovered_by), and `gpumemprof export`'s csv, jsonl and telemetry-v2
+// metadata. Each form picks its fields and their order from here and encodes the values its own
+// way, so a field's name and value are spelled once.
 #pragma once
 
 #include <array>

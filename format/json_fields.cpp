@@ -16,6 +16,14 @@ std::optional<std::string> as_string(const json* j) {
   return j != nullptr && j->is_string() ? std::optional<std::string>(j->get<std::string>()) : std::nullopt;
 }
 
+std::vector<std::string> strings_in(const json* j) {
+  std::vector<std::string> out;
+  for (const json& s : array_or_empty(j)) {
+    if (s.is_string()) out.push_back(s.get<std::string>());
+  }
+  return out;
+}
+
 const json& array_or_empty(const json* j) {
   static const json empty = json::array();
   return j != nullptr && j->is_array() ? *j : empty;

@@ -11,6 +11,7 @@
 #include <initializer_list>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -28,6 +29,8 @@ std::optional<bool> as_bool(const nlohmann::json* j);
 uint64_t u64_or(const nlohmann::json* j, uint64_t fallback = 0);
 std::string str_or(const nlohmann::json* j, const std::string& fallback = {});
 std::optional<std::string> as_string(const nlohmann::json* j);
+// The strings of an array, in order, leaving out elements that are not strings; none when not an array.
+std::vector<std::string> strings_in(const nlohmann::json* j);
 
 // The writers' counterpart: an optional field as its value, or null when it has none.
 template <typename T>

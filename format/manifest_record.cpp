@@ -21,15 +21,11 @@ json process_fields(const ManifestRecord& m) {
 
 std::optional<std::vector<std::string>> strings_of(const json* j) {
   if (j == nullptr || !j->is_array()) return std::nullopt;
-  std::vector<std::string> out;
-  for (const json& s : *j) {
-    if (s.is_string()) out.push_back(s.get<std::string>());
-  }
-  return out;
+  return reader::strings_in(j);
 }
 
 std::optional<std::string> rank_of(const json* j) {
-  if (j != nullptr && j->is_string()) return j->get<std::string>();
+  if (auto s = reader::as_string(j)) return s;
   if (auto n = reader::as_u64(j)) return std::to_string(*n);
   return std::nullopt;
 }

@@ -59,14 +59,13 @@ uint64_t oom_bundle_sequence(const std::string& name) {
 }
 
 OomAllocation oom_allocation(const LiveAllocation& a, uint64_t now_ns) {
-  const uint64_t age_ns = now_ns > a.timestamp_ns ? now_ns - a.timestamp_ns : 0;
   return {a.address,
           a.size,
           std::string(kind_name(a.kind)),
           std::string(api_name(a.api)),
           a.device,
           a.thread_id,
-          age_ns / 1'000'000,
+          since(now_ns, a.timestamp_ns) / 1'000'000,
           a.stack_id};
 }
 
@@ -109,9 +108,13 @@ std::vector<OomAllocation> oom_allocations_from_json(const json* list, size_t& s
   return out;
 }
 
-std::string OomRecoveredBy::api() const { return str_or(member(&event, "api")); }
-uint64_t OomRecoveredBy::size() const { return u64_or(member(&event, "size")); }
-std::optional<uint64_t> OomRecoveredBy::t_ns() const { return as_u64(member(&event, "t_ns")); }
+// The event's keys are event_fields.h's, as event_json() wrote them.
+const json* OomRecoveredBy::field(EventField f) const {
+  return member(&event, std::string(event_field_name(f)).c_str());
+}
+std::string OomRecoveredBy::api() const { return str_or(field(EventField::Api)); }
+uint64_t OomRecoveredBy::size() const { return u64_or(field(EventField::Size)); }
+std::optional<uint64_t> OomRecoveredBy::t_ns() const { return as_u64(field(EventField::TimeNs)); }
 
 json to_json(const OomMetadata& m) {
   json devices = json::array();
@@ -150,8 +153,7 @@ std::optional<OomMetadata> oom_metadata_from_json(const json& j, std::string& pr
   for (const auto& d : array_or_empty(member(&j, "devices"))) {
     if (d.is_object()) m.devices.push_back(device_figures_from_json(d));
   }
-  const json* pinned = member(&j, "host_pinned_bytes");
-  m.host_pinned_bytes = counter_from_json(pinned);
+  m.host_pinned_bytes = counter_from_json(member(&j, "host_pinned_bytes"));
   if (const json* dm = member(&j, "driver_memory"); dm != nullptr && dm->is_object()) {
     auto free = as_u64(member(dm, "free"));
     auto total = as_u64(member(dm, "total"));
@@ -182,9 +184,7 @@ OomBundleManifest oom_manifest_from_json(const json& j) {
   m.reason = str_or(member(&j, "reason"));
   m.backend = str_or(member(&j, "backend"));
   m.event_count = u64_or(member(&j, "event_count"));
-  for (const auto& f : array_or_empty(member(&j, "files"))) {
-    if (f.is_string()) m.files.push_back(f.get<std::string>());
-  }
+  m.files = strings_in(member(&j, "files"));
   m.pid = as_u64(member(&j, "pid"));
   return m;
 }

@@ -15,6 +15,7 @@
 
 #include "accounting.h"
 #include "device_figures.h"
+#include "event_fields.h"
 
 namespace gmp {
 
@@ -76,6 +77,9 @@ struct OomRecoveredBy {
   std::string api() const;
   uint64_t size() const;
   std::optional<uint64_t> t_ns() const;
+
+ private:
+  const nlohmann::json* field(EventField f) const;
 };
 
 // metadata.json.

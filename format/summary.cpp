@@ -9,9 +9,7 @@ namespace {
 using json = nlohmann::json;
 using namespace reader;  // json_fields.h
 
-
 constexpr size_t kSummaryFailedShown = 100;
-
 
 }  // namespace
 
@@ -123,9 +121,7 @@ Summary summary_from_json(const json& j) {
   s.events.lost = u64_or(member(events, "lost"));
   s.events.producer_waits = u64_or(member(events, "producer_waits"));
   s.events.unwritten = as_u64(member(events, "unwritten"));
-  if (const json* error = member(events, "trace_error"); error != nullptr && error->is_string()) {
-    s.events.trace_error = error->get<std::string>();
-  }
+  s.events.trace_error = as_string(member(events, "trace_error"));
   s.trace_events_written = as_u64(member(&j, "trace_events_written"));
   s.unknown_frees = u64_or(member(&j, "unknown_frees"));
   s.failed_releases = u64_or(member(&j, "failed_releases"));
