@@ -59,8 +59,14 @@ void Accounting::apply(const Event& e) {
       break;
     case Op::Mark: case Op::RangePush: case Op::RangePop: case Op::Pause: case Op::Resume:
       break;  // attribution only: the tools replay them (tools/analysis)
+    case Op::TensorAlloc: case Op::TensorFreeRequested: case Op::TensorFreeCompleted: case Op::SegmentAlloc:
+    case Op::SegmentFree: case Op::SegmentMap: case Op::SegmentUnmap: case Op::FrameworkOom:
+    case Op::FrameworkOomFigures: case Op::FrameworkAttach:
+      on_framework(e);
+      break;
     case Op::None: break;
   }
+  if (framework_.attached) refresh_outside(e);
 }
 
 void Accounting::add_bytes(const LiveAllocation& a) {
@@ -344,18 +350,6 @@ std::vector<LiveAllocation> Accounting::live_allocations() const {
   for (auto& [_, h] : handles_) out.push_back(h.alloc);
   pinned_.for_each(add);
   return out;
-}
-
-Accounting::LiveTotals Accounting::live_at_exit() const {
-  LiveTotals t;
-  auto add = [&t](uint64_t, const LiveAllocation& a) {
-    ++t.count;
-    t.bytes += a.size;
-  };
-  device_ptrs_.for_each(add);
-  arrays_.for_each(add);
-  for (auto& [key, h] : handles_) add(key, h.alloc);
-  return t;
 }
 
 }  // namespace gmp

@@ -3,6 +3,7 @@
 // event order, never samples.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <map>
@@ -35,6 +36,22 @@ struct KindStats {
   uint64_t frees = 0;
 };
 
+// Inside a framework's caching allocator (PyTorch's), from the bridge's events: the two levels our
+// users think in (docs/accounting.md §Two levels). allocated is the bytes live tensors asked for,
+// torch's requested_bytes.all; reserved is torch's reserved_bytes.all; what the device holds outside the framework is the driver-level
+// reserved less the framework's segments.
+struct FrameworkStats {
+  bool attached = false;  // the bridge delivered this device's allocator events
+  Counter allocated;      // requested bytes of live tensors, until their free completes
+  Counter reserved;       // the framework's segments (mapped bytes of expandable ones)
+  Counter pending_free;   // tensors the program freed whose free has not completed (other streams)
+  Counter outside;        // driver-level reserved outside the framework's segments
+  uint64_t allocated_peak_ns = 0, reserved_peak_ns = 0, outside_peak_ns = 0;
+  uint64_t tensor_allocs = 0, tensor_frees = 0, segment_allocs = 0, segment_frees = 0, ooms = 0;
+  // Reserved but not holding tensors: the framework's cache, free blocks and rounding.
+  uint64_t cached() const { return reserved.current - std::min(allocated.current, reserved.current); }
+};
+
 struct DeviceStats {
   int device = 0;
   uint64_t total_bytes = 0;
@@ -54,6 +71,7 @@ struct DeviceStats {
     uint64_t samples = 0, device_used = 0, device_total = 0, process_used = 0, process_used_peak = 0;
     bool process_known = false;
   } nvml;
+  FrameworkStats framework;
 
   KindStats& kind(Kind k) { return by_kind[static_cast<size_t>(k)]; }
   const KindStats& kind(Kind k) const { return by_kind[static_cast<size_t>(k)]; }
@@ -69,6 +87,7 @@ struct LiveAllocation {
   int16_t device = -1;
   Kind kind = Kind::None;
   Api api = Api::None;
+  bool free_requested = false;  // tensors: the program let go, the free has not completed
 };
 
 struct FailedAllocation {
@@ -109,10 +128,28 @@ class Accounting {
 
   // Every allocation still holding memory: device pointers, arrays, VMM physical handles, pinned.
   std::vector<LiveAllocation> live_allocations() const;
+  // Tensors the framework still holds (kind None, api torch_caching_allocator).
+  std::vector<LiveAllocation> live_tensors() const;
+  struct Segment {
+    uint64_t address, size;
+    int16_t device;
+  };
+  // The framework's segments (mapped ranges of expandable ones), in address order.
+  std::vector<Segment> framework_segments() const;
   struct LiveTotals {
     uint64_t count = 0, bytes = 0;
   };
-  LiveTotals live_at_exit() const;  // docs/accounting.md §Counts: linear, pool, array, managed, VMM handles
+  // docs/accounting.md §Counts: linear, pool, array, managed, VMM handles, and tensors; not the
+  // driver allocations that are a framework's segments: those are its cache.
+  LiveTotals live_at_exit() const;
+  LiveTotals cached_at_exit() const;  // the framework's segments still reserved
+  // The bridge: whether it attached, the framework's version, why it refused (FrameworkAttach).
+  struct FrameworkState {
+    bool reported = false, attached = false;
+    uint64_t version = 0;
+    FrameworkRefusal refusal = FrameworkRefusal::None;
+  };
+  const FrameworkState& framework() const { return framework_; }
 
   static constexpr size_t kMaxFailedKept = 1000;
 
@@ -160,6 +197,13 @@ class Accounting {
   void add_bytes(const LiveAllocation& a);
   void remove_bytes(const LiveAllocation& a);
   void refresh_totals(int device, uint64_t ts);
+  // framework_accounting.cpp
+  void on_framework(const Event& e);
+  void on_framework_attach(const Event& e);
+  void add_segment(int16_t device, uint64_t address, uint64_t size);
+  void remove_segment(uint64_t address, uint64_t size);
+  bool in_framework_segment(uint64_t address) const;
+  void refresh_outside(const Event& e);
 
   std::map<int, DeviceStats> devices_;
   std::array<DeviceStats*, 16> by_ordinal_{};  // devices_ without a tree walk, for the usual ordinals
@@ -173,6 +217,12 @@ class Accounting {
   Undo* last_undo_ = nullptr;
   uint32_t last_undo_thread_ = 0;
   std::vector<FailedAllocation> failed_;
+  AddressMap<LiveAllocation> tensors_;
+  std::map<uint64_t, Segment> segments_;  // by start address; ranges never overlap
+  FrameworkState framework_;
+  // Threads between a driver call and the framework event that explains it (a segment's cudaMalloc
+  // and its SegmentAlloc): the outside-the-framework peak waits until they are paired.
+  std::vector<std::pair<uint32_t, uint64_t>> unpaired_;
   Counter host_pinned_;
   uint64_t pinned_allocs_ = 0, pinned_frees_ = 0;
   uint64_t unknown_frees_ = 0, failed_releases_ = 0;

@@ -19,6 +19,10 @@ DeviceFigures device_figures(const DeviceStats& d, const std::string& name, uint
   DeviceFigures f{d, name};
   f.stats.allocated_peak_ns = since(d.allocated_peak_ns, start_ns);
   f.stats.reserved_peak_ns = since(d.reserved_peak_ns, start_ns);
+  FrameworkStats& fw = f.stats.framework;
+  fw.allocated_peak_ns = since(fw.allocated_peak_ns, start_ns);
+  fw.reserved_peak_ns = since(fw.reserved_peak_ns, start_ns);
+  fw.outside_peak_ns = since(fw.outside_peak_ns, start_ns);
   return f;
 }
 
@@ -46,6 +50,7 @@ DeviceFigures device_figures_from_json(const json& j) {
   s.alloc_count = u64_or(member(d, "alloc_count"));
   s.free_count = u64_or(member(d, "free_count"));
   s.failed_alloc_count = u64_or(member(d, "failed_alloc_count"));
+  s.framework = framework_from_json(member(d, "framework"));
   if (const json* n = member(d, "nvml"); n != nullptr && n->is_object()) {
     f.nvml_listed = true;
     s.nvml.samples = u64_or(member(n, "samples"));

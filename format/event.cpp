@@ -40,6 +40,16 @@ std::string_view op_name(Op o) {
     case Op::RangePop: return "range_pop";
     case Op::Pause: return "pause";
     case Op::Resume: return "resume";
+    case Op::TensorAlloc: return "tensor_alloc";
+    case Op::TensorFreeRequested: return "tensor_free_requested";
+    case Op::TensorFreeCompleted: return "tensor_free_completed";
+    case Op::SegmentAlloc: return "segment_alloc";
+    case Op::SegmentFree: return "segment_free";
+    case Op::SegmentMap: return "segment_map";
+    case Op::SegmentUnmap: return "segment_unmap";
+    case Op::FrameworkOom: return "framework_oom";
+    case Op::FrameworkOomFigures: return "framework_oom_figures";
+    case Op::FrameworkAttach: return "framework_attach";
     case Op::None: break;
   }
   return "none";
@@ -55,10 +65,28 @@ std::string_view api_name(Api a) {
       "cuArrayCreate_v2", "cuArray3DCreate_v2", "cuArrayDestroy", "cuMipmappedArrayCreate",
       "cuMipmappedArrayDestroy", "cuMemHostAlloc", "cuMemAllocHost_v2", "cuMemFreeHost",
       "cuStreamSynchronize", "cuStreamSynchronize_ptsz", "cuCtxSynchronize", "cuEventSynchronize",
-      "cuDeviceSetMemPool", "collector", "gpumemprof_api", "nvtx",
+      "cuDeviceSetMemPool", "collector", "gpumemprof_api", "nvtx", "torch_caching_allocator",
   };
   auto i = static_cast<size_t>(a);
   return i < names.size() ? names[i] : "unknown";
+}
+
+std::string_view framework_refusal_name(FrameworkRefusal r) {
+  switch (r) {
+    case FrameworkRefusal::None: return "none";
+    case FrameworkRefusal::UnknownVersion: return "unknown_version";
+    case FrameworkRefusal::OtherBackend: return "other_backend";
+    case FrameworkRefusal::NoAllocator: return "no_allocator";
+    case FrameworkRefusal::AttachFailed: return "attach_failed";
+    case FrameworkRefusal::SelfCheckFailed: return "self_check_failed";
+    case FrameworkRefusal::Disabled: return "disabled";
+  }
+  return "unknown";
+}
+
+std::string framework_version_text(uint64_t packed) {
+  return std::to_string((packed >> 16) & 0xffff) + "." + std::to_string((packed >> 8) & 0xff) + "." +
+         std::to_string(packed & 0xff);
 }
 
 std::string alert_type_name(AlertType t) {

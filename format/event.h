@@ -44,7 +44,41 @@ enum class Op : uint8_t {
   RangePop = 19,
   Pause = 20,         // allocations stop being recorded (frees still are) until Resume
   Resume = 21,
+  // A framework's caching allocator seen from inside, through the bridge (docs/framework-bridge.md).
+  // Sizes are the sizes the program asked for; address is the device pointer; stream the
+  // allocator's stream. Kind None, Api torch_caching_allocator.
+  TensorAlloc = 22,          // address, size, stream; value = kSeeded: live before the bridge attached
+  TensorFreeRequested = 23,  // address, size: the program let go; work on other streams may still use it
+  TensorFreeCompleted = 24,  // address, size: the block is back in the framework's cache
+  SegmentAlloc = 25,         // address, size, stream: the framework reserved a segment; value = kSeeded
+  SegmentFree = 26,          // address, size: it gave one back to the driver
+  SegmentMap = 27,           // address, size: pages mapped into an expandable segment; value = kSeeded
+  SegmentUnmap = 28,         // address, size
+  FrameworkOom = 29,         // size = bytes asked for, value = device free bytes: the framework raised OOM
+  FrameworkOomFigures = 30,  // the framework's own figures at its OOM, before it raises: size = bytes
+                             // asked for, value = device free, stream = capacity (total, or the memory
+                             // fraction's limit), object = allocated, address = reserved (framework bytes)
+  FrameworkAttach = 31,      // result = 1 attached, 0 refused or detached; value = version
+                             // (major << 16 | minor << 8 | patch); object = FrameworkRefusal when refused
 };
+
+// Event::value of a TensorAlloc, SegmentAlloc or SegmentMap that describes what existed when the
+// bridge attached (from the framework's snapshot), not something that happened then.
+inline constexpr uint64_t kSeeded = 1;
+
+// Why the bridge did not attach or detached (FrameworkAttach, object); docs/framework-bridge.md.
+enum class FrameworkRefusal : uint8_t {
+  None = 0,
+  UnknownVersion = 1,     // no layout for this framework version
+  OtherBackend = 2,       // the allocator is not the native caching allocator (cudaMallocAsync, pluggable)
+  NoAllocator = 3,        // the allocator symbol or object is missing
+  AttachFailed = 4,       // the framework refused the tracker (threw)
+  SelfCheckFailed = 5,    // the probe allocation did not arrive as expected: detached
+  Disabled = 6,           // GPUMEMPROF_FRAMEWORK=0
+};
+std::string_view framework_refusal_name(FrameworkRefusal r);
+// "2.11.0" from FrameworkAttach's value.
+std::string framework_version_text(uint64_t packed);
 
 // Which driver entry point produced the event. Stored as a number in the trace: append only.
 enum class Api : uint16_t {
@@ -59,6 +93,7 @@ enum class Api : uint16_t {
   cuDeviceSetMemPool, Collector,
   gpumemprof_api,  // marks, ranges, pause and resume from include/gpumemprof.h
   nvtx,            // ranges and marks from NVTX, through the injection interface
+  torch_caching_allocator,  // PyTorch's CUDA caching allocator, through the framework bridge
   Count_
 };
 

@@ -43,6 +43,41 @@ nlohmann::json event_json(const Event& e, uint64_t start_ns) {
   return j;
 }
 
+nlohmann::json framework_json(const FrameworkStats& f, uint64_t start_ns) {
+  return {{"allocated_bytes", counter_json(f.allocated)},
+          {"allocated_peak_at_ns", since(f.allocated_peak_ns, start_ns)},
+          {"reserved_bytes", counter_json(f.reserved)},
+          {"reserved_peak_at_ns", since(f.reserved_peak_ns, start_ns)},
+          {"cached_bytes", f.cached()},
+          {"pending_free_bytes", counter_json(f.pending_free)},
+          {"outside_bytes", counter_json(f.outside)},
+          {"outside_peak_at_ns", since(f.outside_peak_ns, start_ns)},
+          {"tensor_allocs", f.tensor_allocs},
+          {"tensor_frees", f.tensor_frees},
+          {"segment_allocs", f.segment_allocs},
+          {"segment_frees", f.segment_frees},
+          {"ooms", f.ooms}};
+}
+
+FrameworkStats framework_from_json(const nlohmann::json* j) {
+  using namespace reader;
+  FrameworkStats f;
+  f.attached = j != nullptr && j->is_object();
+  f.allocated = counter_from_json(member(j, "allocated_bytes"));
+  f.allocated_peak_ns = u64_or(member(j, "allocated_peak_at_ns"));
+  f.reserved = counter_from_json(member(j, "reserved_bytes"));
+  f.reserved_peak_ns = u64_or(member(j, "reserved_peak_at_ns"));
+  f.pending_free = counter_from_json(member(j, "pending_free_bytes"));
+  f.outside = counter_from_json(member(j, "outside_bytes"));
+  f.outside_peak_ns = u64_or(member(j, "outside_peak_at_ns"));
+  f.tensor_allocs = u64_or(member(j, "tensor_allocs"));
+  f.tensor_frees = u64_or(member(j, "tensor_frees"));
+  f.segment_allocs = u64_or(member(j, "segment_allocs"));
+  f.segment_frees = u64_or(member(j, "segment_frees"));
+  f.ooms = u64_or(member(j, "ooms"));
+  return f;
+}
+
 nlohmann::json device_json(const DeviceStats& d, const std::string& name, uint64_t start_ns) {
   nlohmann::json by_kind = {
       {"linear", kind_json(d.kind(Kind::Linear))}, {"pool", kind_json(d.kind(Kind::Pool))},
@@ -63,6 +98,7 @@ nlohmann::json device_json(const DeviceStats& d, const std::string& name, uint64
           {"alloc_count", d.alloc_count},
           {"free_count", d.free_count},
           {"failed_alloc_count", d.failed_alloc_count}};
+  if (d.framework.attached) j["framework"] = framework_json(d.framework, start_ns);
   if (d.nvml.samples > 0) {
     j["nvml"] = {
         {"samples", d.nvml.samples},

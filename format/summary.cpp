@@ -41,6 +41,16 @@ Summary build_summary(const Accounting& acc, const SummaryContext& ctx) {
   s.live_at_exit_count = live.count;
   s.live_at_exit_bytes = live.bytes;
   s.duration_ns = since(acc.last_timestamp_ns(), ctx.start_monotonic_ns);
+  if (const auto& fw = acc.framework(); fw.reported) {
+    Summary::Framework f;
+    f.state = fw.attached ? "attached" : fw.refusal == FrameworkRefusal::SelfCheckFailed ? "detached" : "refused";
+    f.version = framework_version_text(fw.version);
+    if (!fw.attached) f.refusal = std::string(framework_refusal_name(fw.refusal));
+    const auto cached = acc.cached_at_exit();
+    f.cached_at_exit_count = cached.count;
+    f.cached_at_exit_bytes = cached.bytes;
+    s.framework = std::move(f);
+  }
   // The failed requests themselves: what was asked, of which entry point, and what the driver said.
   for (const auto& f : acc.failed_allocations()) {
     if (s.failed_allocations.size() >= kSummaryFailedShown) break;
@@ -98,6 +108,13 @@ json to_json(const Summary& s) {
   if (s.terminated_by_signal != 0) j["terminated_by_signal"] = s.terminated_by_signal;
   if (s.unattributed) j["unattributed"] = to_json(*s.unattributed);
   if (s.trace_events_written) j["trace_events_written"] = *s.trace_events_written;
+  if (const auto& f = s.framework) {
+    j["framework"] = {{"name", f->name},
+                      {"state", f->state},
+                      {"version", f->version},
+                      {"cached_at_exit", {{"count", f->cached_at_exit_count}, {"bytes", f->cached_at_exit_bytes}}}};
+    if (!f->refusal.empty()) j["framework"]["refusal"] = f->refusal;
+  }
   return j;
 }
 
@@ -140,6 +157,17 @@ Summary summary_from_json(const json& j) {
   const json* alerts = member(&j, "alerts");
   s.alerts = {u64_or(member(alerts, "warning")), u64_or(member(alerts, "critical")),
               u64_or(member(alerts, "fragmentation")), u64_or(member(alerts, "growth"))};
+  if (const json* f = member(&j, "framework"); f != nullptr && f->is_object()) {
+    Summary::Framework fw;
+    fw.name = str_or(member(f, "name"));
+    fw.state = str_or(member(f, "state"));
+    fw.version = str_or(member(f, "version"));
+    fw.refusal = str_or(member(f, "refusal"));
+    const json* cached = member(f, "cached_at_exit");
+    fw.cached_at_exit_count = u64_or(member(cached, "count"));
+    fw.cached_at_exit_bytes = u64_or(member(cached, "bytes"));
+    s.framework = std::move(fw);
+  }
   const json* oom = member(&j, "oom");
   s.oom = {u64_or(member(oom, "failures")), u64_or(member(oom, "bundles_written")), u64_or(member(oom, "recovered"))};
   return s;

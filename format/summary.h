@@ -59,6 +59,16 @@ struct Summary {
   std::optional<uint64_t> trace_events_written;  // written by the collector; absent in older runs
   uint64_t unknown_frees = 0, failed_releases = 0;
   uint64_t live_at_exit_count = 0, live_at_exit_bytes = 0;
+  // The framework bridge (docs/framework-bridge.md), when it reported: whether it attached, and
+  // the framework's segments still reserved at exit (its cache, never a leak).
+  struct Framework {
+    std::string name = "pytorch";
+    std::string state;  // "attached", "refused" or "detached"
+    std::string version;
+    std::string refusal;  // framework_refusal_name(), when not attached
+    uint64_t cached_at_exit_count = 0, cached_at_exit_bytes = 0;
+  };
+  std::optional<Framework> framework;
   uint64_t duration_ns = 0;
   std::vector<SummaryFailure> failed_allocations;  // the first 100; from_json: one per array element
   struct Alerts {

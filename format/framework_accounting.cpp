@@ -1,0 +1,203 @@
+// The framework level of Accounting (docs/accounting.md §Two levels): tensors and segments from the
+// bridge's events, and what the device holds outside the framework.
+#include <algorithm>
+#include <unordered_set>
+
+#include "accounting.h"
+
+namespace gmp {
+namespace {
+
+// How long, in event time, a thread's driver call may wait for the framework event that explains
+// it. PyTorch records a segment right after its cudaMalloc returns, under its lock, on the same
+// thread: microseconds.
+constexpr uint64_t kPairingWindowNs = 10'000'000;
+
+void add_peak(Counter& c, uint64_t& peak_ns, uint64_t n, uint64_t ts) {
+  c.add(n);
+  if (c.current == c.peak) peak_ns = ts;
+}
+
+}  // namespace
+
+void Accounting::on_framework(const Event& e) {
+  if (e.op == Op::FrameworkAttach) {
+    on_framework_attach(e);
+    return;
+  }
+  // A seed taken after the bridge attached may repeat what an event already said: that one counts.
+  if (e.value == kSeeded && ((e.op == Op::TensorAlloc && tensors_.find(e.address) != nullptr) ||
+                             ((e.op == Op::SegmentAlloc || e.op == Op::SegmentMap) && in_framework_segment(e.address)))) {
+    return;
+  }
+  FrameworkStats& f = dev(e.device).framework;
+  f.attached = true;
+  switch (e.op) {
+    case Op::TensorAlloc: {
+      LiveAllocation stale;
+      if (tensors_.erase(e.address, &stale)) {  // its free never reached us
+        dev(stale.device).framework.allocated.sub(stale.size);
+        if (stale.free_requested) dev(stale.device).framework.pending_free.sub(stale.size);
+      }
+      tensors_.insert_or_assign(e.address, LiveAllocation{e.address, e.size, e.timestamp_ns, 0, e.thread_id,
+                                                          e.stack_id, e.device, Kind::None, e.api});
+      ++f.tensor_allocs;
+      add_peak(f.allocated, f.allocated_peak_ns, e.size, e.timestamp_ns);
+      break;
+    }
+    case Op::TensorFreeRequested:
+      if (LiveAllocation* a = tensors_.find(e.address); a != nullptr && !a->free_requested) {
+        a->free_requested = true;
+        f.pending_free.add(a->size);
+      }
+      break;
+    case Op::TensorFreeCompleted: {
+      LiveAllocation a;
+      if (!tensors_.erase(e.address, &a)) break;
+      FrameworkStats& owner = dev(a.device).framework;
+      ++owner.tensor_frees;
+      owner.allocated.sub(a.size);
+      if (a.free_requested) owner.pending_free.sub(a.size);
+      break;
+    }
+    case Op::SegmentAlloc:
+    case Op::SegmentMap:
+      ++f.segment_allocs;
+      add_segment(e.device, e.address, e.size);
+      add_peak(f.reserved, f.reserved_peak_ns, e.size, e.timestamp_ns);
+      break;
+    case Op::SegmentFree:
+    case Op::SegmentUnmap:
+      ++f.segment_frees;
+      remove_segment(e.address, e.size);
+      f.reserved.sub(e.size);
+      break;
+    case Op::FrameworkOom: ++f.ooms; break;
+    default: break;  // FrameworkOomFigures: for the OOM recorder and the tools
+  }
+}
+
+void Accounting::on_framework_attach(const Event& e) {
+  framework_.reported = true;
+  framework_.attached = e.result == 1;
+  framework_.version = e.value;
+  framework_.refusal = static_cast<FrameworkRefusal>(e.object);
+  if (framework_.attached) {
+    if (e.device >= 0) dev(e.device).framework.attached = true;
+    return;
+  }
+  // Detached (a failed self-check): what arrived before cannot be trusted; the driver level stays.
+  tensors_ = AddressMap<LiveAllocation>();
+  segments_.clear();
+  unpaired_.clear();
+  for (auto& [_, d] : devices_) d.framework = FrameworkStats{};
+}
+
+void Accounting::add_segment(int16_t device, uint64_t address, uint64_t size) {
+  remove_segment(address, size);  // a range seen twice (a seed, then its event) counts once
+  segments_[address] = Segment{address, size, device};
+}
+
+// Removes [address, address + size) from the segment ranges, splitting a range it cuts.
+void Accounting::remove_segment(uint64_t address, uint64_t size) {
+  const uint64_t end = address + size;
+  auto it = segments_.upper_bound(address);
+  if (it != segments_.begin()) --it;
+  while (it != segments_.end() && it->first < end) {
+    const Segment s = it->second;
+    const uint64_t s_end = s.address + s.size;
+    if (s_end <= address) {
+      ++it;
+      continue;
+    }
+    it = segments_.erase(it);
+    if (s.address < address) segments_[s.address] = Segment{s.address, address - s.address, s.device};
+    if (s_end > end) segments_[end] = Segment{end, s_end - end, s.device};
+  }
+}
+
+bool Accounting::in_framework_segment(uint64_t address) const {
+  auto it = segments_.upper_bound(address);
+  if (it == segments_.begin()) return false;
+  --it;
+  return address < it->second.address + it->second.size;
+}
+
+// After every event once a framework attached: the driver-level reserved outside its segments.
+// Its peak waits while a thread is between a driver call and the framework event that explains it,
+// so that a segment is never counted outside for the instant between its cudaMalloc and its
+// SegmentAlloc (or between its SegmentFree and its cuMemFree).
+void Accounting::refresh_outside(const Event& e) {
+  const bool opens = (e.result == 0 && (e.op == Op::Alloc || e.op == Op::VmmCreate || e.op == Op::VmmMap) &&
+                      e.kind != Kind::HostPinned) ||
+                     e.op == Op::SegmentFree || e.op == Op::SegmentUnmap;
+  const bool continues = e.op == Op::VmmCreate || e.op == Op::VmmMap || e.op == Op::VmmUnmap ||
+                         e.op == Op::VmmRelease;
+  auto mine = std::find_if(unpaired_.begin(), unpaired_.end(), [&](auto& p) { return p.first == e.thread_id; });
+  if (opens) {
+    if (mine == unpaired_.end()) unpaired_.emplace_back(e.thread_id, e.timestamp_ns);
+  } else if (mine != unpaired_.end() && !continues) {
+    unpaired_.erase(mine);
+  }
+  std::erase_if(unpaired_, [&](auto& p) { return e.timestamp_ns - std::min(p.second, e.timestamp_ns) > kPairingWindowNs; });
+  for (auto& [_, d] : devices_) {
+    FrameworkStats& f = d.framework;
+    if (!f.attached) continue;
+    const uint64_t outside = d.reserved.current - std::min(f.reserved.current, d.reserved.current);
+    if (!unpaired_.empty()) {
+      f.outside.current = outside;
+    } else {
+      if (outside > f.outside.peak) f.outside_peak_ns = e.timestamp_ns;
+      f.outside.set(outside);
+    }
+  }
+}
+
+std::vector<LiveAllocation> Accounting::live_tensors() const {
+  std::vector<LiveAllocation> out;
+  out.reserve(tensors_.size());
+  tensors_.for_each([&out](uint64_t, const LiveAllocation& a) { out.push_back(a); });
+  return out;
+}
+
+std::vector<Accounting::Segment> Accounting::framework_segments() const {
+  std::vector<Segment> out;
+  out.reserve(segments_.size());
+  for (auto& [_, s] : segments_) out.push_back(s);
+  return out;
+}
+
+Accounting::LiveTotals Accounting::live_at_exit() const {
+  LiveTotals t;
+  auto add = [&t](uint64_t, const LiveAllocation& a) {
+    ++t.count;
+    t.bytes += a.size;
+  };
+  // VMM handles mapped into a framework's (expandable) segment are its cache too.
+  std::unordered_set<uint64_t> cache_handles;
+  if (!segments_.empty()) {
+    for (auto& [va, m] : mappings_) {
+      if (in_framework_segment(va)) cache_handles.insert(m.handle);
+    }
+  }
+  device_ptrs_.for_each([&](uint64_t key, const LiveAllocation& a) {
+    if (!in_framework_segment(a.address)) add(key, a);
+  });
+  arrays_.for_each(add);
+  for (auto& [key, h] : handles_) {
+    if (!cache_handles.contains(key)) add(key, h.alloc);
+  }
+  tensors_.for_each(add);
+  return t;
+}
+
+Accounting::LiveTotals Accounting::cached_at_exit() const {
+  LiveTotals t;
+  for (auto& [_, s] : segments_) {
+    ++t.count;
+    t.bytes += s.size;
+  }
+  return t;
+}
+
+}  // namespace gmp
