@@ -202,6 +202,13 @@ Config parse_config(const EnvLookup& env) {
     if (v) c.python_stacks = *v;
     return v.has_value();
   });
+  r.read("GPUMEMPROF_FRAMEWORK", "auto", "auto, unverified or off", [&](std::string_view s) {
+    if (s == "auto") c.framework = FrameworkMode::Auto;
+    else if (s == "unverified") c.framework = FrameworkMode::Unverified;
+    else if (s == "off") c.framework = FrameworkMode::Off;
+    else return false;
+    return true;
+  });
   r.read("GPUMEMPROF_SAMPLE_MS", "100", "an integer from 0 (off) to 3600000", uint_in(c.sample_ms, 0, 3'600'000));
   r.read("GPUMEMPROF_WARN_PERCENT", "80", "a number in (0, 100]", double_in(c.warn_percent, 0, 100));
   r.read("GPUMEMPROF_CRITICAL_PERCENT", "95", "a number in (0, 100]", double_in(c.critical_percent, 0, 100));

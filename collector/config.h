@@ -14,6 +14,8 @@
 namespace gmp {
 
 enum class LogLevel { Trace, Debug, Info, Warn, Error, Critical, Off };
+// GPUMEMPROF_FRAMEWORK (docs/framework-bridge.md): whether the bridge attaches to PyTorch's allocator.
+enum class FrameworkMode { Auto, Unverified, Off };
 
 struct Config {
   bool enable = true;
@@ -22,6 +24,7 @@ struct Config {
   uint64_t ring_events = 1u << 20;
   uint32_t stacks = 16;       // return addresses per allocation event; 0: no stacks
   bool python_stacks = true;  // Python frames too, where the allocating thread holds the GIL
+  FrameworkMode framework = FrameworkMode::Auto;
   uint32_t sample_ms = 100;
   double warn_percent = 80;
   double critical_percent = 95;

@@ -121,6 +121,7 @@ bool session_enabled() {
 
 std::atomic<uint32_t> g_stack_depth{0};
 std::atomic<bool> g_python_stacks{false};
+std::atomic<int> g_framework_mode{static_cast<int>(FrameworkMode::Auto)};
 
 Session* session_start() {
   if (g_state.load(std::memory_order_acquire) == kDone || !session_enabled()) return nullptr;
@@ -155,6 +156,7 @@ Session* session_start() {
   log::info("recording to {}", s->collector.run_dir());
   g_stack_depth.store(config.stacks, std::memory_order_relaxed);
   g_python_stacks.store(config.python_stacks, std::memory_order_relaxed);
+  g_framework_mode.store(static_cast<int>(config.framework), std::memory_order_relaxed);
   g_state.store(kRunning, std::memory_order_release);
   g_active_session.store(s, std::memory_order_release);
   errno = saved_errno;

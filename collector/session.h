@@ -64,6 +64,7 @@ inline Session* session_get() {
 // set before the session is published.
 extern std::atomic<uint32_t> g_stack_depth;      // GPUMEMPROF_STACKS
 extern std::atomic<bool> g_python_stacks;        // GPUMEMPROF_PYTHON_STACKS
+extern std::atomic<int> g_framework_mode;        // GPUMEMPROF_FRAMEWORK, a FrameworkMode
 
 // True once a session is running in this process (pool refreshes at sync points need no start).
 inline bool session_running() { return g_active_session.load(std::memory_order_acquire) != nullptr; }

@@ -49,6 +49,10 @@ Summary build_summary(const Accounting& acc, const SummaryContext& ctx) {
     const auto cached = acc.cached_at_exit();
     f.cached_at_exit_count = cached.count;
     f.cached_at_exit_bytes = cached.bytes;
+    for (const auto& t : acc.live_tensors()) {
+      ++f.tensors_at_exit_count;
+      f.tensors_at_exit_bytes += t.size;
+    }
     s.framework = std::move(f);
   }
   // The failed requests themselves: what was asked, of which entry point, and what the driver said.
@@ -112,7 +116,8 @@ json to_json(const Summary& s) {
     j["framework"] = {{"name", f->name},
                       {"state", f->state},
                       {"version", f->version},
-                      {"cached_at_exit", {{"count", f->cached_at_exit_count}, {"bytes", f->cached_at_exit_bytes}}}};
+                      {"cached_at_exit", {{"count", f->cached_at_exit_count}, {"bytes", f->cached_at_exit_bytes}}},
+                      {"tensors_at_exit", {{"count", f->tensors_at_exit_count}, {"bytes", f->tensors_at_exit_bytes}}}};
     if (!f->refusal.empty()) j["framework"]["refusal"] = f->refusal;
   }
   return j;
@@ -166,6 +171,9 @@ Summary summary_from_json(const json& j) {
     const json* cached = member(f, "cached_at_exit");
     fw.cached_at_exit_count = u64_or(member(cached, "count"));
     fw.cached_at_exit_bytes = u64_or(member(cached, "bytes"));
+    const json* tensors = member(f, "tensors_at_exit");
+    fw.tensors_at_exit_count = u64_or(member(tensors, "count"));
+    fw.tensors_at_exit_bytes = u64_or(member(tensors, "bytes"));
     s.framework = std::move(fw);
   }
   const json* oom = member(&j, "oom");

@@ -67,6 +67,8 @@ struct Summary {
     std::string version;
     std::string refusal;  // framework_refusal_name(), when not attached
     uint64_t cached_at_exit_count = 0, cached_at_exit_bytes = 0;
+    // Of live_at_exit: the tensors (the leaks a PyTorch user means); the rest is other libraries'.
+    uint64_t tensors_at_exit_count = 0, tensors_at_exit_bytes = 0;
   };
   std::optional<Framework> framework;
   uint64_t duration_ns = 0;

@@ -73,4 +73,13 @@ uint32_t capture_stack(uint32_t depth, bool python) {
   return intern_table().intern(InternType::Stack, frames, static_cast<uint32_t>(count * sizeof(uint64_t)));
 }
 
+uint32_t capture_python_stack(uint32_t depth) {
+  if (depth == 0) return 0;
+  if (depth > kMaxDepth) depth = kMaxDepth;
+  uint64_t frames[kMaxDepth];
+  const size_t count = capture_python_frames(frames, depth);
+  if (count == 0) return 0;
+  return intern_table().intern(InternType::Stack, frames, static_cast<uint32_t>(count * sizeof(uint64_t)));
+}
+
 }  // namespace gmp::shim

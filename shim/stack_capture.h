@@ -9,5 +9,8 @@ namespace gmp::shim {
 
 // 0 when `depth` is 0, or when the stack could not be interned.
 uint32_t capture_stack(uint32_t depth, bool python);
+// Python frames only (up to `depth`): for a framework's tensor, whose native frames are all inside
+// the framework, the Python lines are the call site. 0 outside CPython or when `depth` is 0.
+uint32_t capture_python_stack(uint32_t depth);
 
 }  // namespace gmp::shim

@@ -173,6 +173,14 @@ int run_main(int argc, char** argv) {
   const char* nvtx_prev = std::getenv("NVTX_INJECTION64_PATH");
   const std::string nvtx_chain =
       nvtx_prev != nullptr && *nvtx_prev != '\0' && absolute(nvtx_prev) != shim_path ? nvtx_prev : "";
+  // The Python bootstrap beside the shim (docs/framework-bridge.md): tensor-level figures for
+  // PyTorch programs. Ahead of the program's own PYTHONPATH; it chains to a sitecustomize it shadows.
+  const std::string bootstrap = shim_path.substr(0, shim_path.rfind('/') + 1) + "gpumemprof/python";
+  const char* pythonpath_prev = std::getenv("PYTHONPATH");
+  struct stat bootstrap_st {};
+  const bool has_bootstrap = stat(bootstrap.c_str(), &bootstrap_st) == 0 && S_ISDIR(bootstrap_st.st_mode);
+  const std::string pythonpath =
+      bootstrap + (pythonpath_prev != nullptr && *pythonpath_prev != '\0' ? ":" + std::string(pythonpath_prev) : "");
   mkdir(root.c_str(), 0777);
   root = absolute(root);
 
@@ -185,6 +193,7 @@ int run_main(int argc, char** argv) {
     for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT}) signal(sig, SIG_DFL);
     setenv("LD_PRELOAD", preload.c_str(), 1);
     setenv("NVTX_INJECTION64_PATH", shim_path.c_str(), 1);
+    if (has_bootstrap) setenv("PYTHONPATH", pythonpath.c_str(), 1);
     if (!nvtx_chain.empty()) setenv("GPUMEMPROF_NVTX_CHAIN", nvtx_chain.c_str(), 1);
     setenv("GPUMEMPROF_OUTPUT", (root + "/%e.%p").c_str(), 1);
     for (auto& [k, v] : env) setenv(k.c_str(), v.c_str(), 1);

@@ -1,0 +1,46 @@
+"""gpumemprof's Python bootstrap (docs/framework-bridge.md).
+
+`gpumemprof run` puts this directory first on PYTHONPATH, so Python imports this module at start-up.
+It installs the PyTorch bridge's import hook (which does nothing until the program imports torch),
+then hands over to the sitecustomize this one shadows, if there is one, so a project's own still runs.
+"""
+
+
+def _install_bridge():
+    try:
+        import _gpumemprof_bridge
+
+        _gpumemprof_bridge.install()
+    except Exception:  # never let the profiler break the program's start-up
+        pass
+
+
+def _chain_to_shadowed_sitecustomize():
+    import os
+    import sys
+
+    here = os.path.dirname(os.path.abspath(__file__))
+    ours = sys.modules.pop("sitecustomize", None)
+    saved = sys.path[:]
+    sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != here]
+    try:
+        import sitecustomize  # noqa: F401  (the shadowed one)
+    except ImportError as e:
+        if e.name != "sitecustomize":  # it exists and failed inside: say so as site.py would
+            import traceback
+
+            sys.stderr.write("Error in sitecustomize; set PYTHONVERBOSE for traceback:\n")
+            traceback.print_exc()
+        if ours is not None:
+            sys.modules.setdefault("sitecustomize", ours)
+    except Exception:
+        import traceback
+
+        sys.stderr.write("Error in sitecustomize; set PYTHONVERBOSE for traceback:\n")
+        traceback.print_exc()
+    finally:
+        sys.path[:] = saved
+
+
+_install_bridge()
+_chain_to_shadowed_sitecustomize()
