@@ -20,10 +20,17 @@ Workloads:
   torch_default torch_expandable torch_async       PyTorch with each allocator setting
   torch_oom rt_oom_exit                            out of memory on purpose: OOM bundles checked
   torch_train        tests/gpu/train.py through `gpumemprof run`, then every post-mortem command
+  torch_llama        a HF transformers Llama (tests/gpu/llama_train.py) through `gpumemprof run`: the
+                     framework bridge's figures against PyTorch's, report, memory-viz export loaded
+                     by torch.cuda._memory_viz
+  torch_llama_oom    the same model ending in an uncaught OutOfMemoryError: the OOM bundle and
+                     `gpumemprof oom` against PyTorch's own message
   python_layout      shim/python_layouts.h against offsetof on this Python's own headers
   exit_os_exit exit_sigterm exit_oom_retry         PyTorch ending without exit handlers
   hotpath_costs      ns per call of the hot path's ingredients (INFO)
   bench_async bench_malloc bench_train             interleaved A/B timing against targets
+  bench_pairs        ns per torch.empty alloc/free pair: no profiler, bridge on, bridge off, and
+                     PyTorch's own _record_memory_history(stacks="python")
 
 Files written to the results directory (at most 4): table.txt, table.json, log.txt and
 gpu-check.tar.gz (ground truths, summaries, manifests, logs, OOM bundle JSON, stdout/stderr, build
@@ -47,8 +54,8 @@ sys.path.insert(0, os.path.join(ROOT, "tests", "gpu"))
 import compare  # noqa: E402  (tests/gpu/compare.py: the judge)
 
 ALL_NAMES = ("rt_static rt_shared driver_api async_pools vmm torch_default torch_expandable torch_async torch_oom "
-             "rt_oom_exit torch_train python_layout exit_os_exit exit_sigterm exit_oom_retry hotpath_costs "
-             "bench_async bench_malloc bench_train").split()
+             "rt_oom_exit torch_train torch_llama torch_llama_oom python_layout exit_os_exit exit_sigterm "
+             "exit_oom_retry hotpath_costs bench_async bench_malloc bench_train bench_pairs").split()
 # CUDA sources: binary name -> (source, extra nvcc arguments). rt_shared is rt_static's source
 # linked against the shared cudart.
 CUDA_BUILDS = {
@@ -108,6 +115,7 @@ class Check:
         self.dest = os.environ.get("OUT") or os.path.join(ROOT, "build", "gpu-check")
         self.shim = os.path.join(ROOT, "build", "lib", "libgpumemprof.so")
         self.tool = os.path.join(ROOT, "build", "bin", "gpumemprof")
+        self.bootstrap = os.path.join(ROOT, "build", "lib", "gpumemprof", "python")
         self.py = os.environ.get("PYTHON", "python3")
         self.deadline = self.start + int(os.environ.get("GPU_CHECK_DEADLINE", "420"))
         self.rounds = int(os.environ.get("GPU_CHECK_BENCH_ROUNDS", "4"))
@@ -175,6 +183,9 @@ class Check:
         for k, v in values.items():
             env[k.encode()] = v if isinstance(v, bytes) else str(v).encode()
         env[b"LD_PRELOAD"] = self.shim.encode()
+        # The documented route to the framework bridge for LD_PRELOAD users (docs/framework-bridge.md).
+        prev = env.get(b"PYTHONPATH", b"")
+        env[b"PYTHONPATH"] = self.bootstrap.encode() + (b":" + prev if prev else b"")
         return env
 
     # -- phases -------------------------------------------------------------------------------
@@ -292,6 +303,7 @@ class Check:
         self.exit_paths()
         if self.want("torch_train"):
             self.train_run()
+        self.llama_runs()
         if self.want("python_layout"):
             self.python_layout()
         self.oom_listing()
@@ -307,17 +319,17 @@ class Check:
                 self.run_workload(name, "exit", 90, [self.py, script, name[len("exit_"):]],
                                   OLDPWD=b"/home/u/caf\xe9")
 
-    def train_run(self):
-        """torch_train: the training job through the launcher, then every post-mortem command on its
-        run directory; compare.py checks the report against PyTorch's counters and the attribution."""
-        name, d = "torch_train", os.path.join(self.work, "torch_train")
+    def launcher_run(self, name, script, args=(), commands=(), limit=180):
+        """A PyTorch job through `gpumemprof run`, then post-mortem commands on its run directory:
+        (argv after `gpumemprof`, stdout file or None); "{run}" and "{d}" are filled in."""
+        d = os.path.join(self.work, name)
         os.makedirs(d, exist_ok=True)
-        self.plan(name, "train")
+        self.plan(name, name if name.startswith("torch_llama") else "train")
         t0 = time.monotonic()
         env = {k: v for k, v in os.environ.items() if k != "PYTORCH_CUDA_ALLOC_CONF"}
         env.update(GROUND_TRUTH=os.path.join(d, "gt.json"), GPU_CHECK_NAME=name)
-        rc = self.timed(self.budget(180), [self.tool, "run", "-o", os.path.join(d, "runs"), "--", self.py,
-                                           os.path.join(ROOT, "tests", "gpu", "train.py")],
+        rc = self.timed(self.budget(limit), [self.tool, "run", "-o", os.path.join(d, "runs"), "--", self.py,
+                                             os.path.join(ROOT, "tests", "gpu", script), *args],
                         cwd=d, env=env, stdout=os.path.join(d, "stdout.txt"), stderr=os.path.join(d, "stderr.txt"))
         self.write_rc(os.path.join(d, "rc"), rc)
         runs_dir = os.path.join(d, "runs")
@@ -326,12 +338,10 @@ class Check:
         if runs:
             run = os.path.join(runs_dir, runs[0])
             err = os.path.join(d, "report.stderr")
-            for argv, out in ((["report", run], "report.txt"), (["report", run, "--json"], "report.json"),
-                              (["export", run, "--format", "perfetto", "-o", os.path.join(d, "perfetto.json")], None),
-                              (["export", run, "--format", "folded", "-o", os.path.join(d, "folded.txt")], None),
-                              (["html", run, "-o", os.path.join(d, "report.html")], None)):
-                self.timed(self.budget(120), [self.tool] + argv, stdout=os.path.join(d, out) if out else None,
-                           stderr=err)
+            for argv, out in commands:
+                argv = [a.format(run=run, d=d) for a in argv]
+                self.timed(self.budget(120), argv if argv[0] == self.py else [self.tool] + argv,
+                           stdout=os.path.join(d, out) if out else None, stderr=err)
             if os.path.exists(os.path.join(run, "attribution.jsonl")):
                 shutil.copy(os.path.join(run, "attribution.jsonl"), os.path.join(d, "attribution.jsonl.txt"))
         try:
@@ -343,86 +353,30 @@ class Check:
         if rc != 0 and tail(os.path.join(d, "stderr.txt")):
             say(tail(os.path.join(d, "stderr.txt")).rstrip("\n"))
 
-    def python_layout(self):
-        """The frame reader's offsets against this Python's headers (internal ones included)."""
-        name, d = "python_layout", os.path.join(self.work, "python_layout")
-        os.makedirs(d, exist_ok=True)
-        self.plan(name, "layout")
-        r = subprocess.run([self.py, "-c", "import sysconfig; print(sysconfig.get_paths()['include'])"],
-                           capture_output=True, text=True)
-        inc = r.stdout.strip()
-        checker = os.path.join(self.bin, "check_python_layout")
-        if not os.path.isfile(os.path.join(inc, "Python.h")):
-            rc = -3  # no development headers for this Python: nothing to check against
-        elif self.timed(self.budget(60), ["g++", "-std=c++20", f"-I{inc}", "-o", checker,
-                                          os.path.join(ROOT, "tests", "python_layout", "check_python_layout.cpp")],
-                        stdout=os.path.join(d, "build.txt"), stderr=os.path.join(d, "build.txt")) == 0:
-            rc = self.timed(60, [checker], stdout=os.path.join(d, "stdout.txt"), stderr=os.path.join(d, "stderr.txt"))
-        else:
-            rc = -2
-            say(tail(os.path.join(d, "build.txt")).rstrip("\n"))
-        self.write_rc(os.path.join(d, "rc"), rc)
-        try:
-            with open(os.path.join(d, "stdout.txt"), errors="replace") as f:
-                lines = f.read().splitlines()
-            first_last = f"{lines[0]} {lines[-1]}" if lines else ""
-        except OSError:
-            first_last = ""
-        say(f"{name:<18} rc={rc:<4} {first_last}")
+    def train_run(self):
+        """torch_train: the training job through the launcher, then every post-mortem command on its
+        run directory; compare.py checks the report against PyTorch's counters and the attribution."""
+        self.launcher_run("torch_train", "train.py", commands=(
+            (["report", "{run}"], "report.txt"), (["report", "{run}", "--json"], "report.json"),
+            (["export", "{run}", "--format", "perfetto", "-o", "{d}/perfetto.json"], None),
+            (["export", "{run}", "--format", "folded", "-o", "{d}/folded.txt"], None),
+            (["html", "{run}", "-o", "{d}/report.html"], None)))
 
-    def oom_listing(self):
-        """The OOM bundles written (name, mode, size of each file), for the log; compare.py judges them."""
-        for name in sorted(os.listdir(self.work)):
-            runs = os.path.join(self.work, name, "runs")
-            if not os.path.isdir(runs):
-                continue
-            for run in sorted(os.listdir(runs)):
-                oom = os.path.join(runs, run, "oom")
-                if not os.path.isdir(oom):
-                    continue
-                say(f"oom bundles in {name}/runs/{run}/oom:")
-                entries = []
-                for top, dirs, files in os.walk(oom):
-                    for n in dirs + files:
-                        p = os.path.join(top, n)
-                        st = os.lstat(p)
-                        entries.append(f"    {os.path.relpath(p, oom)} {st.st_mode & 0o7777:o} {st.st_size}")
-                say("\n".join(sorted(entries)[:40]))
-
-    def hotpath(self):
-        """hotpath_costs (INFO): ns per call of the hot path's ingredients, once without the shim and
-        once with it. Its run directory keeps summary.json, manifest.json and the log; the trace (a
-        million events) is deleted."""
-        name, d = "hotpath_costs", os.path.join(self.work, "hotpath_costs")
-        os.makedirs(os.path.join(d, "runs"), exist_ok=True)
-        self.plan(name, "hotpath")
-        t0 = time.monotonic()
-        binary = os.path.join(self.bin, "hotpath_costs")
-        for variant in ("base", "shim"):
-            limit = self.budget(60)
-            if limit < 10:
-                rc = -1
-            elif not os.access(binary, os.X_OK):
-                rc = -2
-            else:
-                env = (self.shim_env(("GPUMEMPROF_ENABLE",), GPUMEMPROF_OUTPUT=os.path.join(d, "runs", "run.%p"))
-                       if variant == "shim" else {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"})
-                rc = self.timed(limit, [binary], cwd=d, env=env, stdout=os.path.join(d, f"{variant}.json"),
-                                stderr=os.path.join(d, f"{variant}.stderr"))
-            self.write_rc(os.path.join(d, f"{variant}.rc"), rc)
-            try:
-                with open(os.path.join(d, f"{variant}.json"), errors="replace") as f:
-                    head = f.read(400)
-            except OSError:
-                head = ""
-            say(f"{name:<18} {variant:<4} rc={rc:<4} {head}")
-            if rc != 0 and tail(os.path.join(d, f"{variant}.stderr")):
-                say(tail(os.path.join(d, f"{variant}.stderr")).rstrip("\n"))
-        say(f"    shim run dir: {dir_size(os.path.join(d, 'runs')) // MiB} MiB")
-        for top, _, files in os.walk(os.path.join(d, "runs")):
-            if "trace.gmpt" in files:
-                os.unlink(os.path.join(top, "trace.gmpt"))
-        say(f"{name}: {int(time.monotonic() - t0)}s")
+    def llama_runs(self):
+        """torch_llama and torch_llama_oom: a third-party model through the launcher; the memory-viz
+        export must load in torch.cuda._memory_viz (trace and segment plots)."""
+        viz_check = ("import pickle, sys; from torch.cuda import _memory_viz as v; d = pickle.load(open(sys.argv[1], "
+                     "'rb')); v.trace_plot(d); v.segment_plot(d); print('memory-viz OK', len(d['segments']), "
+                     "'segments', sum(map(len, d['device_traces'])), 'trace entries')")
+        if self.want("torch_llama"):
+            self.launcher_run("torch_llama", "llama_train.py", commands=(
+                (["report", "{run}"], "report.txt"), (["report", "{run}", "--json"], "report.json"),
+                (["export", "{run}", "--format", "memory-viz", "-o", "{d}/snapshot.pickle"], None),
+                ([self.py, "-c", viz_check, "{d}/snapshot.pickle"], "memory_viz.txt"),
+                (["html", "{run}", "-o", "{d}/report.html"], None)))
+        if self.want("torch_llama_oom"):
+            self.launcher_run("torch_llama_oom", "llama_train.py", args=("--oom",), commands=(
+                (["oom", "{run}"], "oom.txt"), (["report", "{run}"], "report.txt")))
 
     def bench_slot(self, mode, variant, rnd, limit):
         """One benchmark process's file stem, its run directory and its time limit; the limit is
@@ -435,11 +389,11 @@ class Check:
         return stem, os.path.join(self.work, "bench", f"rd.{mode}.{rnd}"), limit
 
     def bench_train(self):
-        """Median step time of train.py --bench, without the shim, at default settings, without Python
-        frames and with stacks off; the variants interleaved over the rounds."""
+        """Median step time of train.py --bench: without the profiler, with it at default settings (the
+        framework bridge on), with the bridge off, and without the profiler but with PyTorch's own
+        _record_memory_history(stacks="python"); the variants interleaved over the rounds."""
         train = os.path.join(ROOT, "tests", "gpu", "train.py")
-        variants = {"base": None, "shim": {}, "nopython": {"GPUMEMPROF_PYTHON_STACKS": "0"},
-                    "nostacks": {"GPUMEMPROF_STACKS": "0"}}
+        variants = {"base": None, "shim": {}, "bridgeoff": {"GPUMEMPROF_FRAMEWORK": "off"}, "history": None}
         for r in range(1, self.rounds + 1):
             order = list(variants) if r % 2 else list(reversed(variants))
             for v in order:
@@ -448,11 +402,29 @@ class Check:
                     continue
                 env = None if variants[v] is None else \
                     self.shim_env(GPUMEMPROF_OUTPUT=os.path.join(rd, "run.%p"), **variants[v])
-                rc = self.timed(limit, [self.py, train, "--bench", "40"], env=env, stdout=stem + ".json",
-                                stderr=stem + ".stderr")
+                argv = [self.py, train, "--bench", "40"] + (["--history"] if v == "history" else [])
+                rc = self.timed(limit, argv, env=env, stdout=stem + ".json", stderr=stem + ".stderr")
                 self.write_rc(stem + ".rc", rc)
                 shutil.rmtree(rd, ignore_errors=True)
                 say(f"  train  {v:<8} round {r} {read_text(stem + '.json').strip()}")
+
+    def bench_pairs(self):
+        """ns per torch.empty alloc/free pair (tests/gpu/torch_pairs.py), the same four variants as
+        the training step, interleaved over the rounds."""
+        script = os.path.join(ROOT, "tests", "gpu", "torch_pairs.py")
+        variants = {"base": None, "shim": {}, "bridgeoff": {"GPUMEMPROF_FRAMEWORK": "off"}, "history": None}
+        for r in range(1, self.rounds + 1):
+            for v in (list(variants) if r % 2 else list(reversed(variants))):
+                stem, rd, limit = self.bench_slot("pairs", v, r, 60)
+                if limit is None:
+                    continue
+                env = None if variants[v] is None else \
+                    self.shim_env(GPUMEMPROF_OUTPUT=os.path.join(rd, "run.%p"), **variants[v])
+                argv = [self.py, script, "100000"] + (["--history"] if v == "history" else [])
+                rc = self.timed(limit, argv, env=env, stdout=stem + ".json", stderr=stem + ".stderr")
+                self.write_rc(stem + ".rc", rc)
+                shutil.rmtree(rd, ignore_errors=True)
+                say(f"  pairs  {v:<9} round {r} {read_text(stem + '.json').strip()[:60]}")
 
     def bench_one(self, mode, variant, rnd, pairs):
         """One benchmark process. The shim's run directory (its trace is big) is reduced to summary.json."""
@@ -480,6 +452,9 @@ class Check:
         if self.want("bench_train"):
             self.phase("benchmark: training steps")
             self.bench_train()
+        if self.want("bench_pairs"):
+            self.phase("benchmark: tensor alloc/free pairs")
+            self.bench_pairs()
         if not self.needs("bench_async_pair"):
             return
         self.phase(f"benchmark: {self.rounds} A/B rounds, {self.reps} timed repetitions per process")

@@ -10,7 +10,9 @@ def record(default_name, body, finish=None):
     """Runs body(torch, out), which may return objects to keep alive until the figures are read,
     then adds PyTorch's counters, then finish(torch, out) if given. Returns the exit status."""
     out = {"workload": os.environ.get("GPU_CHECK_NAME", default_name), "pid": os.getpid(), "ok": False,
-           "alloc_conf": os.environ.get("PYTORCH_CUDA_ALLOC_CONF", "")}
+           "alloc_conf": os.environ.get("PYTORCH_CUDA_ALLOC_CONF", ""),
+           # The framework bridge's bootstrap is on the path: tensor-level figures are expected.
+           "bridge_expected": "gpumemprof/python" in os.environ.get("PYTHONPATH", "")}
     try:
         import torch
         out["torch"] = torch.__version__

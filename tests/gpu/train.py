@@ -4,6 +4,7 @@ gpumemprof mark at the end of each epoch (through ctypes; a no-op without the pr
 
     train.py              train, then write PyTorch's memory figures as ground truth (torch_truth)
     train.py --bench N    time N training steps after warm-up; print {"median_step_ms": ...}
+    train.py --bench N --history   the same with torch.cuda.memory._record_memory_history(stacks="python")
 """
 import ctypes
 import json
@@ -58,8 +59,10 @@ def train(torch, out):
     return model, optimizer
 
 
-def bench(steps):
+def bench(steps, history=False):
     import torch
+    if history:  # PyTorch's own recorder, the alternative users have
+        torch.cuda.memory._record_memory_history(stacks="python")
     model = build_model(torch)
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-4)
     x, y = make_batch(torch)
@@ -78,6 +81,6 @@ def bench(steps):
 
 
 if __name__ == "__main__":
-    if len(sys.argv) == 3 and sys.argv[1] == "--bench":
-        sys.exit(bench(int(sys.argv[2])))
+    if len(sys.argv) >= 3 and sys.argv[1] == "--bench":
+        sys.exit(bench(int(sys.argv[2]), "--history" in sys.argv[3:]))
     sys.exit(record("train", train))
