@@ -547,12 +547,7 @@ def dir_size(path):
                if os.path.isfile(os.path.join(top, n)))
 
 
-def read_text(path):
-    try:
-        with open(path, errors="replace") as f:
-            return f.read()
-    except OSError:
-        return ""
+read_text = compare.read_text
 
 
 def main():
