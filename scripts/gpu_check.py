@@ -378,6 +378,87 @@ class Check:
             self.launcher_run("torch_llama_oom", "llama_train.py", args=("--oom",), commands=(
                 (["oom", "{run}"], "oom.txt"), (["report", "{run}"], "report.txt")))
 
+    def python_layout(self):
+        """The frame reader's offsets against this Python's headers (internal ones included)."""
+        name, d = "python_layout", os.path.join(self.work, "python_layout")
+        os.makedirs(d, exist_ok=True)
+        self.plan(name, "layout")
+        r = subprocess.run([self.py, "-c", "import sysconfig; print(sysconfig.get_paths()['include'])"],
+                           capture_output=True, text=True)
+        inc = r.stdout.strip()
+        checker = os.path.join(self.bin, "check_python_layout")
+        if not os.path.isfile(os.path.join(inc, "Python.h")):
+            rc = -3  # no development headers for this Python: nothing to check against
+        elif self.timed(self.budget(60), ["g++", "-std=c++20", f"-I{inc}", "-o", checker,
+                                          os.path.join(ROOT, "tests", "python_layout", "check_python_layout.cpp")],
+                        stdout=os.path.join(d, "build.txt"), stderr=os.path.join(d, "build.txt")) == 0:
+            rc = self.timed(60, [checker], stdout=os.path.join(d, "stdout.txt"), stderr=os.path.join(d, "stderr.txt"))
+        else:
+            rc = -2
+            say(tail(os.path.join(d, "build.txt")).rstrip("\n"))
+        self.write_rc(os.path.join(d, "rc"), rc)
+        try:
+            with open(os.path.join(d, "stdout.txt"), errors="replace") as f:
+                lines = f.read().splitlines()
+            first_last = f"{lines[0]} {lines[-1]}" if lines else ""
+        except OSError:
+            first_last = ""
+        say(f"{name:<18} rc={rc:<4} {first_last}")
+
+    def oom_listing(self):
+        """The OOM bundles written (name, mode, size of each file), for the log; compare.py judges them."""
+        for name in sorted(os.listdir(self.work)):
+            runs = os.path.join(self.work, name, "runs")
+            if not os.path.isdir(runs):
+                continue
+            for run in sorted(os.listdir(runs)):
+                oom = os.path.join(runs, run, "oom")
+                if not os.path.isdir(oom):
+                    continue
+                say(f"oom bundles in {name}/runs/{run}/oom:")
+                entries = []
+                for top, dirs, files in os.walk(oom):
+                    for n in dirs + files:
+                        p = os.path.join(top, n)
+                        st = os.lstat(p)
+                        entries.append(f"    {os.path.relpath(p, oom)} {st.st_mode & 0o7777:o} {st.st_size}")
+                say("\n".join(sorted(entries)[:40]))
+
+    def hotpath(self):
+        """hotpath_costs (INFO): ns per call of the hot path's ingredients, once without the shim and
+        once with it. Its run directory keeps summary.json, manifest.json and the log; the trace (a
+        million events) is deleted."""
+        name, d = "hotpath_costs", os.path.join(self.work, "hotpath_costs")
+        os.makedirs(os.path.join(d, "runs"), exist_ok=True)
+        self.plan(name, "hotpath")
+        t0 = time.monotonic()
+        binary = os.path.join(self.bin, "hotpath_costs")
+        for variant in ("base", "shim"):
+            limit = self.budget(60)
+            if limit < 10:
+                rc = -1
+            elif not os.access(binary, os.X_OK):
+                rc = -2
+            else:
+                env = (self.shim_env(("GPUMEMPROF_ENABLE",), GPUMEMPROF_OUTPUT=os.path.join(d, "runs", "run.%p"))
+                       if variant == "shim" else {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"})
+                rc = self.timed(limit, [binary], cwd=d, env=env, stdout=os.path.join(d, f"{variant}.json"),
+                                stderr=os.path.join(d, f"{variant}.stderr"))
+            self.write_rc(os.path.join(d, f"{variant}.rc"), rc)
+            try:
+                with open(os.path.join(d, f"{variant}.json"), errors="replace") as f:
+                    head = f.read(400)
+            except OSError:
+                head = ""
+            say(f"{name:<18} {variant:<4} rc={rc:<4} {head}")
+            if rc != 0 and tail(os.path.join(d, f"{variant}.stderr")):
+                say(tail(os.path.join(d, f"{variant}.stderr")).rstrip("\n"))
+        say(f"    shim run dir: {dir_size(os.path.join(d, 'runs')) // MiB} MiB")
+        for top, _, files in os.walk(os.path.join(d, "runs")):
+            if "trace.gmpt" in files:
+                os.unlink(os.path.join(top, "trace.gmpt"))
+        say(f"{name}: {int(time.monotonic() - t0)}s")
+
     def bench_slot(self, mode, variant, rnd, limit):
         """One benchmark process's file stem, its run directory and its time limit; the limit is
         None (and the rc file says -1, skipped) once the deadline leaves too little time."""
