@@ -653,8 +653,8 @@ def compare_bench(t, work, target):
         if m:
             runs.setdefault(m[1], []).append((m[2], m[3]))
     for mode in sorted(runs):
-        if mode == "train":
-            continue  # compare_train_bench
+        if mode in ("train", "pairs"):
+            continue  # compare_train_bench, compare_pairs_bench
         med = {"base": [], "shim": []}
         failed, counts_bad, lost, waits = [], [], 0, 0
         sums = [0, 0, 0]  # allocs, frees, pairs over the shim runs
