@@ -47,7 +47,9 @@ bool read_request(const json* r, OomRequest& out, std::string& problem) {
   return true;
 }
 
-json framework_section_json(const OomFramework& f) {
+}  // namespace
+
+json to_json(const OomFramework& f) {
   return {{"device", f.device},
           {"requested_bytes", f.requested},
           {"free_bytes", f.free},
@@ -59,6 +61,8 @@ json framework_section_json(const OomFramework& f) {
           {"non_pytorch_bytes", f.non_pytorch},
           {"accounting", framework_json(f.accounting, 0)}};
 }
+
+namespace {
 
 OomFramework framework_section_from_json(const json* j, int request_device) {
   OomFramework f;
@@ -189,7 +193,7 @@ json to_json(const OomMetadata& m) {
       {"episode", m.episode},
   };
   if (m.recovered_by) j["recovered_by"] = m.recovered_by->event;
-  if (m.framework) j["framework"] = framework_section_json(*m.framework);
+  if (m.framework) j["framework"] = to_json(*m.framework);
   return j;
 }
 

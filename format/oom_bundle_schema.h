@@ -109,6 +109,7 @@ struct OomFramework {
 
 // `e` an Op::FrameworkOomFigures event; `d` its device's figures after it.
 OomFramework oom_framework(const Event& e, const DeviceStats& d, uint64_t start_ns);
+nlohmann::json to_json(const OomFramework& f);  // metadata.json's framework
 
 // metadata.json.
 struct OomMetadata {

@@ -426,7 +426,6 @@ nlohmann::json oom_explanation_json(const OomExplanation& x) {
   if (x.framework) {
     const OomExplanation::Framework& f = *x.framework;
     const OomFramework& p = f.figures;
-    const FrameworkStats& a = p.accounting;
     json sites = json::array();
     for (const auto& site : f.sites) {
       auto label = x.sites.find(site.stack_id);
@@ -435,24 +434,13 @@ nlohmann::json oom_explanation_json(const OomExplanation& x) {
                        {"bytes", site.bytes},
                        {"count", site.count}});
     }
-    out["framework"] = {{"message", pytorch_message(x)},
-                        {"device", p.device},
-                        {"requested_bytes", p.requested},
-                        {"capacity_bytes", p.capacity},
-                        {"free_bytes", p.free},
-                        {"process_used_bytes", p.process_used},
-                        {"process_used_source", p.process_used_from_nvml ? "nvml" : "capacity_less_free"},
-                        {"allocated_bytes", p.allocated},
-                        {"reserved_bytes", p.reserved},
-                        {"reserved_unallocated_bytes", f.unallocated},
-                        {"non_pytorch_bytes", p.non_pytorch},
-                        {"accounting",
-                         {{"allocated_bytes", a.allocated.current},
-                          {"reserved_bytes", a.reserved.current},
-                          {"cached_bytes", a.cached()},
-                          {"outside_bytes", a.outside.current}}},
-                        {"live_tensors", {{"count", f.tensor_count}, {"bytes", f.tensor_bytes}}},
-                        {"tensor_sites", sites}};
+    // The bundle's figures as metadata.json holds them, and what the explanation derives.
+    json framework = to_json(p);
+    framework["message"] = pytorch_message(x);
+    framework["reserved_unallocated_bytes"] = f.unallocated;
+    framework["live_tensors"] = {{"count", f.tensor_count}, {"bytes", f.tensor_bytes}};
+    framework["tensor_sites"] = sites;
+    out["framework"] = framework;
   }
   json advice = json::array();
   for (const auto& a : x.advice) advice.push_back({{"id", a.id}, {"text", a.text}});
