@@ -42,11 +42,14 @@ std::string alert_message(const Alert& a, const Config& c) {
              size(a.total) + " (threshold " +
              percent(a.type == AlertType::Warning ? c.warn_percent : c.critical_percent) + ")";
     case AlertType::Fragmentation:
-      return head + percent(100.0 * a.ratio) + " of " + size(a.reserved) + " reserved is not allocated (threshold " +
+      return head + percent(100.0 * a.ratio) + " of " + size(a.reserved) +
+             (a.framework ? " reserved by PyTorch is cached, not allocated to tensors (threshold "
+                          : " reserved is not allocated (threshold ") +
              percent(100.0 * c.fragmentation) + ")";
     case AlertType::Growth:
-      return head + "allocated stayed at " + size(a.allocated) + " or more, against a baseline of " +
-             size(a.baseline) + " (threshold +" + size(c.leak_bytes) + ")";
+      return head + (a.framework ? "PyTorch's allocated (tensors) stayed at " : "allocated stayed at ") +
+             size(a.allocated) + " or more, against a baseline of " + size(a.baseline) + " (threshold +" +
+             size(c.leak_bytes) + ")";
   }
   return head;
 }
@@ -80,6 +83,7 @@ nlohmann::json alert_json(const Alert& a, const std::string& device_name, const 
     case AlertType::Fragmentation: j["fragmentation_ratio"] = a.ratio; j["threshold_ratio"] = c.fragmentation; break;
     case AlertType::Growth: j["baseline_bytes"] = a.baseline; j["leak_bytes"] = c.leak_bytes; break;
   }
+  if (a.framework) j["level"] = "framework";  // allocated and reserved are PyTorch's
   return j;
 }
 

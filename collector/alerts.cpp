@@ -56,19 +56,36 @@ void AlertEngine::evaluate(const DeviceStats& d, uint64_t now_ns, std::vector<Al
            base, out);
     }
   }
+  // Inside a framework the unallocated part of reserved is its cache of free blocks.
+  const FrameworkStats& fw = d.framework;
+  const uint64_t frag_reserved = fw.attached ? fw.reserved.current : reserved;
+  const uint64_t unallocated = fw.attached ? fw.cached() : reserved - std::min(allocated, reserved);
+  if (fw.attached) {
+    base.allocated = fw.allocated.current;
+    base.reserved = frag_reserved;
+    base.framework = true;
+  }
   const uint64_t floor = d.total_bytes > 0 ? std::min(kFragmentationFloor, d.total_bytes / 10) : kFragmentationFloor;
-  const double ratio = reserved > 0 ? static_cast<double>(reserved - std::min(allocated, reserved)) / reserved : 0.0;
+  const double ratio = frag_reserved > 0 ? static_cast<double>(unallocated) / frag_reserved : 0.0;
   base.ratio = ratio;
   base.threshold_bytes = floor;
-  edge(s, AlertType::Fragmentation, reserved >= floor && ratio > config_.fragmentation,
-       ratio < config_.fragmentation * kFragmentationClear || reserved < floor * kFragmentationClear, window_ns_,
+  edge(s, AlertType::Fragmentation, frag_reserved >= floor && ratio > config_.fragmentation,
+       ratio < config_.fragmentation * kFragmentationClear || frag_reserved < floor * kFragmentationClear, window_ns_,
        window_ns_, base, out);
 }
 
 // Growth is judged on the floor of allocated over each window: memory that "comes back" between
-// steps keeps the floor down, so only growth that stays is reported.
+// steps keeps the floor down, so only growth that stays is reported. With a framework bridged,
+// allocated is its tensors' (its segments are a cache, not a leak).
 void AlertEngine::growth(State& s, const DeviceStats& d, uint64_t now_ns, const Alert& base, std::vector<Alert>& out) {
-  const uint64_t allocated = d.allocated.current;
+  const bool framework = d.framework.attached;
+  if (framework != s.framework) {  // attached or detached: the figures change meaning, start again
+    s.framework = framework;
+    s.window_start = 0;
+    s.has_baseline = false;
+    s.warmup_windows = 0;
+  }
+  const uint64_t allocated = framework ? d.framework.allocated.current : d.allocated.current;
   if (s.window_start == 0) {
     s.window_start = now_ns;
     s.window_floor = allocated;
@@ -82,11 +99,13 @@ void AlertEngine::growth(State& s, const DeviceStats& d, uint64_t now_ns, const 
   s.window_start = now_ns;
   s.window_floor = allocated;
   if (!s.has_baseline) {
-    s.has_baseline = true;
+    s.has_baseline = !framework || warmed_up(s, floor);
     s.baseline = floor;
     return;
   }
   Alert a = base;
+  a.framework = framework;
+  if (framework) a.reserved = d.framework.reserved.current;
   a.baseline = s.baseline;
   a.threshold_bytes = s.baseline + config_.leak_bytes;
   a.allocated = floor;
@@ -94,6 +113,15 @@ void AlertEngine::growth(State& s, const DeviceStats& d, uint64_t now_ns, const 
   edge(s, AlertType::Growth, floor > s.baseline + config_.leak_bytes, floor <= s.baseline + config_.leak_bytes / 2, 0,
        0, a, out);
   if (!s.active[static_cast<int>(AlertType::Growth)]) s.baseline = std::min(s.baseline, floor);
+}
+
+// A framework's warm-up (loading a model, the optimizer's first step) raises the floor window after
+// window; it is over at the first window whose floor did not rise above the one before, or after
+// kMaxWarmupWindows windows, so that a leak from the very start is still caught.
+bool AlertEngine::warmed_up(State& s, uint64_t floor) {
+  const bool settled = s.warmup_windows > 0 && floor <= s.previous_floor;
+  s.previous_floor = floor;
+  return settled || ++s.warmup_windows >= kMaxWarmupWindows;
 }
 
 }  // namespace gmp

@@ -1,5 +1,8 @@
 // Threshold alerts from the exact accounting (docs/alerts.md). Each condition has hysteresis: it
-// fires once when it starts and reports `cleared` once when it ends, never once per event.
+// fires once when it starts and reports `cleared` once when it ends, never once per event. On a
+// device whose framework allocator is bridged, growth and fragmentation are judged inside it
+// (tensors, and its cache), where a leak and fragmentation are; warning and critical stay at the
+// driver level, which is what the device runs out of.
 #pragma once
 
 #include <cstdint>
@@ -22,6 +25,7 @@ struct Alert {
   uint64_t threshold_bytes;  // warning/critical: the byte threshold; growth: baseline + leak bytes
   uint64_t baseline;         // growth only
   double ratio;              // fragmentation only: (reserved - allocated) / reserved
+  bool framework = false;    // growth, fragmentation: allocated and reserved are the framework's (PyTorch's)
 };
 
 class AlertEngine {
@@ -32,6 +36,9 @@ class AlertEngine {
   void evaluate(const DeviceStats& d, uint64_t now_ns, std::vector<Alert>& out);
 
   uint64_t growth_window_ns() const { return window_ns_; }
+  // On a framework's device, growth's baseline waits until the tensors' lowest value over a window
+  // stopped rising, at most this many windows: loading a model is not a leak.
+  static constexpr uint64_t kMaxWarmupWindows = 60;
 
  private:
   struct State {
@@ -39,11 +46,15 @@ class AlertEngine {
     uint64_t on_since[5] = {}, off_since[5] = {};  // when the condition (or its end) was first seen
     uint64_t window_start = 0, window_floor = 0, baseline = 0;
     bool has_baseline = false;
+    bool framework = false;  // growth watches the framework's allocated bytes
+    uint64_t warmup_windows = 0, previous_floor = 0;
   };
   // Fires once `on` has held for `fire_after` ns and clears once `off` has held for `clear_after`.
   void edge(State& s, AlertType t, bool on, bool off, uint64_t fire_after, uint64_t clear_after, const Alert& base,
             std::vector<Alert>& out);
   void growth(State& s, const DeviceStats& d, uint64_t now_ns, const Alert& base, std::vector<Alert>& out);
+  // Whether the window whose lowest value was `floor` sets the baseline.
+  static bool warmed_up(State& s, uint64_t floor);
 
   Config config_;
   uint64_t window_ns_;

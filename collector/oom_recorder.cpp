@@ -62,25 +62,31 @@ void OomRecorder::after(const Event& e, const Accounting& acc, std::vector<Event
   remember(e);
   if (e.op == Op::DriverMemory) {
     driver_memory_[e.device] = {e.value, e.size};
-    return;
+  } else if (e.op == Op::FrameworkOomFigures) {
+    failure(framework_episodes_[e.device], e, acc, out);
+  } else if (e.op == Op::TensorAlloc && e.value != kSeeded) {
+    success(framework_episodes_, e.device, e, out);
+  } else if (is_allocation(e)) {
+    const int key = e.kind == Kind::HostPinned ? -1 : e.device;
+    if (e.result == kOutOfMemory) failure(episodes_[key], e, acc, out);
+    else if (e.result == 0) success(episodes_, key, e, out);
   }
-  if (!is_allocation(e)) return;
-  const int key = e.kind == Kind::HostPinned ? -1 : e.device;
-  if (e.result == kOutOfMemory) {
-    Episode& ep = episodes_[key];
-    if (ep.open && e.timestamp_ns - ep.last_failure_ns <= kEpisodeGapNs) {
-      ep.last_failure_ns = e.timestamp_ns;
-      ep.failed_size = std::min(ep.failed_size, e.size);
-      ++ep.metadata.failures;
-      update_metadata(ep);
-    } else {
-      open_episode(ep, e, acc, out);
-    }
-    return;
+}
+
+void OomRecorder::failure(Episode& ep, const Event& e, const Accounting& acc, std::vector<Event>& out) {
+  if (ep.open && e.timestamp_ns - ep.last_failure_ns <= kEpisodeGapNs) {
+    ep.last_failure_ns = e.timestamp_ns;
+    ep.failed_size = std::min(ep.failed_size, e.size);
+    ++ep.metadata.failures;
+    update_metadata(ep);
+  } else {
+    open_episode(ep, e, acc, out);
   }
-  if (e.result != 0) return;
-  auto it = episodes_.find(key);
-  if (it == episodes_.end() || !it->second.open || e.size < it->second.failed_size) return;
+}
+
+void OomRecorder::success(std::map<int, Episode>& episodes, int key, const Event& e, std::vector<Event>& out) {
+  auto it = episodes.find(key);
+  if (it == episodes.end() || !it->second.open || e.size < it->second.failed_size) return;
   Episode& ep = it->second;
   ep.open = false;
   ep.metadata.recovered = true;
@@ -93,6 +99,29 @@ void OomRecorder::after(const Event& e, const Accounting& acc, std::vector<Event
   r.device = e.device;
   r.size = e.size;
   out.push_back(r);
+}
+
+void OomRecorder::describe_failure(OomMetadata& m, const Event& e, const Accounting& acc) const {
+  const std::string size = bytes_text(e.size, ByteUnits::MiBOrGiB) + " (" + std::to_string(e.size) + " bytes)";
+  if (e.op == Op::FrameworkOomFigures) {
+    // The event's stream is the capacity, not a stream; its free is what PyTorch asked the driver.
+    m.reason = "PyTorch out of memory: tried to allocate " + size + " on device " + std::to_string(e.device);
+    m.request = {std::string(api_name(e.api)), kOomTensorKind, "", e.size, e.device, 0, e.thread_id, std::nullopt,
+                 since(e.timestamp_ns, info_.start_monotonic_ns)};
+    auto d = acc.devices().find(e.device);
+    const DeviceStats none{};
+    const DeviceStats& stats = d != acc.devices().end() ? d->second : none;
+    m.framework = oom_framework(e, stats, info_.start_monotonic_ns);
+    if (stats.total_bytes > 0) m.driver_memory = OomDriverMemory{e.device, e.value, stats.total_bytes};
+    return;
+  }
+  const std::string where = e.kind == Kind::HostPinned ? "pinned host memory" : "device " + std::to_string(e.device);
+  m.reason = "CUDA_ERROR_OUT_OF_MEMORY: " + std::string(api_name(e.api)) + " of " + size + " on " + where;
+  m.request = {std::string(api_name(e.api)), std::string(kind_name(e.kind)), cuda_error_name(e.result), e.size,
+               e.device, e.stream, e.thread_id, e.result, e.timestamp_ns - info_.start_monotonic_ns};
+  if (auto dm = driver_memory_.find(e.device); dm != driver_memory_.end()) {
+    m.driver_memory = OomDriverMemory{e.device, dm->second.first, dm->second.second};
+  }
 }
 
 void OomRecorder::open_episode(Episode& ep, const Event& e, const Accounting& acc, std::vector<Event>& out) {
@@ -115,15 +144,8 @@ void OomRecorder::open_episode(Episode& ep, const Event& e, const Accounting& ac
   }
   m.live_count = live.size();
   m.largest_live.assign(all.begin(), all.begin() + static_cast<ptrdiff_t>(std::min(all.size(), kLargestShown)));
-  const std::string where = e.kind == Kind::HostPinned ? "pinned host memory" : "device " + std::to_string(e.device);
-  m.reason = "CUDA_ERROR_OUT_OF_MEMORY: " + std::string(api_name(e.api)) + " of " +
-             bytes_text(e.size, ByteUnits::MiBOrGiB) + " (" + std::to_string(e.size) + " bytes) on " + where;
-  m.request = {std::string(api_name(e.api)), std::string(kind_name(e.kind)), cuda_error_name(e.result), e.size,
-               e.device, e.stream, e.thread_id, e.result, e.timestamp_ns - info_.start_monotonic_ns};
+  describe_failure(m, e, acc);
   m.host_pinned_bytes = acc.host_pinned();
-  if (auto dm = driver_memory_.find(e.device); dm != driver_memory_.end()) {
-    m.driver_memory = OomDriverMemory{e.device, dm->second.first, dm->second.second};
-  }
   m.episode = bundles_ + 1;
   const nlohmann::json events = history_json();
   const std::string name = oom_bundle_name(utc_timestamp(realtime_ns()), info_.pid, bundles_ + 1);
@@ -133,6 +155,20 @@ void OomRecorder::open_episode(Episode& ep, const Event& e, const Accounting& ac
       {kOomAllocationsFile, to_json(all)},
       {kOomEnvironmentFile, environment_json()},
   };
+  // A bridged process: its tensors (what the program holds) and segments (the framework's cache).
+  std::vector<LiveAllocation> tensors = acc.live_tensors();
+  std::vector<Accounting::Segment> segments = acc.framework_segments();
+  if (!tensors.empty() || !segments.empty()) {
+    std::sort(tensors.begin(), tensors.end(), [](const auto& a, const auto& b) { return a.size > b.size; });
+    std::vector<OomAllocation> listed;
+    listed.reserve(tensors.size());
+    for (const auto& t : tensors) {
+      listed.push_back(oom_allocation(t, e.timestamp_ns));
+      listed.back().kind = kOomTensorKind;
+    }
+    files.push_back({kOomTensorsFile, to_json(listed)});
+    files.push_back({kOomSegmentsFile, to_json(segments)});
+  }
   OomBundleManifest manifest{name, iso8601_utc(realtime_ns()), m.reason, "cuda", events.size(), {kOomManifestFile}};
   for (const auto& f : files) manifest.files.push_back(f.name);
   manifest.pid = static_cast<uint64_t>(info_.pid);

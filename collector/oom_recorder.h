@@ -7,6 +7,9 @@
 //   - an allocation of at least the failed size succeeding on that device ends the episode as
 //     `recovered` (the bundle is updated);
 //   - a failure more than kEpisodeGapNs after the episode's last failure opens a new episode.
+// A framework's OOM (Op::FrameworkOomFigures, from PyTorch's OOM observer) is an episode of its own,
+// by the same rules, ended by a tensor allocation of at least the failed size: it is what the
+// program sees (the exception), while the driver-level failures before it are PyTorch's attempts.
 #pragma once
 
 #include <cstdint>
@@ -47,7 +50,11 @@ class OomRecorder {
   };
 
   void remember(const Event& e);
+  void failure(Episode& ep, const Event& e, const Accounting& acc, std::vector<Event>& out);
+  void success(std::map<int, Episode>& episodes, int key, const Event& e, std::vector<Event>& out);
   void open_episode(Episode& ep, const Event& e, const Accounting& acc, std::vector<Event>& out);
+  // metadata.json's request, reason and driver figures for the failure `e`.
+  void describe_failure(OomMetadata& m, const Event& e, const Accounting& acc) const;
   void update_metadata(Episode& ep);
   nlohmann::json history_json() const;
   nlohmann::json environment_json() const;
@@ -58,6 +65,7 @@ class OomRecorder {
   const DeviceTable& devices_;
   std::string run_dir_;
   std::map<int, Episode> episodes_;  // by device; -1 for pinned host memory
+  std::map<int, Episode> framework_episodes_;  // by device
   std::map<int, std::pair<uint64_t, uint64_t>> driver_memory_;  // device -> {free, total}
   std::vector<Event> history_;
   size_t history_next_ = 0;

@@ -1,5 +1,7 @@
 #include "oom_bundle_schema.h"
 
+#include <algorithm>
+
 #include "json_fields.h"
 #include "json_views.h"
 #include "manifest_record.h"
@@ -46,6 +48,59 @@ bool read_request(const json* r, OomRequest& out, std::string& problem) {
 }
 
 }  // namespace
+
+json to_json(const OomFramework& f) {
+  return {{"device", f.device},
+          {"requested_bytes", f.requested},
+          {"free_bytes", f.free},
+          {"capacity_bytes", f.capacity},
+          {"allocated_bytes", f.allocated},
+          {"reserved_bytes", f.reserved},
+          {"process_used_bytes", f.process_used},
+          {"process_used_source", f.process_used_from_nvml ? "nvml" : "capacity_less_free"},
+          {"non_pytorch_bytes", f.non_pytorch},
+          {"accounting", framework_json(f.accounting, 0)}};
+}
+
+namespace {
+
+OomFramework framework_section_from_json(const json* j, int request_device) {
+  OomFramework f;
+  f.device = as_device(member(j, "device")).value_or(request_device);
+  f.requested = u64_or(member(j, "requested_bytes"));
+  f.free = u64_or(member(j, "free_bytes"));
+  f.capacity = u64_or(member(j, "capacity_bytes"));
+  f.allocated = u64_or(member(j, "allocated_bytes"));
+  f.reserved = u64_or(member(j, "reserved_bytes"));
+  f.process_used = u64_or(member(j, "process_used_bytes"));
+  f.process_used_from_nvml = str_or(member(j, "process_used_source")) == "nvml";
+  f.non_pytorch = u64_or(member(j, "non_pytorch_bytes"));
+  f.accounting = framework_from_json(member(j, "accounting"));
+  return f;
+}
+
+}  // namespace
+
+OomFramework oom_framework(const Event& e, const DeviceStats& d, uint64_t start_ns) {
+  OomFramework f;
+  f.device = e.device;
+  f.requested = e.size;
+  f.free = e.value;
+  f.capacity = e.stream;
+  f.allocated = e.object;
+  f.reserved = e.address;
+  f.process_used_from_nvml = d.nvml.samples > 0 && d.nvml.process_known;
+  f.process_used = f.process_used_from_nvml ? d.nvml.process_used : f.capacity - std::min(f.free, f.capacity);
+  f.non_pytorch = f.process_used - std::min(f.reserved, f.process_used);
+  f.accounting = device_figures(d, "", start_ns).stats.framework;  // peak times made relative as devices[]'s
+  return f;
+}
+
+json to_json(const std::vector<Accounting::Segment>& segments) {
+  json out = json::array();
+  for (const auto& s : segments) out.push_back({{"address", s.address}, {"size", s.size}, {"device", s.device}});
+  return out;
+}
 
 std::string oom_bundle_name(const std::string& utc_timestamp, int pid, uint64_t sequence) {
   return kOomBundlePrefix + utc_timestamp + "_" + std::to_string(pid) + "_cuda_" + std::to_string(sequence);
@@ -138,6 +193,7 @@ json to_json(const OomMetadata& m) {
       {"episode", m.episode},
   };
   if (m.recovered_by) j["recovered_by"] = m.recovered_by->event;
+  if (m.framework) j["framework"] = to_json(*m.framework);
   return j;
 }
 
@@ -168,6 +224,8 @@ std::optional<OomMetadata> oom_metadata_from_json(const json& j, std::string& pr
     m.recovered_by = OomRecoveredBy{*by};
   m.failures = u64_or(member(&j, "failures"), 1);
   m.episode = u64_or(member(&j, "episode"));
+  if (const json* f = member(&j, "framework"); f != nullptr && f->is_object())
+    m.framework = framework_section_from_json(f, m.request.device);
   return m;
 }
 

@@ -25,6 +25,11 @@ inline constexpr const char* kOomMetadataFile = "metadata.json";
 inline constexpr const char* kOomEventsFile = "events.json";
 inline constexpr const char* kOomAllocationsFile = "allocations.json";
 inline constexpr const char* kOomEnvironmentFile = "environment.json";
+// Written when the process's framework allocator was bridged (docs/framework-bridge.md): its live
+// tensors in the form of allocations.json (kind "tensor"), and its segments.
+inline constexpr const char* kOomTensorsFile = "tensors.json";
+inline constexpr const char* kOomSegmentsFile = "segments.json";
+inline constexpr const char* kOomTensorKind = "tensor";
 
 // A bundle directory's name: oom_dump_<YYYYmmddTHHMMSSZ>_<pid>_cuda_<sequence>, the sequence
 // counting the process's bundles from 1.
@@ -52,6 +57,9 @@ OomAllocation oom_allocation_from_json(const nlohmann::json& j);
 nlohmann::json to_json(const std::vector<OomAllocation>& list);
 // Entries that are not objects are skipped and counted in `skipped`; not an array: none.
 std::vector<OomAllocation> oom_allocations_from_json(const nlohmann::json* list, size_t& skipped);
+
+// segments.json: the framework's segments, [{"address", "size", "device"}] in address order.
+nlohmann::json to_json(const std::vector<Accounting::Segment>& segments);
 
 // metadata.json's request: the call that failed.
 struct OomRequest {
@@ -82,6 +90,27 @@ struct OomRecoveredBy {
   const nlohmann::json* field(EventField f) const;
 };
 
+// metadata.json's framework: a framework OOM (Op::FrameworkOomFigures), PyTorch's own figures as
+// the event carried them, and gpumemprof's count of the same device at that moment.
+struct OomFramework {
+  int device = -1;
+  uint64_t requested = 0;  // "Tried to allocate"
+  uint64_t free = 0;       // the device's free bytes, as the framework asked the driver
+  uint64_t capacity = 0;   // the device's total, or the memory fraction's limit
+  uint64_t allocated = 0;  // allocated_bytes.all.current (block sizes)
+  uint64_t reserved = 0;   // reserved_bytes.all.current
+  // "this process has X memory in use": NVML's latest sample of the process when there is one,
+  // else capacity - free (which also counts other processes).
+  uint64_t process_used = 0;
+  bool process_used_from_nvml = false;
+  uint64_t non_pytorch = 0;  // process_used - reserved: the CUDA context, other libraries
+  FrameworkStats accounting;  // the device's framework figures, peak times since the profiler started
+};
+
+// `e` an Op::FrameworkOomFigures event; `d` its device's figures after it.
+OomFramework oom_framework(const Event& e, const DeviceStats& d, uint64_t start_ns);
+nlohmann::json to_json(const OomFramework& f);  // metadata.json's framework
+
 // metadata.json.
 struct OomMetadata {
   std::string reason;
@@ -95,6 +124,7 @@ struct OomMetadata {
   std::optional<OomRecoveredBy> recovered_by;
   uint64_t failures = 1;  // in the episode
   uint64_t episode = 0;
+  std::optional<OomFramework> framework;  // a framework OOM's bundle only
 };
 
 nlohmann::json to_json(const OomMetadata& m);

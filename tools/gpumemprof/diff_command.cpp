@@ -23,7 +23,8 @@ namespace {
 constexpr const char* kUsage =
     "usage: gpumemprof diff DIR_A DIR_B [--json]\n"
     "  Compares two run directories: per device the allocated and reserved peaks, final figures and\n"
-    "  counts; leaks, OOMs and alerts; and the largest changes in what was live at the allocated peak,\n"
+    "  counts (and the framework's, PyTorch's tensors and cache, when both runs have them); leaks,\n"
+    "  OOMs and alerts; and the largest changes in what was live at the allocated peak,\n"
     "  by kind and by call site (sites are compared by their symbolised names, docs/attribution.md).\n"
     "  B is the new run: changes are B minus A.\n"
     "  --json  the same as one JSON object\n";
@@ -69,11 +70,12 @@ const analysis::DeviceAnalysis* find_device(const analysis::RunAnalysis& run, in
 }
 
 // Rows describing one device in both runs; a device missing from one run counts as zeros there.
+// When both runs had the framework bridged on the device, its peaks and final figures too.
 std::vector<Row> device_rows(const analysis::DeviceAnalysis* a, const analysis::DeviceAnalysis* b) {
   static const analysis::DeviceAnalysis none;
   const auto& x = a ? *a : none;
   const auto& y = b ? *b : none;
-  return {
+  std::vector<Row> rows = {
       {"allocated peak", x.allocated_peak.bytes, y.allocated_peak.bytes},
       {"reserved peak", x.reserved_peak.bytes, y.reserved_peak.bytes},
       {"allocated final", x.final_stats.allocated.current, y.final_stats.allocated.current},
@@ -83,6 +85,15 @@ std::vector<Row> device_rows(const analysis::DeviceAnalysis* a, const analysis::
       {"frees", x.final_stats.free_count, y.final_stats.free_count, false},
       {"failed allocations", x.final_stats.failed_alloc_count, y.final_stats.failed_alloc_count, false},
   };
+  const FrameworkStats& fx = x.final_stats.framework;
+  const FrameworkStats& fy = y.final_stats.framework;
+  if (fx.attached && fy.attached) {
+    rows.insert(rows.begin() + 4, {{"framework allocated peak", fx.allocated.peak, fy.allocated.peak},
+                                   {"framework reserved peak", fx.reserved.peak, fy.reserved.peak},
+                                   {"framework allocated final", fx.allocated.current, fy.allocated.current},
+                                   {"framework reserved final", fx.reserved.current, fy.reserved.current}});
+  }
+  return rows;
 }
 
 // Bytes of a live set grouped by a key (kind, call site), largest absolute change first. The set

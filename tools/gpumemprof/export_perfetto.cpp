@@ -4,6 +4,8 @@
 //   "GPU N memory"   counter, args allocated and reserved: Perfetto draws one track per argument
 //                    ("GPU N memory allocated", "GPU N memory reserved"); a point each time either
 //                    changes, and a zero at the device's first event so the track starts at zero
+//   "GPU N PyTorch"  counter, args allocated (tensors) and reserved (the caching allocator's segments),
+//                    when the framework bridge delivered the device's allocator (docs/framework-bridge.md)
 //   "GPU N NVML"     counter, args device_used (and process_used when NVML named this process)
 //   "Pinned host memory"  counter, arg bytes
 //   instant events ("ph":"i", process scope) for OOM failures, OOM bundles, recoveries and alerts.
@@ -111,6 +113,21 @@ void write_markers(TraceEvents& out, const Event& e, uint64_t ts) {
       a.u64("size", e.size).str("api", api_name(e.api)).str("kind", kind_name(e.kind)).i64("result", e.result);
       a.str("error", cuda_error_name(e.result)).u64("thread", e.thread_id).u64("stream", e.stream);
     });
+  } else if (e.op == Op::FrameworkOomFigures) {
+    out.instant("PyTorch OOM: tried to allocate " + bytes_text(e.size), "oom", e, ts, [&](JsonObject& a) {
+      a.u64("size", e.size).u64("free", e.value).u64("capacity", e.stream);
+      a.u64("allocated", e.object).u64("reserved", e.address).u64("thread", e.thread_id);
+    });
+  } else if (e.op == Op::FrameworkAttach) {
+    const bool attached = e.result == 1;
+    const std::string version = framework_version_text(e.value);
+    std::string name = "PyTorch " + version + (attached ? " allocator attached" : " allocator not attached");
+    const auto why = static_cast<FrameworkRefusal>(e.object);
+    if (!attached) name += std::string(": ") + std::string(framework_refusal_name(why));
+    out.instant(name, "framework", e, ts, [&](JsonObject& a) {
+      a.boolean("attached", attached).str("version", version);
+      if (!attached) a.str("refusal", framework_refusal_name(why));
+    });
   } else if (e.op == Op::OomBundle) {
     out.instant("OOM bundle #" + std::to_string(e.address) + " written", "oom", e, ts,
                 [&](JsonObject& a) { a.u64("sequence", e.address).u64("request_size", e.size); });
@@ -146,9 +163,18 @@ void write_perfetto(Context& ctx) {
     }
     for (const Replay::Change& c : replay.changes()) {
       started.insert(c.device);
-      out.counter(gpu_track(c.device, "memory"), ts, [&](JsonObject& a) {
-        a.u64("allocated", c.after.allocated).u64("reserved", c.after.reserved);
-      });
+      if (c.after.driver_differs(c.before)) {
+        out.counter(gpu_track(c.device, "memory"), ts, [&](JsonObject& a) {
+          a.u64("allocated", c.after.allocated).u64("reserved", c.after.reserved);
+        });
+      }
+      // From the bridge's attach (a point at its first figures) to a detach (a point at zero).
+      if ((c.after.framework || c.before.framework) &&
+          (c.after.framework_differs(c.before) || c.after.framework != c.before.framework)) {
+        out.counter(gpu_track(c.device, "PyTorch"), ts, [&](JsonObject& a) {
+          a.u64("allocated", c.after.framework_allocated).u64("reserved", c.after.framework_reserved);
+        });
+      }
     }
     if (replay.pinned_changed()) {
       const uint64_t bytes = replay.accounting().host_pinned().current;

@@ -18,7 +18,9 @@ bool Replay::next() {
   // which device an op touches, would duplicate the accounting's rules.
   for (const auto& [device, stats] : acc_.devices()) {
     if (device < 0) continue;
-    const Figures now{stats.allocated.current, stats.reserved.current};
+    const FrameworkStats& f = stats.framework;
+    const Figures now{stats.allocated.current, stats.reserved.current, f.attached, f.allocated.current,
+                      f.reserved.current};
     Figures& before = last_[device];
     if (now == before) continue;
     changes_.push_back({device, before, now});

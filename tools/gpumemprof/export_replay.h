@@ -13,9 +13,17 @@
 
 namespace gmp::tool::exporter {
 
+// A device's figures at both levels: the driver's, and its framework allocator's when the bridge
+// delivers it (docs/accounting.md §Two levels; zero and false otherwise).
 struct Figures {
   uint64_t allocated = 0, reserved = 0;
+  bool framework = false;
+  uint64_t framework_allocated = 0, framework_reserved = 0;
   bool operator==(const Figures&) const = default;
+  bool driver_differs(const Figures& o) const { return allocated != o.allocated || reserved != o.reserved; }
+  bool framework_differs(const Figures& o) const {
+    return framework_allocated != o.framework_allocated || framework_reserved != o.framework_reserved;
+  }
 };
 
 class Replay {
@@ -34,7 +42,7 @@ class Replay {
   uint64_t start_ns() const { return trace_.header().start_monotonic_ns; }
   uint64_t since_start(uint64_t ts) const { return ts > start_ns() ? ts - start_ns() : 0; }
 
-  // Devices whose allocated or reserved bytes the last event changed (usually none or one; a VMM
+  // Devices whose figures (at either level) the last event changed (usually none or one; a VMM
   // unmap can span devices), with their figures before and after it.
   struct Change {
     int device;

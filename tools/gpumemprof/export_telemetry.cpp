@@ -8,7 +8,13 @@
 //   allocation / deallocation  each change of a device's allocated or reserved bytes
 //   sample                     each NVML sample (Op::Sample)
 //   warning / critical         each alert that fired (critical for the critical alert)
-//   error                      each allocation refused with CUDA_ERROR_OUT_OF_MEMORY
+//   error                      each allocation refused with CUDA_ERROR_OUT_OF_MEMORY, and each
+//                              framework OOM (PyTorch's figures, Op::FrameworkOomFigures)
+// allocator_allocated_bytes and allocator_reserved_bytes are what the Python package reads from
+// torch.cuda.memory_allocated() and memory_reserved(): on a device whose framework allocator the
+// bridge delivers (docs/framework-bridge.md), the framework's allocated (tensors) and reserved
+// bytes, with the driver level's in the metadata (driver_allocated_bytes, driver_reserved_bytes);
+// elsewhere the driver level's. A change at either level makes a record.
 // The device view (device_used/free/total): the latest NVML sample, or the cuMemGetInfo figures
 // recorded at an out-of-memory failure, whichever is newer, moved by the change in this process's
 // reserved bytes since it was taken (the trace knows those exactly; other processes are assumed
@@ -64,6 +70,7 @@ class TelemetryWriter {
       if (e.op == Op::Sample && e.device >= 0) on_sample(e);
       if (e.op == Op::Alert && e.result == 1 && e.device >= 0) on_alert(e);
       if ((e.op == Op::Alloc || e.op == Op::VmmCreate) && e.result == kOutOfMemory && e.device >= 0) on_oom(e);
+      if (e.op == Op::FrameworkOomFigures && e.device >= 0) on_framework_oom(e);
     }
     b_ += first_ ? "]\n" : "\n]\n";
   }
@@ -81,9 +88,16 @@ class TelemetryWriter {
   }
 
   void on_change(const Event& e, const Replay::Change& c) {
-    const int64_t d_alloc = static_cast<int64_t>(c.after.allocated - c.before.allocated);
-    const int64_t d_res = static_cast<int64_t>(c.after.reserved - c.before.reserved);
-    const bool grew = d_alloc > 0 || (d_alloc == 0 && d_res > 0);
+    // The bridge attaching changes no figure: nothing to record.
+    if (!c.after.driver_differs(c.before) && !c.after.framework_differs(c.before)) return;
+    const bool fw = c.after.framework;
+    const int64_t d_alloc = static_cast<int64_t>(fw ? c.after.framework_allocated - c.before.framework_allocated
+                                                    : c.after.allocated - c.before.allocated);
+    const int64_t d_res = static_cast<int64_t>(fw ? c.after.framework_reserved - c.before.framework_reserved
+                                                  : c.after.reserved - c.before.reserved);
+    // With a framework, a change outside it (another library's memory) moves the driver level only.
+    const int64_t d_driver = static_cast<int64_t>(c.after.reserved - c.before.reserved);
+    const bool grew = d_alloc > 0 || (d_alloc == 0 && (d_res > 0 || (d_res == 0 && fw && d_driver > 0)));
     std::string context = std::string(api_name(e.api)) + " " + std::string(op_name(e.op));
     if (e.size != 0) context += " of " + std::to_string(e.size) + " bytes";
     record(e, c.device, grew ? "allocation" : "deallocation", d_alloc, context, [](JsonObject&) {});
@@ -110,6 +124,15 @@ class TelemetryWriter {
                                 " bytes failed: " + cuda_error_name(e.result);
     record(e, e.device, "error", 0, context, [&](JsonObject& m) {
       m.boolean("oom", true).str("cuda_error", cuda_error_name(e.result)).u64("requested_bytes", e.size);
+    });
+  }
+
+  void on_framework_oom(const Event& e) {
+    const std::string context = "PyTorch out of memory: tried to allocate " + std::to_string(e.size) + " bytes";
+    record(e, e.device, "error", 0, context, [&](JsonObject& m) {
+      m.boolean("oom", true).u64("requested_bytes", e.size).u64("framework_free_bytes", e.value);
+      m.u64("framework_capacity_bytes", e.stream).u64("framework_allocated_bytes", e.object);
+      m.u64("framework_reserved_bytes", e.address);
     });
   }
 
@@ -151,8 +174,8 @@ class TelemetryWriter {
         .u64("local_rank", ctx_.identity.local_rank)
         .u64("world_size", ctx_.identity.world_size)
         .i64("device_id", device)
-        .u64("allocator_allocated_bytes", f.allocated)
-        .u64("allocator_reserved_bytes", f.reserved)
+        .u64("allocator_allocated_bytes", f.framework ? f.framework_allocated : f.allocated)
+        .u64("allocator_reserved_bytes", f.framework ? f.framework_reserved : f.reserved)
         .null("allocator_active_bytes")  // caching-allocator figures: not visible at the driver level
         .null("allocator_inactive_bytes")
         .i64("allocator_change_bytes", change)
@@ -168,6 +191,10 @@ class TelemetryWriter {
         .boolean("supports_device_total", total.has_value())
         .boolean("supports_device_free", free.has_value())
         .str("device_view_source", source_name(view.source));
+    if (f.framework) {
+      m.str("allocator_level", "framework").u64("driver_allocated_bytes", f.allocated);
+      m.u64("driver_reserved_bytes", f.reserved);
+    }
     write_event_fields(m, e, 0, kMetadataEventFields);
     extra(m);
     m.close();

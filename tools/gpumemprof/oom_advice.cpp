@@ -7,12 +7,75 @@ namespace gmp::tool {
 namespace {
 
 std::string hb(uint64_t bytes) { return bytes_text(bytes); }
+std::string pb(uint64_t bytes) { return pytorch_size_text(bytes); }  // as PyTorch's message has them
+
+// PyTorch's "reserved by PyTorch but unallocated" is large when it is at least a tenth of the
+// capacity, or at least the request: then the cache held, in total, enough free bytes for it, in
+// blocks too small or in segments the request could not use.
+bool large_unallocated(const OomExplanation::Framework& f) {
+  return f.unallocated > 0 && (f.unallocated >= f.figures.capacity / 10 || f.unallocated >= f.figures.requested);
+}
+
+std::vector<OomExplanation::Advice> framework_advice(const OomExplanation& x) {
+  std::vector<OomExplanation::Advice> advice;
+  auto add = [&](const char* id, std::string text) { advice.push_back({id, std::move(text)}); };
+  const OomExplanation::Framework& f = *x.framework;
+  const OomFramework& p = f.figures;
+  if (p.requested > p.capacity) {
+    add("cannot_fit", "The request (" + pb(p.requested) + ") is larger than the capacity PyTorch may use (" +
+                          pb(p.capacity) +
+                          "): it cannot fit at all. Split the work (smaller batch, sharding, "
+                          "activation checkpointing) or use a device with more memory.");
+    return advice;
+  }
+  if (x.recovered) {
+    add("recovered",
+        "A later tensor of at least the requested size was allocated: the program caught the error and "
+        "went on with smaller work.");
+  }
+  if (large_unallocated(f)) {
+    add("expandable_segments",
+        "PyTorch held " + pb(f.unallocated) +
+            " reserved but unallocated: free blocks of its cache that the request "
+            "did not fit in (it had already released the unused segments and retried). Set "
+            "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True so segments grow instead of fragmenting; "
+            "torch.cuda.empty_cache() between phases returns whole free segments, not these blocks.");
+  }
+  if (p.non_pytorch >= p.capacity / 10 && p.non_pytorch > 0) {
+    add("non_pytorch", "This process had " + pb(p.non_pytorch) +
+                           " in use outside PyTorch's reserved memory (the CUDA context, "
+                           "cuBLAS/cuDNN workspaces, other libraries; gpumemprof counted " +
+                           pb(p.accounting.outside.current) + " of it in allocations outside PyTorch's segments).");
+  }
+  if (p.process_used_from_nvml) {
+    const uint64_t others = sat_sub(sat_sub(p.capacity, p.free), p.process_used);
+    if (others > 0 && (others >= p.capacity / 10 || sat_add(p.free, others) >= p.requested)) {
+      add("other_processes", "Other processes held about " + pb(others) +
+                                 " of the capacity (in use less this process's, per NVML). Check what else runs on "
+                                 "the GPU (nvidia-smi), or give this job a GPU of its own (CUDA_VISIBLE_DEVICES).");
+    }
+  }
+  std::string text = "Tensors held " + pb(p.allocated) +
+                     " when the request came: lower the batch size, use activation checkpointing or smaller data "
+                     "types, and drop references to tensors no longer needed (del, torch.no_grad() for inference)";
+  std::string sites;
+  for (const auto& site : f.sites) {
+    if (site.stack_id == 0) continue;
+    auto label = x.sites.find(site.stack_id);
+    sites += std::string(sites.empty() ? "" : "; ") +
+             (label != x.sites.end() ? label->second : "stack " + std::to_string(site.stack_id)) + ": " +
+             pb(site.bytes) + " in " + std::to_string(site.count) + (site.count == 1 ? " tensor" : " tensors");
+  }
+  add("tensors", text + (sites.empty() ? "." : ". The largest holders by call site: " + sites + "."));
+  return advice;
+}
 
 }  // namespace
 
 std::vector<OomExplanation::Advice> oom_advice(const OomExplanation& x) {
   std::vector<OomExplanation::Advice> advice;
   auto add = [&](const char* id, std::string text) { advice.push_back({id, std::move(text)}); };
+  if (x.framework) return framework_advice(x);
   const uint64_t req = x.request.size;
   if (x.host_pinned) {
     add("pinned_host",

@@ -17,6 +17,7 @@
 #include "commands.h"
 #include "format.h"
 #include "json_text.h"
+#include "oom_advice.h"
 #include "oom_bundle_reader.h"
 #include "oom_facts.h"
 #include "oom_render.h"
@@ -105,15 +106,28 @@ void read_bundles(const std::vector<std::string>& paths, uint64_t pid, Result& o
   for (const auto& b : bundles) out.explained.push_back(explain_oom(b));
 }
 
+// The stack ids an explanation shows: its largest holders', and a framework OOM's tensor sites.
+std::vector<uint32_t> shown_stacks(const OomExplanation& x) {
+  std::vector<uint64_t> wanted;
+  for (const auto& a : x.top) wanted.push_back(a.stack_id);
+  if (x.framework) {
+    for (const auto& site : x.framework->sites) wanted.push_back(site.stack_id);
+  }
+  std::vector<uint32_t> ids;
+  for (uint64_t id : wanted) {
+    if (id != 0 && id <= UINT32_MAX) ids.push_back(static_cast<uint32_t>(id));
+  }
+  return ids;
+}
+
 // Names the call sites of the largest holders from the run's attribution.jsonl, when there is one:
 // a bundle records stack ids only, the run directory holds what they mean. False with `error` when
-// the file is there but cannot be read.
+// the file is there but cannot be read. A framework OOM's advice names its tensors' call sites: it
+// is given again once they are named.
 bool name_holder_sites(const std::string& run_dir, std::vector<OomExplanation>& explained, std::string& error) {
   std::vector<uint32_t> ids;
   for (const auto& x : explained) {
-    for (const auto& a : x.top) {
-      if (a.stack_id != 0 && a.stack_id <= UINT32_MAX) ids.push_back(static_cast<uint32_t>(a.stack_id));
-    }
+    for (uint32_t id : shown_stacks(x)) ids.push_back(id);
   }
   if (ids.empty()) return true;
   const reader::Attribution attribution = reader::read_attribution(run_dir + "/" + kAttributionFile);
@@ -122,11 +136,8 @@ bool name_holder_sites(const std::string& run_dir, std::vector<OomExplanation>& 
   analysis::Symbolizer symbolizer(attribution);
   const analysis::StackTable stacks = symbolizer.symbolize(ids);
   for (auto& x : explained) {
-    for (const auto& a : x.top) {
-      if (a.stack_id != 0 && a.stack_id <= UINT32_MAX) {
-        x.sites[a.stack_id] = analysis::site_label(static_cast<uint32_t>(a.stack_id), stacks);
-      }
-    }
+    for (uint32_t id : shown_stacks(x)) x.sites[id] = analysis::site_label(id, stacks);
+    if (x.framework) x.advice = oom_advice(x);
   }
   return true;
 }

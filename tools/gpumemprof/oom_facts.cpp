@@ -11,11 +11,13 @@ using reader::OomBundle;
 
 bool is_host_pinned(const std::string& kind) { return kind == kind_name(Kind::HostPinned); }
 
-// The live allocations the top holders are chosen from: allocations.json when the bundle has it
-// (every live allocation), else metadata.json's largest_live (the 20 largest of the process).
+// The live allocations the top holders are chosen from: for a framework's OOM its tensors
+// (tensors.json); else allocations.json when the bundle has it (every live allocation), else
+// metadata.json's largest_live (the 20 largest of the process).
 void choose_top(const OomBundle& b, OomExplanation& x) {
-  const bool use_all = b.allocations.has_value();
-  const std::vector<OomAllocation>& source = use_all ? *b.allocations : b.metadata.largest_live;
+  const bool tensors = x.framework && b.tensors;
+  const bool use_all = tensors || b.allocations.has_value();
+  const std::vector<OomAllocation>& source = tensors ? *b.tensors : use_all ? *b.allocations : b.metadata.largest_live;
   std::vector<OomAllocation> mine;
   uint64_t count = 0, bytes = 0;
   for (const auto& a : source) {
@@ -32,7 +34,28 @@ void choose_top(const OomBundle& b, OomExplanation& x) {
   x.top = std::move(mine);
   x.top_candidates = count;
   x.top_from_allocations = use_all;
-  if (use_all) x.live_on_device = std::make_pair(count, bytes);
+  if (use_all && !tensors) x.live_on_device = std::make_pair(count, bytes);
+}
+
+// PyTorch's figures from the bundle, and its tensors on the device by call site.
+void describe_framework(const OomBundle& b, OomExplanation& x) {
+  OomExplanation::Framework f;
+  f.figures = *b.metadata.framework;
+  f.unallocated = sat_sub(f.figures.reserved, f.figures.allocated);
+  std::map<uint64_t, OomExplanation::Framework::Site> by_stack;
+  for (const auto& t : b.tensors.value_or(std::vector<OomAllocation>{})) {
+    if (t.device != f.figures.device) continue;
+    ++f.tensor_count;
+    f.tensor_bytes = sat_add(f.tensor_bytes, t.size);
+    auto& site = by_stack[t.stack_id];
+    site.stack_id = t.stack_id;
+    site.bytes = sat_add(site.bytes, t.size);
+    ++site.count;
+  }
+  for (const auto& [_, site] : by_stack) f.sites.push_back(site);
+  std::stable_sort(f.sites.begin(), f.sites.end(), [](const auto& l, const auto& r) { return l.bytes > r.bytes; });
+  if (f.sites.size() > OomExplanation::Framework::kTopSites) f.sites.resize(OomExplanation::Framework::kTopSites);
+  x.framework = std::move(f);
 }
 
 void choose_others(const OomBundle& b, OomExplanation& x) {
@@ -119,6 +142,7 @@ OomExplanation explain_oom(const OomBundle& b) {
   x.recovered_by = m.recovered_by;
   x.failures = m.failures;
   x.episode = m.episode;
+  if (m.framework) describe_framework(b, x);
   choose_top(b, x);
   x.advice = oom_advice(x);
   return x;

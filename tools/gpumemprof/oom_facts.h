@@ -66,6 +66,20 @@ struct OomExplanation {
   // found (name_holder_sites); a holder without one shows its stack id.
   std::map<uint64_t, std::string> sites;
 
+  // A framework's OOM (the bundle's metadata.json has "framework"): what PyTorch's own message
+  // says, with the same figures, and the tensors it held.
+  struct Framework {
+    OomFramework figures;
+    uint64_t unallocated = 0;  // reserved - allocated: "reserved by PyTorch but unallocated"
+    uint64_t tensor_count = 0, tensor_bytes = 0;  // live tensors on the device (tensors.json)
+    struct Site {
+      uint64_t stack_id = 0, bytes = 0, count = 0;
+    };
+    static constexpr size_t kTopSites = 5;
+    std::vector<Site> sites;  // the tensors' call sites by bytes, largest first; stack id 0: none
+  };
+  std::optional<Framework> framework;
+
   struct Advice {
     std::string id;  // cannot_fit, recovered, fragmentation, other_processes, own_footprint, ...
     std::string text;

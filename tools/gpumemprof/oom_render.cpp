@@ -115,6 +115,66 @@ std::string holder_line(size_t rank, const OomAllocation& a, const std::map<uint
 // A kind's current bytes.
 uint64_t current(const DeviceStats& d, Kind k) { return d.kind(k).bytes.current; }
 
+// PyTorch's message as it prints it, from the bundle's figures (the framework's own, from its OOM
+// observer): a user can compare it character for character.
+std::string pytorch_message(const OomExplanation& x) {
+  const OomFramework& p = x.framework->figures;
+  return "CUDA out of memory. Tried to allocate " + pytorch_size_text(p.requested) + ". GPU " +
+         std::to_string(p.device) + " has a total capacity of " + pytorch_size_text(p.capacity) + " of which " +
+         pytorch_size_text(p.free) + " is free. Including non-PyTorch memory, this process has " +
+         pytorch_size_text(p.process_used) + " memory in use. Of the allocated memory " +
+         pytorch_size_text(p.allocated) + " is allocated by PyTorch, and " +
+         pytorch_size_text(x.framework->unallocated) + " is reserved by PyTorch but unallocated.";
+}
+
+const char* process_used_source(const OomFramework& p) {
+  return p.process_used_from_nvml ? "NVML's latest sample of this process"
+                                  : "capacity less free: no NVML sample, so other processes count too";
+}
+
+// The framework sections of a framework OOM's explanation: what failed, PyTorch's message and its
+// figures, and gpumemprof's own count of the device at that moment.
+void framework_text(const OomExplanation& x, std::string& out) {
+  const OomExplanation::Framework& f = *x.framework;
+  const OomFramework& p = f.figures;
+  out += "\nWhat failed\n";
+  {
+    std::string s = "  PyTorch's caching allocator could not allocate " + pytorch_size_text(p.requested) + " (" +
+                    u(p.requested) +
+                    " bytes) on " + where_text(x) + "\n  thread " + u(x.request.thread);
+    if (x.request.t_ns)
+      s += ", " + human_duration_ns(*x.request.t_ns) + " after profiling started (the process's first GPU memory call)";
+    out += s + "\n  PyTorch raised torch.OutOfMemoryError (torch.cuda.OutOfMemoryError)\n";
+  }
+  out += "\nPyTorch's message, from the figures it passed to its OOM observer\n";
+  out += wrap(pytorch_message(x), "  ", "  ");
+  const struct {
+    const char* name;
+    uint64_t bytes;
+    const char* note;
+  } rows[] = {
+      {"tried to allocate", p.requested, ""},
+      {"total capacity", p.capacity, ""},
+      {"free", p.free, ""},
+      {"this process has in use", p.process_used, process_used_source(p)},
+      {"allocated by PyTorch", p.allocated, ""},
+      {"reserved but unallocated", f.unallocated, ""},
+      {"reserved by PyTorch", p.reserved, ""},
+      {"non-PyTorch memory", p.non_pytorch, "in use less reserved: the CUDA context, other libraries"},
+  };
+  for (const auto& row : rows) {
+    appendf(out, "    %-26s %12s  %s bytes%s%s%s\n", row.name, pytorch_size_text(row.bytes).c_str(),
+            u(row.bytes).c_str(), *row.note ? "  (" : "", row.note, *row.note ? ")" : "");
+  }
+  const FrameworkStats& a = p.accounting;
+  appendf(out, "\ngpumemprof's count of device %d inside PyTorch at that moment\n", p.device);
+  appendf(out, "  tensors allocated %s (the sizes asked for; PyTorch counts its blocks), reserved %s, cached %s\n",
+          hb(a.allocated.current).c_str(), hb(a.reserved.current).c_str(), hb(a.cached()).c_str());
+  appendf(out, "  peaks so far: allocated %s, reserved %s; outside PyTorch's segments %s\n",
+          hb(a.allocated.peak).c_str(), hb(a.reserved.peak).c_str(), hb(a.outside.current).c_str());
+  appendf(out, "  live tensors on the device: %s (%s)\n", u(f.tensor_count).c_str(), hb(f.tensor_bytes).c_str());
+}
+
 }  // namespace
 
 std::string printable(const std::string& s) {
@@ -140,8 +200,10 @@ std::string oom_explanation_text(const OomExplanation& x) {
   }
 
   // Fixed line breaks (no wrapping by width) around the figures that differ between runs.
-  out += "\nWhat failed\n";
-  {
+  if (x.framework) {
+    framework_text(x, out);
+  } else {
+    out += "\nWhat failed\n";
     std::string s = "  " + printable(r.api.empty() ? std::string("an allocation call") : r.api) + " asked for " +
                     hb(r.size) + " (" + u(r.size) + " bytes)";
     if (!r.kind.empty() && !x.host_pinned) s += " of " + printable(r.kind) + " memory";
@@ -259,10 +321,11 @@ std::string oom_explanation_text(const OomExplanation& x) {
 
   {
     const std::string where = x.host_pinned ? "pinned host memory" : "device " + std::to_string(r.device);
-    const std::string from =
-        x.top_from_allocations ? std::string(kOomAllocationsFile) : std::string(kOomMetadataFile) + "'s 20 largest";
-    appendf(out, "\nLargest live allocations on %s (%zu of %s, from %s)\n", where.c_str(), x.top.size(),
-            u(x.top_candidates).c_str(), from.c_str());
+    const std::string from = x.framework           ? std::string(kOomTensorsFile)
+                             : x.top_from_allocations ? std::string(kOomAllocationsFile)
+                                                      : std::string(kOomMetadataFile) + "'s 20 largest";
+    appendf(out, "\nLargest live %s on %s (%zu of %s, from %s)\n", x.framework ? "tensors" : "allocations",
+            where.c_str(), x.top.size(), u(x.top_candidates).c_str(), from.c_str());
     if (x.top.empty()) out += "    none\n";
     for (size_t i = 0; i < x.top.size(); ++i) out += holder_line(i + 1, x.top[i], x.sites);
   }
@@ -356,8 +419,29 @@ nlohmann::json oom_explanation_json(const OomExplanation& x) {
     top.back()["site"] = site != x.sites.end() ? json(site->second) : json(nullptr);
   }
   out["largest_live"] = top;
-  out["largest_live_from"] = x.top_from_allocations ? kOomAllocationsFile : kOomMetadataFile;
+  out["largest_live_from"] = x.framework              ? kOomTensorsFile
+                             : x.top_from_allocations ? kOomAllocationsFile
+                                                      : kOomMetadataFile;
   out["largest_live_candidates"] = x.top_candidates;
+  if (x.framework) {
+    const OomExplanation::Framework& f = *x.framework;
+    const OomFramework& p = f.figures;
+    json sites = json::array();
+    for (const auto& site : f.sites) {
+      auto label = x.sites.find(site.stack_id);
+      sites.push_back({{"stack_id", site.stack_id},
+                       {"site", label != x.sites.end() ? json(label->second) : json(nullptr)},
+                       {"bytes", site.bytes},
+                       {"count", site.count}});
+    }
+    // The bundle's figures as metadata.json holds them, and what the explanation derives.
+    json framework = to_json(p);
+    framework["message"] = pytorch_message(x);
+    framework["reserved_unallocated_bytes"] = f.unallocated;
+    framework["live_tensors"] = {{"count", f.tensor_count}, {"bytes", f.tensor_bytes}};
+    framework["tensor_sites"] = sites;
+    out["framework"] = framework;
+  }
   json advice = json::array();
   for (const auto& a : x.advice) advice.push_back({{"id", a.id}, {"text", a.text}});
   out["advice"] = advice;

@@ -101,6 +101,13 @@ std::optional<OomBundle> parse_checked(const std::string& path, const OomBundleF
     b.allocations = oom_allocations_from_json(a, skipped);
     if (skipped) b.notes.push_back("allocations.json: " + std::to_string(skipped) + " entries are not objects");
   }
+  json tensors;
+  if (files.contains(kOomTensorsFile)) {  // its absence is the rule: no note
+    if (const json* t = optional_file(files, kOomTensorsFile, tensors, true, b.notes)) {
+      b.tensors = oom_allocations_from_json(t, skipped);
+      if (skipped) b.notes.push_back("tensors.json: " + std::to_string(skipped) + " entries are not objects");
+    }
+  }
   json environment;
   if (const json* e = optional_file(files, kOomEnvironmentFile, environment, false, b.notes)) {
     b.environment = oom_environment_from_json(*e);
@@ -138,7 +145,8 @@ std::optional<OomBundle> read_oom_bundle(const std::string& dir, std::string& er
   }
   OomBundleFiles files;
   std::vector<std::pair<std::string, std::string>> unreadable;  // {name, "allocations.json is a FIFO, ..."}
-  for (const char* name : {kOomManifestFile, kOomMetadataFile, kOomAllocationsFile, kOomEnvironmentFile}) {
+  for (const char* name :
+       {kOomManifestFile, kOomMetadataFile, kOomAllocationsFile, kOomEnvironmentFile, kOomTensorsFile}) {
     const std::string path = dir + "/" + name;
     std::string problem;
     if (auto text = read_text(path, problem)) {

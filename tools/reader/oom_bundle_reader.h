@@ -26,6 +26,8 @@ struct OomBundle {
   OomMetadata metadata;                       // metadata.json (required)
   // allocations.json (optional): every live allocation, every device.
   std::optional<std::vector<OomAllocation>> allocations;
+  // tensors.json (written only in a bridged process): the framework's live tensors.
+  std::optional<std::vector<OomAllocation>> tensors;
   std::optional<OomEnvironment> environment;  // environment.json (optional)
   std::optional<uint64_t> pid;                // manifest.json's, else environment.json's
   // Problems with the optional files, one line each ("allocations.json is missing").
@@ -43,7 +45,7 @@ using OomBundleFiles = std::map<std::string, std::string>;
 // was expected) when metadata.json is missing, not JSON, or has no request with a size.
 std::optional<OomBundle> parse_oom_bundle(const std::string& path, const OomBundleFiles& files, std::string& error);
 
-// Reads <dir>/{manifest,metadata,allocations,environment}.json and parses them. events.json is not
+// Reads <dir>/{manifest,metadata,allocations,environment,tensors}.json and parses them. events.json is not
 // read (it can be large and nothing in an explanation needs it).
 std::optional<OomBundle> read_oom_bundle(const std::string& dir, std::string& error);
 
