@@ -26,6 +26,7 @@ Workloads:
   torch_llama_oom    the same model ending in an uncaught OutOfMemoryError: the OOM bundle and
                      `gpumemprof oom` against PyTorch's own message
   python_layout      shim/python_layouts.h against offsetof on this Python's own headers
+  torch_layout       shim/torch_layouts.h against this PyTorch's own headers (vtable slot, offsets)
   exit_os_exit exit_sigterm exit_oom_retry         PyTorch ending without exit handlers
   hotpath_costs      ns per call of the hot path's ingredients (INFO)
   bench_async bench_malloc bench_train             interleaved A/B timing against targets
@@ -54,7 +55,7 @@ sys.path.insert(0, os.path.join(ROOT, "tests", "gpu"))
 import compare  # noqa: E402  (tests/gpu/compare.py: the judge)
 
 ALL_NAMES = ("rt_static rt_shared driver_api async_pools vmm torch_default torch_expandable torch_async torch_oom "
-             "rt_oom_exit torch_train torch_llama torch_llama_oom python_layout exit_os_exit exit_sigterm "
+             "rt_oom_exit torch_train torch_llama torch_llama_oom python_layout torch_layout exit_os_exit exit_sigterm "
              "exit_oom_retry hotpath_costs bench_async bench_malloc bench_train bench_pairs").split()
 # CUDA sources: binary name -> (source, extra nvcc arguments). rt_shared is rt_static's source
 # linked against the shared cudart.
@@ -306,6 +307,8 @@ class Check:
         self.llama_runs()
         if self.want("python_layout"):
             self.python_layout()
+        if self.want("torch_layout"):
+            self.torch_layout()
         self.oom_listing()
         if self.want("hotpath_costs"):
             self.hotpath()
@@ -404,6 +407,32 @@ class Check:
         except OSError:
             first_last = ""
         say(f"{name:<18} rc={rc:<4} {first_last}")
+
+    def torch_layout(self):
+        """The framework bridge's table (shim/torch_layouts.h) against the installed PyTorch's own
+        headers: scripts/torch_layout_probe.cpp compiled against torch/include."""
+        name, d = "torch_layout", os.path.join(self.work, "torch_layout")
+        os.makedirs(d, exist_ok=True)
+        self.plan(name, "torch_layout")
+        r = subprocess.run([self.py, "-c", "import os, torch; print(os.path.dirname(torch.__file__)); "
+                            "print(torch.__version__); print(int(torch._C._GLIBCXX_USE_CXX11_ABI))"],
+                           capture_output=True, text=True)
+        lines = r.stdout.split()
+        probe = os.path.join(self.bin, "torch_layout_probe")
+        rc = -2
+        if len(lines) == 3:
+            with open(os.path.join(d, "version.txt"), "w") as f:
+                f.write(lines[1] + "\n")
+            cuda_inc = os.path.join(self.cuda_home or "/usr/local/cuda", "include")
+            if self.timed(self.budget(120), ["g++", "-std=c++17", f"-D_GLIBCXX_USE_CXX11_ABI={lines[2]}",
+                                             f"-I{lines[0]}/include", f"-I{cuda_inc}", "-o", probe,
+                                             os.path.join(ROOT, "scripts", "torch_layout_probe.cpp")],
+                          stdout=os.path.join(d, "build.txt"), stderr=os.path.join(d, "build.txt")) == 0:
+                rc = self.timed(30, [probe], stdout=os.path.join(d, "stdout.txt"), stderr=os.path.join(d, "stderr.txt"))
+            else:
+                say(tail(os.path.join(d, "build.txt")).rstrip("\n"))
+        self.write_rc(os.path.join(d, "rc"), rc)
+        say(f"{name:<18} rc={rc:<4} {read_text(os.path.join(d, 'stdout.txt')).strip()}")
 
     def oom_listing(self):
         """The OOM bundles written (name, mode, size of each file), for the log; compare.py judges them."""

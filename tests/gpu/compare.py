@@ -862,6 +862,30 @@ def compare_layout(t, work, name):
           "; ".join(bad)[:300] if bad else ("not built" if rc == -2 else ""))
 
 
+def compare_torch_layout(t, work, name):
+    """shim/torch_layouts.h against scripts/torch_layout_probe.cpp compiled against this PyTorch's
+    headers: the row for this release must exist, be marked checked, and agree on the slot; the
+    TraceEntry offsets the tracker reads must agree."""
+    d = os.path.join(work, name)
+    rc = read_rc(os.path.join(d, "rc"))
+    got = load_json(os.path.join(d, "stdout.txt"))
+    version = read_text(os.path.join(d, "version.txt")).strip()
+    if rc != 0 or not isinstance(got, dict):
+        t.add(name, "torch_layout_probe", f"rc={rc}", "rc=0", "FAIL", "not built" if rc == -2 else "")
+        return
+    table = read_text(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "shim",
+                                   "torch_layouts.h"))
+    m = re.match(r"(\d+)\.(\d+)", version)
+    row = re.search(r"\{%s, %s, (\d+), (true|false)," % (m[1], m[2]), table) if m else None
+    t.add(name, f"table row for torch {version}: slot, checked", f"{row[1]},{row[2]}" if row else None,
+          f"{got['attach_slot']},true", "MATCH" if row and int(row[1]) == got["attach_slot"] and row[2] == "true"
+          else "MISMATCH")
+    layout = re.search(r"struct TraceEntryLayout \{(.*?)\};", table, re.S)
+    offsets = dict(re.findall(r"size_t (\w+) = (\d+);", layout[1])) if layout else {}
+    for field in ("action", "device", "addr", "stream", "size"):
+        t.exact(name, f"TraceEntry {field} offset", int(offsets[field]) if field in offsets else None, got[field])
+
+
 def compare_train(t, work, name):
     """The training job through the launcher: the torch comparison of its summary, then the
     post-mortem commands' output: report peaks against PyTorch's, the attribution tables."""
@@ -922,7 +946,7 @@ def run(work, out=None, only=None, bench=True, target=BENCH_TARGET, quiet=False)
             continue
         {"torch": compare_torch, "hotpath": compare_hotpath, "train": compare_train,
          "layout": compare_layout, "exit": compare_exit, "torch_llama": compare_llama,
-         "torch_llama_oom": compare_llama_oom}.get(kind, compare_c)(t, work, name)
+         "torch_llama_oom": compare_llama_oom, "torch_layout": compare_torch_layout}.get(kind, compare_c)(t, work, name)
     if bench:
         compare_bench(t, work, target)
         compare_train_bench(t, work)
