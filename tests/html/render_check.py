@@ -267,7 +267,8 @@ def framework_checks(args, browser, workdir):
     for series, levels in (("tensors", 6), ("framework-reserved", 2)):
         m = re.search(r'<path[^>]*class="series series-%s"[^>]*\bd="([^"]*)"' % series, dom)
         ys = set(re.findall(r"V([-\d.]+)", m.group(1))) if m else set()
-        check(len(ys) >= levels, "the %s series is drawn with %d distinct levels (at least %d)" % (series, len(ys), levels))
+        check(len(ys) >= levels,
+              "the %s series is drawn with %d distinct levels (at least %d)" % (series, len(ys), levels))
     check('class="key key-tensors"' in dom and 'class="key key-framework-reserved"' in dom,
           "the legend names PyTorch's tensors and reserved")
     check(re.search(r'<tr data-figure="allocated"><td>allocated</td><td class="num">110\.00 MiB</td>', dom) is not None,

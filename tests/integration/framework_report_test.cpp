@@ -62,16 +62,17 @@ const std::vector<std::string> kBothLevels = {
     "  driver level (what the CUDA driver handed out; PyTorch's segments count as allocated here):",
     "  allocated  peak 128.00 MiB  at 30.0 ms    final 28.00 MiB",
     "  PyTorch level (tensors in PyTorch's caching allocator):",
-    "    allocated        peak 110.00 MiB at 30.0 ms      at exit 4.00 MiB    tensors: the bytes live tensors asked for",
+    "    allocated        peak 110.00 MiB at 30.0 ms      at exit 4.00 MiB    tensors: the bytes live tensors "
+    "asked for",
     "    reserved         peak 120.00 MiB at 30.0 ms      at exit 20.00 MiB   PyTorch's cache: its segments",
-    "    cached                                           at exit 16.00 MiB   reserved less allocated: free blocks in the "
-    "cache, fragmentation and rounding",
-    "    pending free                                     at exit 0 B         tensors freed while work on other streams "
-    "may still use them",
+    "    cached                                           at exit 16.00 MiB   reserved less allocated: free "
+    "blocks in the cache, fragmentation and rounding",
+    "    pending free                                     at exit 0 B         tensors freed while work on other "
+    "streams may still use them",
     "    outside PyTorch  peak 8.00 MiB at 20.0 ms        at exit 8.00 MiB    driver-level reserved outside PyTorch's "
     "segments: cuBLAS/NCCL workspaces, other libraries",
-    "    context (NVML)   peak 300.00 MiB                 at exit 284.00 MiB  NVML's process usage less the driver-level "
-    "reserved: the CUDA context, modules, untracked memory",
+    "    context (NVML)   peak 300.00 MiB                 at exit 284.00 MiB  NVML's process usage less the "
+    "driver-level reserved: the CUDA context, modules, untracked memory",
     "    4 tensors allocated, 3 freed; 2 segments reserved, 1 released; 0 OOMs",
     "  tensors live at PyTorch's allocated peak: 3 tensors, 110.00 MiB",
     "leaks: 1 tensor (4.00 MiB) still allocated at exit",
@@ -154,8 +155,8 @@ TEST(FrameworkReport, JaxPreallocationIsNamedWithTheSwitchesThatShowItsBuffers) 
       .write();
   expect_lines(report_text(dir),
                {"  note: JAX (the command line names jax): one allocation of 768.00 MiB on device 0 (75% of the "
-                "device) is its preallocated reservation (by default 75% of each device), and the buffers inside are not "
-                "visible at driver level. XLA_PYTHON_CLIENT_ALLOCATOR=platform (each buffer a cudaMalloc) or "
+                "device) is its preallocated reservation (by default 75% of each device), and the buffers inside "
+                "are not visible at driver level. XLA_PYTHON_CLIENT_ALLOCATOR=platform (each buffer a cudaMalloc) or "
                 "XLA_PYTHON_CLIENT_ALLOCATOR=cuda_async (each a stream-ordered allocation) makes every buffer "
                 "visible; XLA_PYTHON_CLIENT_PREALLOCATE=false only grows the reservation on demand"});
 }
@@ -182,8 +183,8 @@ TEST(FrameworkReport, CupyFromALoadedLibraryAndALargeReservationOfNoKnownFramewo
   FrameworkRun(large).process({"./solver"}, "/work/solver").driver_alloc(1 * kMs, 101, 0x7f1000000000, 600 * MiB, 0)
       .write();
   const std::string generic = report_text(large);
-  EXPECT_NE(generic.find("  note: At driver level, one allocation of 600.00 MiB on device 0 (58% of the device) is likely a "
-                         "framework's own pool (JAX preallocates 75% of each device by default)"),
+  EXPECT_NE(generic.find("  note: At driver level, one allocation of 600.00 MiB on device 0 (58% of the device) is "
+                         "likely a framework's own pool (JAX preallocates 75% of each device by default)"),
             std::string::npos)
       << generic;
 

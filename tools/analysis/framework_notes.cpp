@@ -22,7 +22,9 @@ std::string refusal_text(const std::string& name) {
   }
   if (name == "no_allocator") return "the caching allocator's symbol or object was not found";
   if (name == "attach_failed") return "PyTorch refused the tracker";
-  if (name == "self_check_failed") return "the self-check allocation did not arrive as expected, so the bridge detached";
+  if (name == "self_check_failed") {
+    return "the self-check allocation did not arrive as expected, so the bridge detached";
+  }
   if (name == "disabled") return "turned off by GPUMEMPROF_FRAMEWORK";
   return "an unknown reason";
 }

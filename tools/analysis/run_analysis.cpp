@@ -313,7 +313,9 @@ bool second_pass(const std::string& trace_path, RunAnalysis& run, const Options&
     const uint64_t at = since(e.timestamp_ns, run.start_ns);
     if (changes_memory(e.op) || changes_framework_memory(e.op)) timeline.memory(acc, at);
     if (e.op == Op::Sample) timeline.sample(e.device, at, e.value);
-    while (next < snapshots.size() && snapshots[next].event_index == index) take_snapshot(run, opt, acc, snapshots[next++]);
+    while (next < snapshots.size() && snapshots[next].event_index == index) {
+      take_snapshot(run, opt, acc, snapshots[next++]);
+    }
   }
   if (trace.failed()) {  // the first pass read the same bytes; only a changing file gets here
     error = trace.error();

@@ -164,7 +164,8 @@ class Page {
       note("warn", "The trace ends in a partial record of " + u64s(run_.truncated_bytes) + " bytes (ignored).");
     }
     if (const std::string state = analysis::framework_state_line(run_); !state.empty()) {
-      note(framework_ ? "framework-state" : "framework-state warn", "<strong>Framework:</strong> " + escape(state) + ".");
+      note(framework_ ? "framework-state" : "framework-state warn",
+           "<strong>Framework:</strong> " + escape(state) + ".");
     }
     for (const std::string& n : analysis::hidden_memory_notes(run_)) note("framework-hidden warn", escape(n) + ".");
     if (run_.markers_dropped) {
@@ -194,8 +195,8 @@ class Page {
       card("Tensors live at exit", bytes_text(t.total.bytes), count_of(t.total.count, "tensor"),
            t.total.count ? "warn" : "");
     }
-    card(framework_ ? "Live at exit outside " + fw_name_ : std::string("Live at exit"), bytes_text(run_.leaks.total.bytes),
-         count_of(run_.leaks.total.count, "allocation"),
+    card(framework_ ? "Live at exit outside " + fw_name_ : std::string("Live at exit"),
+         bytes_text(run_.leaks.total.bytes), count_of(run_.leaks.total.count, "allocation"),
          run_.leaks.total.count ? "warn" : "");
     const uint64_t failed = failed_allocations();
     card("Failed allocations", u64s(failed), count_of(summary_.oom.bundles_written, "OOM bundle"),
@@ -326,7 +327,8 @@ class Page {
         "key-allocated\"></span>allocated";
     if (d.framework.attached) {
       out_ += " <span class=\"key key-tensors\"></span>" + escape(fw_name_) +
-              " tensors (allocated) <span class=\"key key-framework-reserved\"></span>" + escape(fw_name_) + " reserved";
+              " tensors (allocated) <span class=\"key key-framework-reserved\"></span>" + escape(fw_name_) +
+              " reserved";
     }
     if (d.nvml_process_peak) out_ += " <span class=\"key key-nvml\"></span>NVML process usage";
     out_ += " <span class=\"muted\">(the highest value in each time slice, so short peaks stay visible; "

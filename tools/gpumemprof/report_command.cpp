@@ -83,8 +83,8 @@ void print_framework(const analysis::RunAnalysis& run, const analysis::DeviceAna
               counted(f.segment_allocs, "segment").c_str(), (ull)f.segment_frees, counted(f.ooms, "OOM").c_str());
   const analysis::LiveSet& live = d.tensors_at_peak;
   if (live.total.count > 0) {
-    std::printf("  tensors live at %s's allocated peak: %s, %s\n", fw.c_str(), counted(live.total.count, "tensor").c_str(),
-                bytes_text(live.total.bytes).c_str());
+    std::printf("  tensors live at %s's allocated peak: %s, %s\n", fw.c_str(),
+                counted(live.total.count, "tensor").c_str(), bytes_text(live.total.bytes).c_str());
     print_largest(run, live, d.tensor_sites_at_peak, false);
   }
 }

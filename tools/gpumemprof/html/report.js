@@ -216,7 +216,8 @@
       tipLine("allocated: max " + humanBytes(tl.allocated_max[i]) + ", at the end " + humanBytes(tl.allocated_last[i]));
       tipLine("reserved: max " + humanBytes(tl.reserved_max[i]) + ", at the end " + humanBytes(tl.reserved_last[i]));
       if (fw) {
-        tipLine(fw + " tensors: max " + humanBytes(tl.tensors_max[i]) + ", at the end " + humanBytes(tl.tensors_last[i]));
+        tipLine(fw + " tensors: max " + humanBytes(tl.tensors_max[i]) + ", at the end " +
+          humanBytes(tl.tensors_last[i]));
         tipLine(fw + " reserved: max " + humanBytes(tl.framework_reserved_max[i]) + ", at the end " +
           humanBytes(tl.framework_reserved_last[i]));
       }
