@@ -187,6 +187,11 @@ TEST(FrameworkReport, CupyFromALoadedLibraryAndALargeReservationOfNoKnownFramewo
                          "likely a framework's own pool (JAX preallocates 75% of each device by default)"),
             std::string::npos)
       << generic;
+  const std::string page = box.dir() + "/large.html";
+  ASSERT_EQ(run_tool({"html", large, "-o", page}).exit_code, 0);
+  EXPECT_NE(slurp(page).find("<p class=\"note framework-hidden warn\">At driver level, one allocation of 600.00 MiB on "
+                             "device 0 (58% of the device) is likely a framework&#39;s own pool"),
+            std::string::npos);
 
   const std::string small = run_dir(box, "small");  // a driver-level run: nothing to say
   FrameworkRun(small).process({"./solver"}, "/work/solver").driver_alloc(1 * kMs, 101, 0x7f1000000000, 100 * MiB, 0)
