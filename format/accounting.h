@@ -136,6 +136,9 @@ class Accounting {
   };
   // The framework's segments (mapped ranges of expandable ones), in address order.
   std::vector<Segment> framework_segments() const;
+  // Device memory still allocated that is not the framework's cache (its segments, the VMM handles
+  // mapped into them): live_allocations() less pinned memory and that cache, in the same order.
+  std::vector<LiveAllocation> live_outside_framework() const;
   struct LiveTotals {
     uint64_t count = 0, bytes = 0;
   };

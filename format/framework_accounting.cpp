@@ -13,9 +13,11 @@ namespace {
 // thread: microseconds.
 constexpr uint64_t kPairingWindowNs = 10'000'000;
 
+// The peak's time is when it was first reached, as at driver level (refresh_totals).
 void add_peak(Counter& c, uint64_t& peak_ns, uint64_t n, uint64_t ts) {
+  const uint64_t before = c.peak;
   c.add(n);
-  if (c.current == c.peak) peak_ns = ts;
+  if (c.peak > before) peak_ns = ts;
 }
 
 }  // namespace
@@ -167,12 +169,9 @@ std::vector<Accounting::Segment> Accounting::framework_segments() const {
   return out;
 }
 
-Accounting::LiveTotals Accounting::live_at_exit() const {
-  LiveTotals t;
-  auto add = [&t](uint64_t, const LiveAllocation& a) {
-    ++t.count;
-    t.bytes += a.size;
-  };
+std::vector<LiveAllocation> Accounting::live_outside_framework() const {
+  std::vector<LiveAllocation> out;
+  auto add = [&out](uint64_t, const LiveAllocation& a) { out.push_back(a); };
   // VMM handles mapped into a framework's (expandable) segment are its cache too.
   std::unordered_set<uint64_t> cache_handles;
   if (!segments_.empty()) {
@@ -185,9 +184,19 @@ Accounting::LiveTotals Accounting::live_at_exit() const {
   });
   arrays_.for_each(add);
   for (auto& [key, h] : handles_) {
-    if (!cache_handles.contains(key)) add(key, h.alloc);
+    if (!cache_handles.contains(key)) out.push_back(h.alloc);
   }
-  tensors_.for_each(add);
+  return out;
+}
+
+Accounting::LiveTotals Accounting::live_at_exit() const {
+  LiveTotals t;
+  auto add = [&t](const LiveAllocation& a) {
+    ++t.count;
+    t.bytes += a.size;
+  };
+  for (const LiveAllocation& a : live_outside_framework()) add(a);
+  tensors_.for_each([&add](uint64_t, const LiveAllocation& a) { add(a); });
   return t;
 }
 

@@ -24,12 +24,14 @@ frames are named after the file). A run with GPUMEMPROF_STACKS=0 checks the flam
 state (says why and how to enable stacks, draws no box); a copy of the first run without
 attribution.jsonl, its grey placeholder boxes and note. A Python run (tests/programs/py_alloc.py
 through ctypes) checks that Python frames are coloured as Python and native frames as native; its
-colour checks are skipped when this CPython records no Python frames.
+colour checks are skipped when this CPython records no Python frames. With --framework-run-writer, a
+PyTorch run under the framework bridge (written without a GPU): the tensors and PyTorch-reserved
+series, their legend and tooltip lines, and the two-level table.
 Exit status 0 pass, 1 fail, 77 skipped (no Chromium).
 
 Usage: render_check.py --tool GPUMEMPROF --shim LIBGPUMEMPROF --fake-dir DIR --fake-nvml-dir DIR
                        --prog-ops PROG_OPS [--keep DIR] [--screenshot-out FILE.png]
-                       [--py-alloc tests/programs/py_alloc.py (the default)]
+                       [--py-alloc tests/programs/py_alloc.py (the default)] [--framework-run-writer PROG]
 """
 import argparse
 import glob
@@ -248,12 +250,46 @@ def no_network(page):
     return bad
 
 
+def framework_checks(args, browser, workdir):
+    """A PyTorch run under the framework bridge (tests/integration/framework_run.cpp): tensors peak at
+    110 MiB, PyTorch's segments at 120 MiB. The chart draws both beside the driver level, the tooltip
+    names them, the two-level table is on the page."""
+    run_dir = os.path.join(workdir, "framework-run")
+    os.makedirs(run_dir, exist_ok=True)
+    subprocess.run([args.framework_run_writer, run_dir], check=True, timeout=60)
+    report = os.path.join(workdir, "framework.html")
+    page = html_report(args, run_dir, report)
+    dom = chromium(browser, workdir, report, "--dump-dom")
+    body = re.search(r"<body[^>]*>", dom)
+    check(body is not None and 'data-rendered="ok"' in body.group(0) and "data-error" not in body.group(0),
+          "the PyTorch run's report renders without a script error")
+    # Tensors: 4, 10, 110, 104, 106, 6 and 4 MiB; PyTorch's segments: 20, 120 and 20 MiB.
+    for series, levels in (("tensors", 6), ("framework-reserved", 2)):
+        m = re.search(r'<path[^>]*class="series series-%s"[^>]*\bd="([^"]*)"' % series, dom)
+        ys = set(re.findall(r"V([-\d.]+)", m.group(1))) if m else set()
+        check(len(ys) >= levels,
+              "the %s series is drawn with %d distinct levels (at least %d)" % (series, len(ys), levels))
+    check('class="key key-tensors"' in dom and 'class="key key-framework-reserved"' in dom,
+          "the legend names PyTorch's tensors and reserved")
+    check(re.search(r'<tr data-figure="allocated"><td>allocated</td><td class="num">110\.00 MiB</td>', dom) is not None,
+          "the PyTorch level table has the tensors' peak, 110.00 MiB")
+    hover_page = os.path.join(workdir, "framework.hover.html")
+    with open(hover_page, "w", encoding="utf-8") as f:
+        f.write(page.replace("</body>", HOVER_SWEEP + "</body>"))
+    tips = re.search(r'data-tooltips="([^"]*)"', chromium(browser, workdir, hover_page, "--dump-dom"))
+    tips = tips.group(1) if tips else ""
+    check("PyTorch tensors: max 110.00 MiB" in tips, "hovering the peak shows 'PyTorch tensors: max 110.00 MiB'")
+    check("PyTorch reserved: max 120.00 MiB" in tips, "hovering the peak shows 'PyTorch reserved: max 120.00 MiB'")
+
+
 def main():
     ap = argparse.ArgumentParser()
     for name in ("--tool", "--shim", "--fake-dir", "--fake-nvml-dir", "--prog-ops"):
         ap.add_argument(name, required=True)
     ap.add_argument("--py-alloc", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "programs", "py_alloc.py"),
                     help="the Python program for the Python frame colour check")
+    ap.add_argument("--framework-run-writer",
+                    help="write_framework_run: a PyTorch run under the framework bridge, for the two-level checks")
     ap.add_argument("--keep", help="keep the run directories, reports, DOM dumps and screenshots here")
     ap.add_argument("--screenshot-out", help="copy the main report's screenshot to this file")
     args = ap.parse_args()
@@ -436,6 +472,9 @@ def main():
                   b[0].count("flame-none") == 1 for b in boxes4), "every box has exactly one frame type")
     else:
         print("  skip  Python frame colours: this python3 (%s) recorded no Python frames" % sys.version.split()[0])
+
+    if args.framework_run_writer:
+        framework_checks(args, browser, workdir)
 
     if failures:
         print("render_check: %d checks failed (artifacts in %s)" % (len(failures), workdir))

@@ -59,6 +59,18 @@ TEST(CallSites, UserCodeBeatsLibraryPython) {
                              python("_bootstrap", "<frozen importlib._bootstrap>", 1),
                              python("f", "/usr/lib/python3/dist-packages/pkg/m.py", 5)};
   EXPECT_EQ(site_frame(library), 0u);
+  // No user code (a trainer's worker thread): the model library's line that called into torch, not
+  // torch's own Python under it.
+  const CallStack model_library = {
+      native("c10::cuda::CUDACachingAllocator::malloc", "/v/lib/libc10_cuda.so"),
+      python("silu", "/v/lib/python3.12/site-packages/torch/nn/functional.py", 2100),
+      python("LlamaMLP.forward", "/v/lib/python3.12/site-packages/transformers/models/llama/modeling_llama.py", 200),
+      python("Thread.run", "/usr/lib/python3.12/threading.py", 1010)};
+  EXPECT_EQ(site_frame(model_library), 2u);
+  // Only torch's own Python: its innermost frame.
+  const CallStack only_torch = {python("silu", "/v/lib/python3.12/site-packages/torch/nn/functional.py", 2100),
+                                python("f", "/v/lib/python3.12/dist-packages/jax/numpy.py", 5)};
+  EXPECT_EQ(site_frame(only_torch), 0u);
   EXPECT_TRUE(is_library_python_file("/usr/lib/python3.11/threading.py"));
   EXPECT_TRUE(is_library_python_file("/home/u/.venv/lib/python3.12/site-packages/torch/optim/adam.py"));
   EXPECT_TRUE(is_library_python_file("<frozen runpy>"));

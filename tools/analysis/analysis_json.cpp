@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "framework_notes.h"
 #include "json_views.h"
 #include "oom_bundle_schema.h"
 
@@ -83,6 +84,16 @@ nlohmann::json timeline_json(const DeviceAnalysis& d) {
     t["allocated_last"].push_back(b.allocated_last);
     t["reserved_last"].push_back(b.reserved_last);
     t["nvml_process_max"].push_back(b.nvml_process_max);
+  }
+  if (!d.framework.attached) return t;
+  for (const char* key : {"tensors_max", "framework_reserved_max", "tensors_last", "framework_reserved_last"}) {
+    t[key] = nlohmann::json::array();
+  }
+  for (const TimelineBucket& b : d.timeline) {
+    t["tensors_max"].push_back(b.tensors_max);
+    t["framework_reserved_max"].push_back(b.framework_reserved_max);
+    t["tensors_last"].push_back(b.tensors_last);
+    t["framework_reserved_last"].push_back(b.framework_reserved_last);
   }
   return t;
 }
@@ -204,13 +215,18 @@ nlohmann::json analysis_json(const RunAnalysis& run, bool with_timeline) {
     if (with_timeline) j["timeline"] = timeline_json(d);
     j["sites_at_peak"] = sites_json(d.sites_at_peak, run.stacks);
     j["flame"] = flame_json(d.flame);
+    if (d.framework.attached) {  // peak times are held since the profiler started
+      j["framework"] = framework_json(d.framework, 0);
+      j["framework"]["tensors_at_peak"] = live_set_json(d.tensors_at_peak, run.start_ns);
+      j["framework"]["tensor_sites_at_peak"] = sites_json(d.tensor_sites_at_peak, run.stacks);
+    }
     devices.push_back(std::move(j));
   }
   nlohmann::json markers = nlohmann::json::array();
   for (const Marker& m : run.markers) markers.push_back(marker_json(m));
   const Regions& r = run.regions;
   const reader::Attribution& a = run.attribution;
-  return {{"devices", devices},
+  nlohmann::json out = {{"devices", devices},
           {"events", run.events},
           {"event_counts", reader::event_counts_json(run.run.events)},
           {"duration_ns", run.duration_ns},
@@ -236,6 +252,15 @@ nlohmann::json analysis_json(const RunAnalysis& run, bool with_timeline) {
             {"marks_omitted", r.marks_omitted},
             {"largest_growth_mark", r.largest_growth ? mark_json(*r.largest_growth, r) : nlohmann::json()},
             {"pauses_dropped", r.pauses_dropped}}}};
+  if (attached_framework(run) != nullptr) {
+    out["tensor_leaks"] = live_set_json(run.tensor_leaks, run.start_ns);
+    out["tensor_leak_sites"] = sites_json(run.tensor_leak_sites, run.stacks);
+  }
+  nlohmann::json notes = nlohmann::json::array();
+  if (std::string state = framework_state_line(run); !state.empty()) notes.push_back(std::move(state));
+  for (std::string& n : hidden_memory_notes(run)) notes.push_back(std::move(n));
+  if (!notes.empty()) out["framework_notes"] = std::move(notes);
+  return out;
 }
 
 }  // namespace gmp::analysis

@@ -11,7 +11,9 @@ namespace gmp::analysis {
 nlohmann::json live_set_json(const LiveSet& set, uint64_t start_ns, size_t max_sites = 20);
 nlohmann::json peak_json(const PeakPoint& p);
 nlohmann::json marker_json(const Marker& m);
-nlohmann::json timeline_json(const DeviceAnalysis& d);  // {"t_ns":[...], "allocated_max":[...], ...}
+// {"t_ns":[...], "allocated_max":[...], ...}; where the bridge attached also "tensors_max",
+// "framework_reserved_max", "tensors_last" and "framework_reserved_last".
+nlohmann::json timeline_json(const DeviceAnalysis& d);
 // Attribution (docs/attribution.md, "Reading"): frames, call sites, flame graphs, ranges, marks.
 nlohmann::json frame_json(const Frame& f);
 nlohmann::json sites_json(const std::vector<CallSite>& sites, const StackTable& stacks);
@@ -20,7 +22,9 @@ nlohmann::json ranges_json(const Regions& r);
 nlohmann::json marks_json(const Regions& r);
 nlohmann::json pauses_json(const Regions& r);
 // Per device peaks, live sets, call sites and flame graph; leaks, markers, ranges, marks and
-// pauses; the timeline only when asked (it is long).
+// pauses; the timeline only when asked (it is long). Where the bridge attached, per device
+// "framework" (summary.json's object with the tensors live at its peak and their call sites) and
+// "tensor_leaks"; "framework_notes" when there is something to say (framework_notes.h).
 nlohmann::json analysis_json(const RunAnalysis& run, bool with_timeline);
 
 }  // namespace gmp::analysis

@@ -2,14 +2,35 @@
 
 #include <algorithm>
 #include <map>
+#include <string_view>
 
 namespace gmp::analysis {
+namespace {
+
+// A framework's own Python (torch/, jax/, jaxlib/ of an installed package): what runs under the
+// line that asked for a tensor, never that line itself.
+bool is_framework_python_file(std::string_view path) {
+  for (std::string_view packages : {"/site-packages/", "/dist-packages/"}) {
+    const size_t at = path.find(packages);
+    if (at == std::string_view::npos) continue;
+    const std::string_view package = path.substr(at + packages.size());
+    return package.starts_with("torch/") || package.starts_with("jax/") || package.starts_with("jaxlib/");
+  }
+  return false;
+}
+
+}  // namespace
 
 size_t site_frame(const CallStack& stack) {
   // The user's own line first: model.cuda() allocates under torch/nn/modules/module.py, and the
   // answer users want is the line of train.py that called it.
   for (size_t i = 0; i < stack.size(); ++i) {
     if (stack[i].python && !is_library_python_file(stack[i].file)) return i;
+  }
+  // Else the line that called into the framework: a model library's such as transformers', where a
+  // trainer's worker thread or a library's from_pretrained runs no user code.
+  for (size_t i = 0; i < stack.size(); ++i) {
+    if (stack[i].python && !is_framework_python_file(stack[i].file)) return i;
   }
   for (size_t i = 0; i < stack.size(); ++i) {
     if (stack[i].python) return i;

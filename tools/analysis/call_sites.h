@@ -1,7 +1,8 @@
 // Call sites: stacks grouped by the frame that best answers "who allocated this" (docs/attribution.md,
 // "Reading"). The site is the innermost Python frame of the user's own code when the stack has one
 // (for PyTorch that is the model's line, not the caching allocator nor torch/nn's Python), else the
-// innermost Python frame of a library, else the innermost native frame outside the CUDA
+// innermost Python frame outside the framework's own package (torch/, jax/, jaxlib/: a model
+// library's line), else the innermost Python frame, else the innermost native frame outside the CUDA
 // libraries, framework allocators and C runtime (is_runtime_module), else the innermost framework
 // frame that is not allocation machinery (is_allocation_machinery), else the innermost frame.
 #pragma once

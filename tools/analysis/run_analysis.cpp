@@ -21,6 +21,17 @@ bool changes_memory(Op op) {
   }
 }
 
+// The bridge's events that move a framework's allocated or reserved bytes.
+bool changes_framework_memory(Op op) {
+  switch (op) {
+    case Op::TensorAlloc: case Op::TensorFreeCompleted: case Op::SegmentAlloc: case Op::SegmentFree:
+    case Op::SegmentMap: case Op::SegmentUnmap: case Op::FrameworkAttach:
+      return true;
+    default:
+      return false;
+  }
+}
+
 std::array<uint64_t, kKindCount> kind_bytes(const DeviceStats& d) {
   std::array<uint64_t, kKindCount> out{};
   for (size_t k = 0; k < out.size(); ++k) out[k] = d.by_kind[k].bytes.current;
@@ -92,6 +103,7 @@ void take_summary_figures(RunAnalysis& run) {
 
 struct PeakWatch {
   PeakPoint allocated, reserved;
+  uint64_t tensors = 0, tensors_index = 0;  // the framework's allocated peak and the event that set it
 };
 
 // The process's allocated bytes: the figure ranges and marks are measured in.
@@ -129,6 +141,16 @@ bool first_pass(const std::string& trace_path, RunAnalysis& run, const Options& 
       d.nvml_device_used_peak = std::max(d.nvml_device_used_peak, e.size);
       if (e.value != UINT64_MAX) d.nvml_process_peak = std::max(d.nvml_process_peak, e.value);
     }
+    if (e.op == Op::TensorAlloc && e.device >= 0) {
+      PeakWatch& w = peaks[e.device];
+      const uint64_t tensors = acc.devices().at(e.device).framework.allocated.current;
+      if (tensors > w.tensors) {
+        w.tensors = tensors;
+        w.tensors_index = index;
+      }
+    } else if (e.op == Op::FrameworkAttach && e.result != 1) {
+      for (auto& [_, w] : peaks) w.tensors = w.tensors_index = 0;  // detached: what came before is void
+    }
     if (!changes_memory(e.op)) continue;
     // A pool or VMM event can change a device other than its own; there are few devices.
     for (const auto& [ordinal, d] : acc.devices()) {
@@ -157,15 +179,14 @@ bool first_pass(const std::string& trace_path, RunAnalysis& run, const Options& 
     out.device = ordinal;
     out.final_stats = d;
   }
+  for (const LiveAllocation& a : acc.live_outside_framework()) run.leaks.add(a, opt.largest);
   for (const LiveAllocation& a : acc.live_allocations()) {
-    if (a.kind == Kind::HostPinned) {
-      run.pinned_at_exit.add(a, opt.largest);
-    } else {
-      run.leaks.add(a, opt.largest);
-    }
+    if (a.kind == Kind::HostPinned) run.pinned_at_exit.add(a, opt.largest);
   }
+  for (const LiveAllocation& a : acc.live_tensors()) run.tensor_leaks.add(a, opt.largest);
   run.leaks.finish(opt.largest);
   run.pinned_at_exit.finish(opt.largest);
+  run.tensor_leaks.finish(opt.largest);
   return true;
 }
 
@@ -192,12 +213,19 @@ class Timeline {
         seen[b] = true;
         t.allocated_max = before.allocated;
         t.reserved_max = before.reserved;
+        t.tensors_max = before.tensors;
+        t.framework_reserved_max = before.framework_reserved;
       }
-      before = {d.allocated.current, d.reserved.current};
+      const FrameworkStats& f = d.framework;
+      before = {d.allocated.current, d.reserved.current, f.allocated.current, f.reserved.current};
       t.allocated_max = std::max(t.allocated_max, d.allocated.current);
       t.reserved_max = std::max(t.reserved_max, d.reserved.current);
       t.allocated_last = d.allocated.current;
       t.reserved_last = d.reserved.current;
+      t.tensors_max = std::max(t.tensors_max, f.allocated.current);
+      t.framework_reserved_max = std::max(t.framework_reserved_max, f.reserved.current);
+      t.tensors_last = f.allocated.current;
+      t.framework_reserved_last = f.reserved.current;
     }
   }
 
@@ -218,6 +246,8 @@ class Timeline {
         if (!seen[i]) {
           t.allocated_max = t.allocated_last = carry.allocated_last;
           t.reserved_max = t.reserved_last = carry.reserved_last;
+          t.tensors_max = t.tensors_last = carry.tensors_last;
+          t.framework_reserved_max = t.framework_reserved_last = carry.framework_reserved_last;
         }
         carry = t;
       }
@@ -228,7 +258,7 @@ class Timeline {
   size_t bucket(uint64_t at_ns) const { return std::min<size_t>(buckets_ - 1, at_ns / width_); }
 
   struct Level {
-    uint64_t allocated = 0, reserved = 0;
+    uint64_t allocated = 0, reserved = 0, tensors = 0, framework_reserved = 0;
   };
   RunAnalysis& run_;
   size_t buckets_;
@@ -237,11 +267,34 @@ class Timeline {
   std::map<int, std::vector<bool>> touched_;
 };
 
-// Pass 2: the timeline, and the live table just after each device's allocated-peak event.
-bool second_pass(const std::string& trace_path, RunAnalysis& run, const Options& opt, std::string& error) {
-  std::vector<std::pair<uint64_t, int>> snapshots;  // (event index, device)
+// The moment to list what was live on a device: its allocated peak, or its tensors' peak.
+struct Snapshot {
+  uint64_t event_index;
+  int device;
+  bool tensors;
+  auto operator<=>(const Snapshot&) const = default;
+};
+
+void take_snapshot(RunAnalysis& run, const Options& opt, const Accounting& acc, const Snapshot& at) {
+  DeviceAnalysis& d = run.devices[at.device];
+  LiveSet& set = at.tensors ? d.tensors_at_peak : d.live_at_peak;
+  for (const LiveAllocation& a : at.tensors ? acc.live_tensors() : acc.live_allocations()) {
+    if (a.device == at.device && a.kind != Kind::HostPinned) set.add(a, opt.largest);
+  }
+  set.finish(opt.largest);
+}
+
+// Pass 2: the timeline, and the live tables just after each device's allocated-peak event and,
+// where the bridge attached, the event that set its tensors' peak.
+bool second_pass(const std::string& trace_path, RunAnalysis& run, const Options& opt,
+                 const std::map<int, PeakWatch>& peaks, std::string& error) {
+  std::vector<Snapshot> snapshots;
   for (const auto& [ordinal, d] : run.devices) {
-    if (d.allocated_peak.event_index != 0) snapshots.emplace_back(d.allocated_peak.event_index, ordinal);
+    if (d.allocated_peak.event_index != 0) snapshots.push_back({d.allocated_peak.event_index, ordinal, false});
+    auto w = peaks.find(ordinal);
+    if (d.framework.attached && w != peaks.end() && w->second.tensors_index != 0) {
+      snapshots.push_back({w->second.tensors_index, ordinal, true});
+    }
   }
   std::sort(snapshots.begin(), snapshots.end());
   reader::TraceReader trace;
@@ -258,15 +311,10 @@ bool second_pass(const std::string& trace_path, RunAnalysis& run, const Options&
     ++index;
     acc.apply(e);
     const uint64_t at = since(e.timestamp_ns, run.start_ns);
-    if (changes_memory(e.op)) timeline.memory(acc, at);
+    if (changes_memory(e.op) || changes_framework_memory(e.op)) timeline.memory(acc, at);
     if (e.op == Op::Sample) timeline.sample(e.device, at, e.value);
-    while (next < snapshots.size() && snapshots[next].first == index) {
-      LiveSet& set = run.devices[snapshots[next].second].live_at_peak;
-      for (const LiveAllocation& a : acc.live_allocations()) {
-        if (a.device == snapshots[next].second && a.kind != Kind::HostPinned) set.add(a, opt.largest);
-      }
-      set.finish(opt.largest);
-      ++next;
+    while (next < snapshots.size() && snapshots[next].event_index == index) {
+      take_snapshot(run, opt, acc, snapshots[next++]);
     }
   }
   if (trace.failed()) {  // the first pass read the same bytes; only a changing file gets here
@@ -286,8 +334,12 @@ void attribute(RunAnalysis& run, const Options& opt) {
       if (id != 0) ids.push_back(id);
     }
   };
-  for (const auto& [_, d] : run.devices) collect(d.live_at_peak);
+  for (const auto& [_, d] : run.devices) {
+    collect(d.live_at_peak);
+    collect(d.tensors_at_peak);
+  }
   collect(run.leaks);
+  collect(run.tensor_leaks);
   std::sort(ids.begin(), ids.end());
   ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
   if (opt.symbolize && !ids.empty()) {
@@ -297,8 +349,10 @@ void attribute(RunAnalysis& run, const Options& opt) {
   for (auto& [ordinal, d] : run.devices) {
     d.sites_at_peak = group_by_site(d.live_at_peak.by_stack, run.stacks, opt.max_sites);
     d.flame = build_flame("GPU " + std::to_string(ordinal), d.live_at_peak.by_stack, run.stacks);
+    d.tensor_sites_at_peak = group_by_site(d.tensors_at_peak.by_stack, run.stacks, opt.max_sites);
   }
   run.leak_sites = group_by_site(run.leaks.by_stack, run.stacks, opt.max_sites);
+  run.tensor_leak_sites = group_by_site(run.tensor_leaks.by_stack, run.stacks, opt.max_sites);
 }
 
 }  // namespace
@@ -321,6 +375,11 @@ void LiveSet::finish(size_t keep_largest) {
     largest.resize(keep_largest);
   }
   std::sort(largest.begin(), largest.end(), bigger);
+}
+
+const Summary::Framework* attached_framework(const RunAnalysis& run) {
+  const auto& f = run.run.figures.framework;
+  return f && f->state == "attached" ? &*f : nullptr;
 }
 
 std::optional<RunAnalysis> analyze_run(const std::string& dir, const Options& options, std::string& error) {
@@ -351,11 +410,16 @@ std::optional<RunAnalysis> analyze_run(const std::string& dir, const Options& op
     ++it;
   }
   if (run.run.events.trace_incomplete()) take_summary_figures(run);
+  // The framework level as summary.json (or the summary rebuilt from the trace) has it.
+  for (const DeviceFigures& f : run.run.figures.devices) {
+    auto it = run.devices.find(f.stats.device);
+    if (it != run.devices.end() && f.stats.framework.attached) it->second.framework = f.stats.framework;
+  }
   for (auto& [ordinal, d] : run.devices) {
     auto name = names.find(ordinal);
     if (name != names.end()) d.name = name->second;
   }
-  if (!second_pass(trace_path, run, options, error)) return std::nullopt;
+  if (!second_pass(trace_path, run, options, peaks, error)) return std::nullopt;
   attribute(run, options);
   return run;
 }

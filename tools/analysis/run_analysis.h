@@ -53,6 +53,9 @@ struct TimelineBucket {
   uint64_t allocated_max = 0, reserved_max = 0;
   uint64_t allocated_last = 0, reserved_last = 0;
   uint64_t nvml_process_max = 0;  // 0 when no sample with a process figure fell in the bucket
+  // The framework level (devices where the bridge attached): tensors' bytes and the framework's segments.
+  uint64_t tensors_max = 0, framework_reserved_max = 0;
+  uint64_t tensors_last = 0, framework_reserved_last = 0;
 };
 
 struct DeviceAnalysis {
@@ -66,6 +69,12 @@ struct DeviceAnalysis {
   std::vector<TimelineBucket> timeline;
   uint64_t nvml_process_peak = 0;  // 0 when NVML never named this process's usage
   uint64_t nvml_device_used_peak = 0;
+  // The framework level (docs/report.md, "Two levels"): summary.json's devices[].framework, peak
+  // times since the profiler started (attached false: the bridge delivered nothing for this
+  // device), and the tensors live just after the event that set its allocated peak.
+  FrameworkStats framework;
+  LiveSet tensors_at_peak;
+  std::vector<CallSite> tensor_sites_at_peak;  // tensors_at_peak by call site, most bytes first
 };
 
 // Something that happened at a moment, drawn on timelines and listed in reports.
@@ -100,7 +109,10 @@ struct RunAnalysis {
   uint64_t events = 0;
   uint64_t truncated_bytes = 0;
   std::map<int, DeviceAnalysis> devices;  // by ordinal, real devices only
-  LiveSet leaks;                // device memory live at exit (linear, pool, vmm handles, arrays, managed)
+  // Device memory live at exit (linear, pool, vmm handles, arrays, managed), less a framework's
+  // cache: its segments are not leaks (summary.json's framework.cached_at_exit counts them).
+  LiveSet leaks;
+  LiveSet tensor_leaks;         // tensors still allocated at exit
   LiveSet pinned_at_exit;       // pinned host memory live at exit
   std::vector<Marker> markers;  // in time order
   uint64_t markers_dropped = 0;
@@ -109,8 +121,12 @@ struct RunAnalysis {
   uint64_t stack_events = 0;        // events that carried a stack id
   StackTable stacks;                // symbolised: every stack live at a peak or at exit
   std::vector<CallSite> leak_sites; // leaks by call site
+  std::vector<CallSite> tensor_leak_sites;
   Regions regions;                  // ranges, marks, pauses
 };
+
+// summary.json's framework object when the bridge attached (tensor-level figures exist), else nullptr.
+const Summary::Framework* attached_framework(const RunAnalysis& run);
 
 // Opens and replays `dir`; nullopt with a one-line `error` when it cannot be read.
 std::optional<RunAnalysis> analyze_run(const std::string& dir, const Options& options, std::string& error);

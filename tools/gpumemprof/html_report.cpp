@@ -5,12 +5,14 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <optional>
 #include <string_view>
 #include <vector>
 
 #include "analysis_json.h"
 #include "call_sites.h"
 #include "format.h"
+#include "framework_notes.h"
 #include "html_escape.h"
 
 namespace gmp::tool {
@@ -41,7 +43,9 @@ std::string name_of(Kind k) { return std::string(kind_name(k)); }
 
 class Page {
  public:
-  explicit Page(const analysis::RunAnalysis& run) : run_(run), summary_(run.run.figures), manifest_(run.run.manifest) {}
+  explicit Page(const analysis::RunAnalysis& run)
+      : run_(run), summary_(run.run.figures), manifest_(run.run.manifest),
+        framework_(analysis::attached_framework(run)), fw_name_(analysis::framework_display_name(run)) {}
 
   std::string build() {
     out_ += "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n";
@@ -159,6 +163,11 @@ class Page {
     if (run_.truncated_bytes) {
       note("warn", "The trace ends in a partial record of " + u64s(run_.truncated_bytes) + " bytes (ignored).");
     }
+    if (const std::string state = analysis::framework_state_line(run_); !state.empty()) {
+      note(framework_ ? "framework-state" : "framework-state warn",
+           "<strong>Framework:</strong> " + escape(state) + ".");
+    }
+    for (const std::string& n : analysis::hidden_memory_notes(run_)) note("framework-hidden warn", escape(n) + ".");
     if (run_.markers_dropped) {
       note("warn", u64s(run_.markers_dropped) +
                        " further alerts, failed allocations and OOM events were counted but not kept "
@@ -174,9 +183,20 @@ class Page {
                     ? ", " + percent(d.allocated_peak.bytes, d.final_stats.total_bytes) + " of the device"
                     : ""));
     }
+    for (const auto& [ordinal, d] : run_.devices) {
+      if (!d.framework.attached) continue;
+      card("Peak tensors, device " + std::to_string(ordinal), bytes_text(d.framework.allocated.peak),
+           "at " + at(d.framework.allocated_peak_ns) + "; " + fw_name_ + " reserved at most " +
+               bytes_text(d.framework.reserved.peak));
+    }
     if (run_.devices.empty()) card("Device memory", "none", "no device memory was allocated");
-    card("Live at exit", bytes_text(run_.leaks.total.bytes),
-         count_of(run_.leaks.total.count, "allocation"),
+    if (framework_) {
+      const analysis::LiveSet& t = run_.tensor_leaks;
+      card("Tensors live at exit", bytes_text(t.total.bytes), count_of(t.total.count, "tensor"),
+           t.total.count ? "warn" : "");
+    }
+    card(framework_ ? "Live at exit outside " + fw_name_ : std::string("Live at exit"),
+         bytes_text(run_.leaks.total.bytes), count_of(run_.leaks.total.count, "allocation"),
          run_.leaks.total.count ? "warn" : "");
     const uint64_t failed = failed_allocations();
     card("Failed allocations", u64s(failed), count_of(summary_.oom.bundles_written, "OOM bundle"),
@@ -211,7 +231,8 @@ class Page {
         "<th>API</th><th class=\"num\">allocated at</th><th class=\"num\">thread</th><th>call "
         "site</th></tr></thead>\n<tbody>\n";
     for (const LiveAllocation& a : list) {
-      out_ += "<tr><td class=\"num\">" + escape(bytes_text(a.size)) + "</td><td>" + escape(name_of(a.kind)) + "</td>";
+      out_ += "<tr><td class=\"num\">" + escape(bytes_text(a.size)) + "</td><td>" +
+              escape(analysis::allocation_kind_label(a)) + "</td>";
       if (with_device) out_ += "<td class=\"num\">" + std::to_string(a.device) + "</td>";
       out_ += "<td><code>" + escape(std::string(api_name(a.api))) + "</code></td><td class=\"num\">" +
               escape(at(since(a.timestamp_ns, run_.start_ns))) + "</td><td class=\"num\">" +
@@ -249,6 +270,34 @@ class Page {
     out_ += "</tbody></table>\n";
   }
 
+  // The framework level of a device (docs/report.md, "Two levels"): the figures as the text report
+  // lists them, then the tensors live at the framework's allocated peak.
+  void framework_level(const analysis::DeviceAnalysis& d) {
+    const FrameworkStats& f = d.framework;
+    out_ += "<h3 class=\"framework-level\">" + escape(fw_name_) + " level: tensors and " + escape(fw_name_) +
+            "'s cache</h3>\n<table class=\"framework\">\n<thead><tr><th>figure</th><th class=\"num\">peak</th>"
+            "<th class=\"num\">peak at</th><th class=\"num\">at exit</th><th>what it is</th></tr></thead>\n<tbody>\n";
+    const auto cell = [](const std::optional<std::string>& v) {
+      return "<td class=\"num\">" + (v ? escape(*v) : std::string("<span class=\"muted\">-</span>")) + "</td>";
+    };
+    const auto text = [](const std::optional<uint64_t>& b) { return b ? std::optional(bytes_text(*b)) : std::nullopt; };
+    for (const analysis::FrameworkRow& r : analysis::framework_rows(run_, d)) {
+      out_ += "<tr data-figure=\"" + escape(r.name) + "\"><td>" + escape(r.name) + "</td>" + cell(text(r.peak)) +
+              cell(r.peak_at_ns ? std::optional(at(*r.peak_at_ns)) : std::nullopt) + cell(text(r.at_exit)) + "<td>" +
+              escape(r.meaning) + "</td></tr>\n";
+    }
+    out_ += "</tbody></table>\n<p class=\"muted\">" + count_of(f.tensor_allocs, "tensor") + " allocated, " +
+            u64s(f.tensor_frees) + " freed; " + count_of(f.segment_allocs, "segment") + " reserved, " +
+            u64s(f.segment_frees) + " released; " + count_of(f.ooms, "OOM") + ".</p>\n";
+    const analysis::LiveSet& live = d.tensors_at_peak;
+    if (live.total.count == 0) return;
+    out_ += "<h3 class=\"tensors-at-peak\">Tensors live at " + escape(fw_name_) + "'s allocated peak: " +
+            count_of(live.total.count, "tensor") + ", " + escape(bytes_text(live.total.bytes)) + "</h3>\n";
+    out_ += "<h4>Largest</h4>\n";
+    allocation_rows(live.largest, false);
+    call_sites(d.tensor_sites_at_peak);
+  }
+
   void device(const analysis::DeviceAnalysis& d) {
     const DeviceStats& s = d.final_stats;
     const std::string id = std::to_string(d.device);
@@ -276,6 +325,11 @@ class Page {
     out_ +=
         "<div class=\"legend\"><span class=\"key key-reserved\"></span>reserved <span class=\"key "
         "key-allocated\"></span>allocated";
+    if (d.framework.attached) {
+      out_ += " <span class=\"key key-tensors\"></span>" + escape(fw_name_) +
+              " tensors (allocated) <span class=\"key key-framework-reserved\"></span>" + escape(fw_name_) +
+              " reserved";
+    }
     if (d.nvml_process_peak) out_ += " <span class=\"key key-nvml\"></span>NVML process usage";
     out_ += " <span class=\"muted\">(the highest value in each time slice, so short peaks stay visible; "
             "vertical lines are alerts, failed allocations and OOM events)</span></div>\n";
@@ -319,6 +373,7 @@ class Page {
       allocation_rows(live.largest, false);
       call_sites(d.sites_at_peak);
     }
+    if (d.framework.attached) framework_level(d);
     if (d.nvml_process_peak > 0) {
       std::string text = "NVML saw this process use at most " + escape(bytes_text(d.nvml_process_peak)) +
                          " of the device; the tracked reserved peak is " + escape(bytes_text(d.reserved_peak.bytes));
@@ -347,13 +402,17 @@ class Page {
   void leaks() {
     const analysis::LiveSet& l = run_.leaks;
     out_ += "<section id=\"leaks\">\n<h2>Leaks: live at exit</h2>\n";
+    if (framework_) tensor_leaks();
+    // Where the bridge attached, the driver-level list leaves out the framework's segments (its cache).
+    const std::string where = framework_ ? " outside " + escape(fw_name_) + "'s cache" : "";
     if (l.total.count > 0) {
       out_ += "<p><strong class=\"leak-total\">" + count_of(l.total.count, "allocation") + ", " +
-              escape(bytes_text(l.total.bytes)) + "</strong> of device memory " +
+              escape(bytes_text(l.total.bytes)) + "</strong> of device memory" + where + " " +
               (l.total.count == 1 ? "was" : "were") +
               " still allocated when the process ended (or when the trace stops).</p>\n";
     } else {
-      out_ += "<p><strong class=\"leak-total\">No leaks:</strong> no device memory was left allocated.</p>\n";
+      out_ += "<p><strong class=\"leak-total\">No leaks:</strong> no device memory" + where +
+              " was left allocated.</p>\n";
     }
     if (l.total.count > 0) {
       by_kind_rows(l);
@@ -371,6 +430,22 @@ class Page {
               " live at exit.</p>\n";
     }
     out_ += "</section>\n";
+  }
+
+  // The framework's tensors still allocated at exit (the leaks) and its cache (not a leak).
+  void tensor_leaks() {
+    const analysis::LiveSet& t = run_.tensor_leaks;
+    if (t.total.count > 0) {
+      out_ += "<p><strong class=\"tensor-leak-total\">" + count_of(t.total.count, "tensor") + " (" +
+              escape(bytes_text(t.total.bytes)) + ")</strong> still allocated at exit.</p>\n<h4>Largest</h4>\n";
+      allocation_rows(t.largest, true);
+      call_sites(run_.tensor_leak_sites);
+    } else {
+      out_ += "<p><strong class=\"tensor-leak-total\">No tensor</strong> was still allocated at exit.</p>\n";
+    }
+    out_ += "<p class=\"framework-cached\">" + escape(fw_name_) + " held <strong>" +
+            escape(bytes_text(framework_->cached_at_exit_bytes)) + "</strong> cached at exit in " +
+            count_of(framework_->cached_at_exit_count, "segment") + " (its cache, not a leak).</p>\n";
   }
 
   // Rows of the markers `wanted` selects: time, device, what, then `extra` cells.
@@ -439,6 +514,8 @@ class Page {
   const analysis::RunAnalysis& run_;
   const Summary& summary_;
   const ManifestRecord& manifest_;
+  const Summary::Framework* framework_;  // the bridge attached: tensor-level figures exist
+  const std::string fw_name_;
   std::string out_;
 };
 

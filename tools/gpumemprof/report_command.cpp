@@ -10,6 +10,7 @@
 #include "command_args.h"
 #include "commands.h"
 #include "format.h"
+#include "framework_notes.h"
 #include "json_text.h"
 #include "report_attribution.h"
 #include "run_analysis.h"
@@ -26,6 +27,9 @@ constexpr const char* kUsage =
     "  a table of each (docs/attribution.md). DIR is a run directory written by libgpumemprof.so. Without\n"
     "  summary.json (a killed process) the figures are rebuilt from the trace. Frames get file:line when\n"
     "  addr2line is on PATH (GPUMEMPROF_ADDR2LINE=0 turns that off).\n"
+    "  Where PyTorch's caching allocator was seen from inside (the framework bridge), both levels: tensors\n"
+    "  (allocated) against PyTorch's cache (reserved), what is cached, pending and outside PyTorch, the tensors\n"
+    "  live at their peak by call site, and tensors as leaks (docs/report.md).\n"
     "  --json  the same as one JSON object: summary.json's figures plus an \"analysis\" object\n";
 
 constexpr size_t kMarkersShown = 20;
@@ -34,7 +38,7 @@ using ull = unsigned long long;
 
 void print_allocation(const analysis::RunAnalysis& run, const LiveAllocation& a, bool with_device) {
   const uint64_t start_ns = run.start_ns;
-  std::printf("      %-11s %-7s ", bytes_text(a.size).c_str(), std::string(kind_name(a.kind)).c_str());
+  std::printf("      %-11s %-7s ", bytes_text(a.size).c_str(), analysis::allocation_kind_label(a).c_str());
   if (with_device) std::printf("device %-2d ", a.device);
   std::printf("%-26s at %-10s thread %u", std::string(api_name(a.api)).c_str(),
               human_duration_ns(a.timestamp_ns > start_ns ? a.timestamp_ns - start_ns : 0).c_str(), a.thread_id);
@@ -52,10 +56,47 @@ void print_by_kind(const analysis::LiveSet& set) {
   }
 }
 
+// The largest allocations of `set` and its call sites, as every "live" list shows them.
+void print_largest(const analysis::RunAnalysis& run, const analysis::LiveSet& set,
+                   const std::vector<analysis::CallSite>& sites, bool with_device) {
+  std::printf("    largest:\n");
+  for (const LiveAllocation& a : set.largest) print_allocation(run, a, with_device);
+  print_call_sites(run, sites, 4);
+}
+
+// The framework level of a device (docs/report.md, "Two levels"): allocated (tensors) against
+// reserved (the framework's cache), the gap between them, frees pending on other streams, what the
+// device holds outside the framework, and NVML's view beyond the driver level.
+void print_framework(const analysis::RunAnalysis& run, const analysis::DeviceAnalysis& d) {
+  const FrameworkStats& f = d.framework;
+  const std::string fw = analysis::framework_display_name(run);
+  std::printf("  %s level (tensors in %s's caching allocator):\n", fw.c_str(), fw.c_str());
+  for (const analysis::FrameworkRow& r : analysis::framework_rows(run, d)) {
+    std::string peak;
+    if (r.peak) peak = "peak " + bytes_text(*r.peak);
+    if (r.peak_at_ns) peak += " at " + human_duration_ns(*r.peak_at_ns);
+    std::printf("    %-16s %-31s at exit %-11s %s\n", r.name.c_str(), peak.c_str(),
+                r.at_exit ? bytes_text(*r.at_exit).c_str() : "?", r.meaning.c_str());
+  }
+  std::printf("    %s allocated, %llu freed; %s reserved, %llu released; %s\n",
+              counted(f.tensor_allocs, "tensor").c_str(), (ull)f.tensor_frees,
+              counted(f.segment_allocs, "segment").c_str(), (ull)f.segment_frees, counted(f.ooms, "OOM").c_str());
+  const analysis::LiveSet& live = d.tensors_at_peak;
+  if (live.total.count > 0) {
+    std::printf("  tensors live at %s's allocated peak: %s, %s\n", fw.c_str(),
+                counted(live.total.count, "tensor").c_str(), bytes_text(live.total.bytes).c_str());
+    print_largest(run, live, d.tensor_sites_at_peak, false);
+  }
+}
+
 void print_device(const analysis::RunAnalysis& run, const analysis::DeviceAnalysis& d) {
   const DeviceStats& s = d.final_stats;
   std::printf("\ndevice %d  %s  (%s total)\n", d.device, d.name.empty() ? "?" : d.name.c_str(),
               bytes_text(s.total_bytes).c_str());
+  if (d.framework.attached) {
+    std::printf("  driver level (what the CUDA driver handed out; %s's segments count as allocated here):\n",
+                analysis::framework_display_name(run).c_str());
+  }
   std::printf("  allocated  peak %-11s at %-10s final %s\n", bytes_text(d.allocated_peak.bytes).c_str(),
               human_duration_ns(d.allocated_peak.at_ns).c_str(), bytes_text(s.allocated.current).c_str());
   std::printf("  reserved   peak %-11s at %-10s final %s\n", bytes_text(d.reserved_peak.bytes).c_str(),
@@ -81,10 +122,9 @@ void print_device(const analysis::RunAnalysis& run, const analysis::DeviceAnalys
     std::printf("  live at the allocated peak: %s, %s\n", counted(live.total.count, "allocation").c_str(),
                 bytes_text(live.total.bytes).c_str());
     print_by_kind(live);
-    std::printf("    largest:\n");
-    for (const LiveAllocation& a : live.largest) print_allocation(run, a, false);
-    print_call_sites(run, d.sites_at_peak, 4);
+    print_largest(run, live, d.sites_at_peak, false);
   }
+  if (d.framework.attached) print_framework(run, d);
   if (d.nvml_process_peak > 0) {
     const uint64_t tracked = d.reserved_peak.bytes;
     std::printf("  NVML: this process used at most %s of the device (tracked reserved peak %s",
@@ -140,6 +180,31 @@ void print_attribution_notes(const analysis::RunAnalysis& run) {
   }
 }
 
+// Leaks: what was still allocated at exit. Where the bridge attached, the tensors are the leaks and
+// the framework's segments its cache (docs/report.md, "Leaks"); the driver-level list then holds
+// only what lies outside those segments.
+void print_leaks(const analysis::RunAnalysis& run) {
+  const Summary::Framework* fw = analysis::attached_framework(run);
+  if (fw != nullptr) {
+    const analysis::LiveSet& t = run.tensor_leaks;
+    const std::string name = analysis::framework_display_name(run);
+    std::printf("leaks: %s (%s) still allocated at exit\n", counted(t.total.count, "tensor").c_str(),
+                bytes_text(t.total.bytes).c_str());
+    if (t.total.count > 0) print_largest(run, t, run.tensor_leak_sites, true);
+    std::printf("  %s held %s cached at exit in %s (its cache, not a leak)\n", name.c_str(),
+                bytes_text(fw->cached_at_exit_bytes).c_str(), counted(fw->cached_at_exit_count, "segment").c_str());
+    std::printf("  outside %s: ", name.c_str());
+  } else {
+    std::printf("leaks: ");
+  }
+  std::printf("live at exit %s, %s\n", counted(run.leaks.total.count, "allocation").c_str(),
+              bytes_text(run.leaks.total.bytes).c_str());
+  if (run.leaks.total.count > 0) {
+    print_by_kind(run.leaks);
+    print_largest(run, run.leaks, run.leak_sites, true);
+  }
+}
+
 void print_text(const analysis::RunAnalysis& run) {
   const Summary& s = run.run.figures;
   std::printf("gpumemprof report: %s\n", run.run.path.c_str());
@@ -157,19 +222,16 @@ void print_text(const analysis::RunAnalysis& run) {
                 (ull)run.truncated_bytes);
   }
   print_attribution_notes(run);
+  if (const std::string state = analysis::framework_state_line(run); !state.empty()) {
+    std::printf("  framework: %s\n", state.c_str());
+  }
+  for (const std::string& n : analysis::hidden_memory_notes(run)) std::printf("  note: %s\n", n.c_str());
   if (run.devices.empty()) std::printf("\nno device memory was allocated\n");
   for (const auto& [ordinal, d] : run.devices) print_device(run, d);
 
   std::printf("\npinned host memory  peak %s, final %s\n", bytes_text(s.host_pinned_bytes.peak).c_str(),
               bytes_text(s.host_pinned_bytes.current).c_str());
-  std::printf("leaks: live at exit %s, %s\n", counted(run.leaks.total.count, "allocation").c_str(),
-              bytes_text(run.leaks.total.bytes).c_str());
-  if (run.leaks.total.count > 0) {
-    print_by_kind(run.leaks);
-    std::printf("    largest:\n");
-    for (const LiveAllocation& a : run.leaks.largest) print_allocation(run, a, true);
-    print_call_sites(run, run.leak_sites, 4);
-  }
+  print_leaks(run);
   const uint64_t failed = s.failed_allocations.size();
   uint64_t failed_total = 0;
   for (const auto& [_, d] : run.devices) failed_total += d.final_stats.failed_alloc_count;

@@ -92,6 +92,12 @@
 
   // ---- one device's timeline ----
 
+  // The framework's name as the tables write it (summary.json's "framework" object).
+  function frameworkName() {
+    var f = data.summary && data.summary.framework;
+    return !f || !f.name || f.name === "pytorch" ? "PyTorch" : f.name;
+  }
+
   function drawTimeline(box, dev, markers) {
     var tl = dev.timeline, n = tl && tl.t_ns ? tl.t_ns.length : 0;
     if (n === 0) {
@@ -103,8 +109,11 @@
     var slice = n > 1 ? tl.t_ns[1] - tl.t_ns[0] : 1;
     var endNs = tl.t_ns[n - 1] + slice;
     var hasNvml = false, max = 1;
+    // Where the framework bridge attached, its two levels too: tensors and the framework's cache.
+    var fw = tl.tensors_max ? frameworkName() : null;
     for (var i = 0; i < n; i++) {
       max = Math.max(max, tl.allocated_max[i], tl.reserved_max[i], tl.nvml_process_max[i]);
+      if (fw) max = Math.max(max, tl.tensors_max[i], tl.framework_reserved_max[i]);
       if (tl.nvml_process_max[i] > 0) hasNvml = true;
     }
     var yAxis = bytesAxis(max);
@@ -143,6 +152,12 @@
       svgEl("path", { "class": "area area-" + s[0], d: line + "V" + y(0) + "H" + x(0) + "Z" }, svg);
       svgEl("path", { "class": "series series-" + s[0], d: line, "data-series": s[0] }, svg);
     });
+    // The framework level: lines only (its areas would hide the driver level's under them).
+    if (fw) {
+      [["framework-reserved", tl.framework_reserved_max], ["tensors", tl.tensors_max]].forEach(function (s) {
+        svgEl("path", { "class": "series series-" + s[0], d: stepPath(s[1]), "data-series": s[0] }, svg);
+      });
+    }
 
     // NVML's view of the process: dashed, through the slices that had a sample.
     if (hasNvml) {
@@ -200,6 +215,12 @@
       tipLine(humanTime(from) + " to " + humanTime(to), "tip-time");
       tipLine("allocated: max " + humanBytes(tl.allocated_max[i]) + ", at the end " + humanBytes(tl.allocated_last[i]));
       tipLine("reserved: max " + humanBytes(tl.reserved_max[i]) + ", at the end " + humanBytes(tl.reserved_last[i]));
+      if (fw) {
+        tipLine(fw + " tensors: max " + humanBytes(tl.tensors_max[i]) + ", at the end " +
+          humanBytes(tl.tensors_last[i]));
+        tipLine(fw + " reserved: max " + humanBytes(tl.framework_reserved_max[i]) + ", at the end " +
+          humanBytes(tl.framework_reserved_last[i]));
+      }
       if (tl.nvml_process_max[i] > 0) tipLine("NVML process usage: " + humanBytes(tl.nvml_process_max[i]));
       var near = 4 / pw * endNs;  // markers within 4 px count as in this slice
       markers.forEach(function (m) {
