@@ -43,28 +43,16 @@ void replay_into(const std::string& dir, Accounting& acc) {
   for (Event e; t.next(e);) acc.apply(e);
 }
 
-Event framework_event(uint64_t t, Op op, uint64_t address, uint64_t size, int device, uint32_t stack = 0,
-                      uint64_t stream = 0, uint64_t value = 0) {
-  Event e{};
-  e.timestamp_ns = kStartNs + t;
-  e.address = address;
-  e.size = size;
-  e.stream = stream;
-  e.value = value;
-  e.thread_id = 7;
-  e.stack_id = stack;
-  e.device = static_cast<int16_t>(device);
-  e.kind = Kind::None;
-  e.op = op;
-  e.api = Api::torch_caching_allocator;
-  return e;
-}
-
-// The bridge attached (torch 2.11.0), as its first event.
+// The bridge attached (torch 2.11.0), as its first event; the frames of stacks 1 and 2.
 SyntheticRun& attached(SyntheticRun& run) {
-  Event a = framework_event(10, Op::FrameworkAttach, 0, 0, 0, 0, 0, (2 << 16) | (11 << 8));
-  a.result = 1;
-  return run.event(a)
+  return run
+      .event(Event{.timestamp_ns = kStartNs + 10,
+                   .value = (2 << 16) | (11 << 8),
+                   .device = 0,
+                   .kind = Kind::None,
+                   .op = Op::FrameworkAttach,
+                   .api = Api::torch_caching_allocator,
+                   .result = 1})
       .line(R"({"type":"pyframe","id":1,"file":"/work/train.py","function":"forward","line":42})")
       .line(R"({"type":"pyframe","id":2,"file":"/work/train.py","function":"main","line":7})")
       .line(R"({"type":"stack","id":1,"frames":["0x1234","py:1","py:2"]})")
@@ -79,9 +67,7 @@ TEST(MemoryViz, FrameworkRunReplaysOntoItsSnapshot) {
   attached(run);
   uint64_t t = 100;
   auto fw = [&](Op op, uint64_t address, uint64_t size, int device = 0, uint32_t stack = 0, uint64_t stream = 0,
-                uint64_t value = 0) {
-    run.event(framework_event(t += 10, op, address, size, device, stack, stream, value));
-  };
+                uint64_t value = 0) { run.framework(t += 10, 7, op, address, size, device, stack, stream, value); };
   // What existed when the bridge attached (seeds), described twice: counted once.
   fw(Op::SegmentAlloc, S0, 2 * MiB, 0, 0, 0, kSeeded);
   fw(Op::TensorAlloc, S0, 256, 0, 0, 0, kSeeded);
@@ -173,7 +159,7 @@ TEST(MemoryViz, EventsTheViewerCannotReplayAreDroppedOrRepaired) {
   SyntheticRun run;
   attached(run);
   uint64_t t = 100;
-  auto fw = [&](Op op, uint64_t address, uint64_t size) { run.event(framework_event(t += 10, op, address, size, 0)); };
+  auto fw = [&](Op op, uint64_t address, uint64_t size) { run.framework(t += 10, 7, op, address, size); };
   fw(Op::SegmentAlloc, S1, 20 * MiB);
   fw(Op::TensorAlloc, S1, 1 * MiB);
   fw(Op::TensorAlloc, S1 + 512 * KiB, 1 * MiB);    // the first one's free never arrived: freed here

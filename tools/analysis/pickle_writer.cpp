@@ -106,37 +106,16 @@ void PickleWriter::memo_string(std::string_view s) {
   strings_.emplace(std::string(s), memoize());
 }
 
-void PickleWriter::begin_list() {
-  op(kEmptyList);
+void PickleWriter::open_container(Container kind) {
+  if (kind == Container::List) op(kEmptyList);
+  if (kind == Container::Dict) op(kEmptyDict);
   op(kMark);
-  open_.push_back({Container::List});
+  open_.push_back({kind});
 }
 
-void PickleWriter::end_list() {
-  op(kAppends);
-  open_.pop_back();
-  value_done();
-}
-
-void PickleWriter::begin_dict() {
-  op(kEmptyDict);
-  op(kMark);
-  open_.push_back({Container::Dict});
-}
-
-void PickleWriter::end_dict() {
-  op(kSetItems);
-  open_.pop_back();
-  value_done();
-}
-
-void PickleWriter::begin_tuple() {
-  op(kMark);
-  open_.push_back({Container::Tuple});
-}
-
-void PickleWriter::end_tuple() {
-  op(kTuple);
+void PickleWriter::close_container() {
+  const Container kind = open_.back().kind;
+  op(kind == Container::List ? kAppends : kind == Container::Dict ? kSetItems : kTuple);
   open_.pop_back();
   value_done();
 }

@@ -47,12 +47,12 @@ class PickleWriter {
   // A string written once and fetched from the memo afterwards: keys and names that repeat.
   void memo_string(std::string_view s);
 
-  void begin_list();
-  void end_list();
-  void begin_dict();  // then key, value, key, value, ...
-  void end_dict();
-  void begin_tuple();
-  void end_tuple();
+  void begin_list() { open_container(Container::List); }
+  void end_list() { close_container(); }
+  void begin_dict() { open_container(Container::Dict); }  // then key, value, key, value, ...
+  void end_dict() { close_container(); }
+  void begin_tuple() { open_container(Container::Tuple); }
+  void end_tuple() { close_container(); }
 
   // Stores the value just written (a finished container, say) in the memo; returns its slot.
   uint32_t memoize();
@@ -64,6 +64,8 @@ class PickleWriter {
     Container kind;
     uint32_t values = 0;  // written since the last MARK
   };
+  void open_container(Container kind);
+  void close_container();
   void value_done();  // counts a finished value in the innermost container, batching lists and dicts
   void op(uint8_t code) { out_ += static_cast<char>(code); }
   void le(uint64_t v, int bytes);
