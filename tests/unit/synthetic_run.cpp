@@ -53,6 +53,18 @@ SyntheticRun& SyntheticRun::free(uint64_t t, uint32_t thread, uint64_t address) 
   return event(e);
 }
 
+SyntheticRun& SyntheticRun::framework(uint64_t t, uint32_t thread, Op op, uint64_t address, uint64_t size, int device,
+                                      uint32_t stack, uint64_t stream, uint64_t value) {
+  alloc(t, thread, address, size, stack, device);  // the fields an allocation has, then the bridge's own
+  Event& e = events_.back();
+  e.stream = stream;
+  e.value = value;
+  e.kind = Kind::None;
+  e.op = op;
+  e.api = Api::torch_caching_allocator;
+  return *this;
+}
+
 namespace {
 Event marker(uint64_t t, uint32_t thread, Op op, uint64_t id) {
   Event e{};

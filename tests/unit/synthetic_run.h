@@ -22,6 +22,9 @@ class SyntheticRun {
   // Events; `t` is ns since the start. Allocations are linear on device `device`.
   SyntheticRun& alloc(uint64_t t, uint32_t thread, uint64_t address, uint64_t size, uint32_t stack = 0, int device = 0);
   SyntheticRun& free(uint64_t t, uint32_t thread, uint64_t address);
+  // An event of the framework bridge (Kind None, Api torch_caching_allocator), as it records them.
+  SyntheticRun& framework(uint64_t t, uint32_t thread, Op op, uint64_t address, uint64_t size, int device = 0,
+                          uint32_t stack = 0, uint64_t stream = 0, uint64_t value = 0);
   SyntheticRun& push(uint64_t t, uint32_t thread, uint32_t name_id);
   SyntheticRun& pop(uint64_t t, uint32_t thread);
   SyntheticRun& mark(uint64_t t, uint32_t thread, uint32_t name_id);

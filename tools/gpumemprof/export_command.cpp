@@ -1,6 +1,7 @@
-// `gpumemprof export DIR --format csv|jsonl|perfetto|telemetry-v2|folded [-o FILE]`: the run's trace
-// in a machine format, streamed (docs/exports.md). This file is the command line; the formats live
-// in export_table.cpp, export_perfetto.cpp, export_telemetry.cpp and export_folded.cpp.
+// `gpumemprof export DIR --format csv|jsonl|perfetto|telemetry-v2|folded|memory-viz [-o FILE]`: the run's
+// trace in a machine format, streamed (docs/exports.md). This file is the command line; the formats
+// live in export_table.cpp, export_perfetto.cpp, export_telemetry.cpp, export_folded.cpp and
+// export_memory_viz.cpp.
 #include <sys/stat.h>
 
 #include <charconv>
@@ -30,11 +31,13 @@ constexpr const char* kUsage =
     "    folded        the call stacks of the memory live at each device's allocated peak, weighted by\n"
     "                  bytes, rooted at \"GPU N\" (needs GPUMEMPROF_STACKS): for flamegraph.pl, inferno,\n"
     "                  speedscope\n"
+    "    memory-viz    a snapshot for PyTorch's memory viewer (a pickle): drop it on https://pytorch.org/memory_viz\n"
+    "                  or run python -m torch.cuda._memory_viz trace_plot FILE -o trace.html\n"
     "  -o, --output FILE   write FILE instead of stdout ('-' is stdout)\n"
     "  --world-size N      telemetry-v2: the job's world size (the manifest records only the rank)\n"
     "  Sizes are raw bytes. Every field is described in docs/exports.md.\n";
 
-constexpr const char* kFormats = "csv, jsonl, perfetto, telemetry-v2, folded";
+constexpr const char* kFormats = "csv, jsonl, perfetto, telemetry-v2, folded, memory-viz";
 
 struct Format {
   const char* name;
@@ -42,7 +45,7 @@ struct Format {
 };
 constexpr Format kFormatTable[] = {
     {"csv", write_csv}, {"jsonl", write_jsonl}, {"perfetto", write_perfetto}, {"telemetry-v2", write_telemetry_v2},
-    {"folded", write_folded}};
+    {"folded", write_folded}, {"memory-viz", write_memory_viz}};
 
 struct Args {
   std::string dir, output;
@@ -107,7 +110,7 @@ std::optional<int> parse(int argc, char** argv, Args& a) {
   }
   if (a.dir.empty()) {
     return usage_error(std::string("no run directory given; usage: gpumemprof export DIR --format ") +
-                       "csv|jsonl|perfetto|telemetry-v2|folded [-o FILE]");
+                       "csv|jsonl|perfetto|telemetry-v2|folded|memory-viz [-o FILE]");
   }
   if (a.format == nullptr) return usage_error(std::string("--format is required; accepted: ") + kFormats);
   if (a.world_size && std::strcmp(a.format->name, "telemetry-v2") != 0) {

@@ -43,7 +43,8 @@ void write_csv(Context& ctx);
 void write_jsonl(Context& ctx);
 void write_perfetto(Context& ctx);
 void write_telemetry_v2(Context& ctx);
-void write_folded(Context& ctx);  // export_folded.cpp
+void write_folded(Context& ctx);      // export_folded.cpp
+void write_memory_viz(Context& ctx);  // export_memory_viz.cpp
 
 // What the manifest says, with the trace header as the fallback for the pid.
 uint64_t process_id(const Context& ctx);

@@ -26,7 +26,7 @@ constexpr const char* kUsage =
     "  run [options] -- CMD ARGS...          profile CMD and the processes it starts; prints the next commands\n"
     "  report DIR [--json]                   peaks, what was live at the peak, leaks, OOMs, alerts\n"
     "  oom BUNDLE_OR_DIR [--json]            explain an out-of-memory failure in plain words\n"
-    "  export DIR --format F [-o FILE]       csv, jsonl, perfetto or telemetry-v2\n"
+    "  export DIR --format F [-o FILE]       csv, jsonl, perfetto, telemetry-v2, folded or memory-viz\n"
     "  diff DIR_A DIR_B [--json]             what changed between two runs\n"
     "  html DIR -o FILE                      a self-contained HTML report\n"
     "  --version                             print the version\n"
