@@ -11,9 +11,11 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
+#include <sstream>
 #include <thread>
 
 extern char** environ;
@@ -191,6 +193,23 @@ RunResult run_tool(const std::vector<std::string>& args, int timeout_s, const st
   std::vector<std::string> argv{Paths::tool()};
   argv.insert(argv.end(), args.begin(), args.end());
   return scratch.run(argv, {{"LD_PRELOAD", "<unset>"}}, timeout_s, stdout_path);
+}
+
+std::vector<std::string> test_pythons() {
+  std::vector<std::string> out;
+  std::stringstream list(GMP_TEST_PYTHONS);
+  for (std::string path; std::getline(list, path, ':');) {
+    if (!path.empty()) out.push_back(path);
+  }
+  return out;
+}
+
+std::string interpreter_name(const ::testing::TestParamInfo<std::string>& info) {
+  std::string name = info.param.substr(info.param.rfind('/') + 1) + "_" + std::to_string(info.index);
+  for (char& c : name) {
+    if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+  }
+  return name;
 }
 
 }  // namespace gmp::test

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
 namespace gmp::test {
@@ -56,5 +57,10 @@ bool exists(const std::string& path);
 // Runs the gpumemprof command; returns its result. A run past `timeout_s` is killed and fails the
 // test; `stdout_path` as in Sandbox::run (e.g. "/dev/full").
 RunResult run_tool(const std::vector<std::string>& args, int timeout_s = 120, const std::string& stdout_path = {});
+
+// The CPython interpreters of GMP_TEST_PYTHONS (tests/test_pythons.cmake), and a test name for one
+// of them as a test parameter.
+std::vector<std::string> test_pythons();
+std::string interpreter_name(const ::testing::TestParamInfo<std::string>& info);
 
 }  // namespace gmp::test

@@ -3,12 +3,10 @@
 // interpreter of GMP_TEST_PYTHONS (every 3.10-3.13 the build found, tests/test_pythons.cmake).
 #include <gtest/gtest.h>
 
-#include <cctype>
 #include <cstdlib>
 #include <fstream>
 #include <map>
 #include <memory>
-#include <sstream>
 
 #include "harness.h"
 #include "trace_reader.h"
@@ -81,15 +79,6 @@ std::vector<nlohmann::json> python_frames_of(const Attribution& a, const std::ve
 std::vector<std::string> functions(const std::vector<nlohmann::json>& frames) {
   std::vector<std::string> out;
   for (const auto& f : frames) out.push_back(f["function"]);
-  return out;
-}
-
-std::vector<std::string> test_pythons() {
-  std::vector<std::string> out;
-  std::stringstream list(GMP_TEST_PYTHONS);
-  for (std::string path; std::getline(list, path, ':');) {
-    if (!path.empty()) out.push_back(path);
-  }
   return out;
 }
 
@@ -221,13 +210,6 @@ TEST_P(PythonStacks, EightThreadsAtOnceEachWithItsOwnFrames) {
   for (const auto& [size, n] : per_size) EXPECT_EQ(n, 200u) << size;
 }
 
-std::string interpreter_name(const ::testing::TestParamInfo<std::string>& info) {
-  std::string name = info.param.substr(info.param.rfind('/') + 1) + "_" + std::to_string(info.index);
-  for (char& c : name) {
-    if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
-  }
-  return name;
-}
 INSTANTIATE_TEST_SUITE_P(Interpreters, PythonStacks, ::testing::ValuesIn(test_pythons()), interpreter_name);
 GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(PythonStacks);
 

@@ -1,0 +1,83 @@
+"""PyTorch-style programs for the framework-bridge tests (tests/integration/framework_bridge_test.cpp),
+on the fake torch. `python torch_workload.py SCENARIO`; the last line of stdout is a JSON object with
+what the fake torch itself says (torch.cuda.memory_stats and the segments), for the test to compare
+with gpumemprof's summary."""
+import ctypes
+import json
+import sys
+
+import torch
+
+MiB = 1 << 20
+
+
+def keep(*tensors):
+    """Held past the interpreter's end, as by native code: these are the tensors live at exit."""
+    for t in tensors:
+        ctypes.pythonapi.Py_IncRef(ctypes.py_object(t))
+
+
+def report(**extra):
+    segments = torch.cuda.memory_snapshot()
+    print(json.dumps(dict(stats=torch.cuda.memory_stats(0), segments=len(segments), **extra)), flush=True)
+
+
+def basic():
+    a = torch.empty(1000, dtype=torch.uint8, device="cuda")  # a 2 MiB segment (small blocks)
+    b = torch.empty(3 * MiB, dtype=torch.uint8, device="cuda:0")  # a 20 MiB one
+    c = torch.empty(24 * MiB, dtype=torch.uint8, device=0)  # its own 24 MiB one: more than b leaves
+    d = torch.empty(100_000, dtype=torch.uint8, device="cuda")  # beside a
+    del a, c
+    torch.cuda.empty_cache()  # gives c's segment back
+    keep(b, d)
+    report(tensors=[3 * MiB, 100_000])
+
+
+def record_stream():
+    side = torch.cuda.Stream()
+    x = torch.empty(15000, dtype=torch.uint8, device="cuda")
+    x.record_stream(side)
+    del x  # requested; completes at the synchronize
+    y = torch.empty(7000, dtype=torch.uint8, device="cuda")
+    torch.cuda.synchronize()
+    z = torch.empty(9000, dtype=torch.uint8, device="cuda")
+    z.record_stream(side)
+    del z  # still pending at exit
+    keep(y)
+    report()
+
+
+def late():
+    """The bridge attached after tensors exist (run with python -S, so no sitecustomize): it seeds
+    them from torch.cuda.memory_snapshot()."""
+    a = torch.empty(1000, dtype=torch.uint8, device="cuda")
+    b = torch.empty(5 * MiB, dtype=torch.uint8, device="cuda")
+    p = torch.empty(3000, dtype=torch.uint8, device="cuda")
+    p.record_stream(torch.cuda.Stream())
+    del p  # pending when the bridge attaches
+    import _gpumemprof_bridge
+
+    _gpumemprof_bridge.install()
+    c = torch.empty(6 * MiB, dtype=torch.uint8, device="cuda")  # in b's segment
+    del c
+    torch.cuda.synchronize()
+    keep(a, b)
+    report()
+
+
+def oom():
+    x = torch.empty(40 * MiB, dtype=torch.uint8, device="cuda")
+    try:
+        torch.empty(40 * MiB, dtype=torch.uint8, device="cuda")
+    except torch.OutOfMemoryError as e:
+        print("caught:", e)
+    keep(x)
+    report()
+
+
+def cpu_only():
+    print(torch.__version__, torch.cuda.is_initialized())
+
+
+if __name__ == "__main__":
+    {"basic": basic, "record_stream": record_stream, "late": late, "oom": oom, "cpu_only": cpu_only}[sys.argv[1]]()
