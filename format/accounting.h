@@ -88,6 +88,7 @@ struct LiveAllocation {
   Kind kind = Kind::None;
   Api api = Api::None;
   bool free_requested = false;  // tensors: the program let go, the free has not completed
+  bool pending_counted = false;  // ... and its completion did not follow at once (in pending_free)
 };
 
 struct FailedAllocation {
@@ -203,6 +204,7 @@ class Accounting {
   // framework_accounting.cpp
   void on_framework(const Event& e);
   void on_framework_attach(const Event& e);
+  void settle_free_request(const Event& e);
   void add_segment(int16_t device, uint64_t address, uint64_t size);
   void remove_segment(uint64_t address, uint64_t size);
   bool in_framework_segment(uint64_t address) const;
@@ -221,6 +223,7 @@ class Accounting {
   uint32_t last_undo_thread_ = 0;
   std::vector<FailedAllocation> failed_;
   AddressMap<LiveAllocation> tensors_;
+  std::unordered_map<int, uint64_t> requested_;  // per device: a free requested by its last event
   std::map<uint64_t, Segment> segments_;  // by start address; ranges never overlap
   FrameworkState framework_;
   // Threads between a driver call and the framework event that explains it (a segment's cudaMalloc

@@ -34,12 +34,13 @@ void Accounting::on_framework(const Event& e) {
   }
   FrameworkStats& f = dev(e.device).framework;
   f.attached = true;
+  settle_free_request(e);
   switch (e.op) {
     case Op::TensorAlloc: {
       LiveAllocation stale;
       if (tensors_.erase(e.address, &stale)) {  // its free never reached us
         dev(stale.device).framework.allocated.sub(stale.size);
-        if (stale.free_requested) dev(stale.device).framework.pending_free.sub(stale.size);
+        if (stale.pending_counted) dev(stale.device).framework.pending_free.sub(stale.size);
       }
       tensors_.insert_or_assign(e.address, LiveAllocation{e.address, e.size, e.timestamp_ns, 0, e.thread_id,
                                                           e.stack_id, e.device, Kind::None, e.api});
@@ -50,7 +51,9 @@ void Accounting::on_framework(const Event& e) {
     case Op::TensorFreeRequested:
       if (LiveAllocation* a = tensors_.find(e.address); a != nullptr && !a->free_requested) {
         a->free_requested = true;
-        f.pending_free.add(a->size);
+        a->pending_counted = true;
+        f.pending_free.current += a->size;  // its peak waits: pending only if its completion does not come next
+        requested_[e.device] = e.address;
       }
       break;
     case Op::TensorFreeCompleted: {
@@ -59,7 +62,7 @@ void Accounting::on_framework(const Event& e) {
       FrameworkStats& owner = dev(a.device).framework;
       ++owner.tensor_frees;
       owner.allocated.sub(a.size);
-      if (a.free_requested) owner.pending_free.sub(a.size);
+      if (a.pending_counted) owner.pending_free.sub(a.size);
       break;
     }
     case Op::SegmentAlloc:
@@ -79,6 +82,20 @@ void Accounting::on_framework(const Event& e) {
   }
 }
 
+// PyTorch records every free as free_requested then free_completed; the completion comes at once,
+// under the same lock, unless work on another stream still uses the block. A requested free counts
+// in pending_free's current value at once, but in its peak only once the device's next framework
+// event shows it waited (is not its completion).
+void Accounting::settle_free_request(const Event& e) {
+  auto it = requested_.find(e.device);
+  if (it == requested_.end()) return;
+  const uint64_t address = it->second;
+  requested_.erase(it);
+  if (e.op == Op::TensorFreeCompleted && e.address == address) return;
+  Counter& pending = dev(e.device).framework.pending_free;
+  pending.peak = std::max(pending.peak, pending.current);
+}
+
 void Accounting::on_framework_attach(const Event& e) {
   framework_.reported = true;
   framework_.attached = e.result == 1;
@@ -90,6 +107,7 @@ void Accounting::on_framework_attach(const Event& e) {
   }
   // Detached (a failed self-check): what arrived before cannot be trusted; the driver level stays.
   tensors_ = AddressMap<LiveAllocation>();
+  requested_.clear();
   segments_.clear();
   unpaired_.clear();
   for (auto& [_, d] : devices_) d.framework = FrameworkStats{};
@@ -141,12 +159,16 @@ void Accounting::refresh_outside(const Event& e) {
   } else if (mine != unpaired_.end() && !continues) {
     unpaired_.erase(mine);
   }
+  const bool seeding = e.value == kSeeded && e.api == Api::torch_caching_allocator &&
+                       (e.op == Op::TensorAlloc || e.op == Op::TensorFreeRequested || e.op == Op::SegmentAlloc ||
+                        e.op == Op::SegmentMap);
   std::erase_if(unpaired_, [&](auto& p) { return e.timestamp_ns - std::min(p.second, e.timestamp_ns) > kPairingWindowNs; });
   for (auto& [_, d] : devices_) {
     FrameworkStats& f = d.framework;
     if (!f.attached) continue;
     const uint64_t outside = d.reserved.current - std::min(f.reserved.current, d.reserved.current);
-    if (!unpaired_.empty()) {
+    // While seeding, the driver level already holds every segment the seeds are still adding.
+    if (!unpaired_.empty() || seeding) {
       f.outside.current = outside;
     } else {
       if (outside > f.outside.peak) f.outside_peak_ns = e.timestamp_ns;

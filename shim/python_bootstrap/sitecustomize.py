@@ -25,21 +25,17 @@ def _chain_to_shadowed_sitecustomize():
     sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != here]
     try:
         import sitecustomize  # noqa: F401  (the shadowed one)
-    except ImportError as e:
-        if e.name != "sitecustomize":  # it exists and failed inside: say so as site.py would
+    except Exception as e:
+        if not (isinstance(e, ImportError) and e.name == "sitecustomize"):  # it exists and failed: as site.py says
             import traceback
 
             sys.stderr.write("Error in sitecustomize; set PYTHONVERBOSE for traceback:\n")
             traceback.print_exc()
-        if ours is not None:
-            sys.modules.setdefault("sitecustomize", ours)
-    except Exception:
-        import traceback
-
-        sys.stderr.write("Error in sitecustomize; set PYTHONVERBOSE for traceback:\n")
-        traceback.print_exc()
     finally:
         sys.path[:] = saved
+        # site.py's own import of us must find a module under this name, ours or the shadowed one.
+        if ours is not None:
+            sys.modules.setdefault("sitecustomize", ours)
 
 
 _install_bridge()

@@ -216,9 +216,6 @@ TEST_P(FrameworkBridgeOnEachPython, AFailingSitecustomizeIsReportedAsPythonDoes)
 }
 
 TEST_P(FrameworkBridgeOnEachPython, AFailingSitecustomizeIsReportedOnce) {
-  GTEST_SKIP() << "shim/python_bootstrap/sitecustomize.py: after the shadowed sitecustomize raised, the bootstrap's "
-                  "own module is not put back in sys.modules, so the import machinery then fails with "
-                  "KeyError: 'sitecustomize' and site.py prints a second 'Error in sitecustomize' (see the report)";
   const TorchRun r =
       run_torch(box, "basic", {.env = {{"PYTHONPATH", user_site(box, kFailingSite)}}, .python = GetParam()});
   expect_attached(r);
@@ -252,8 +249,6 @@ TEST_F(FrameworkBridge, StreamUsedTensorsStayPendingUntilTheirFreeCompletes) {
 // PyTorch records FREE_REQUESTED and, unless the block is in use on another stream, FREE_COMPLETED
 // right after it: such a free never waited, and the pending peak must not count it.
 TEST_F(FrameworkBridge, PendingFreePeakCountsOnlyFreesThatWaited) {
-  GTEST_SKIP() << "format/framework_accounting.cpp: TensorFreeRequested adds to pending_free (and its peak) "
-                  "for every free, so the peak is the largest tensor ever freed (see the report)";
   const TorchRun r = run_torch(box, "basic");
   expect_attached(r);
   EXPECT_EQ(r.summary["devices"][0]["framework"]["pending_free_bytes"], counter(0, 0));
@@ -273,8 +268,6 @@ TEST_F(FrameworkBridge, SeedsWhatExistedBeforeALateAttach) {
 
 // The seeded segments describe one instant: between two of them nothing was outside PyTorch.
 TEST_F(FrameworkBridge, SeedingCountsNothingOutsideTorch) {
-  GTEST_SKIP() << "format/framework_accounting.cpp: refresh_outside takes the outside peak between two seeded "
-                  "SegmentAlloc events (driver reserved 22 MiB, framework 20 MiB so far: a 2 MiB peak; see the report)";
   const TorchRun r = run_torch(box, "late", {.route = Route::Preload, .python_flags = {"-S"}});
   expect_attached(r);
   EXPECT_EQ(r.summary["devices"][0]["framework"]["outside_bytes"], counter(0, 0));
