@@ -85,6 +85,7 @@ class Stream {
   }
 
   const DeviceStats& dev(int d = 0) const { return acc.devices().at(d); }
+  uint64_t tick() { return ++t_; }  // the next event time, for events built outside
 
  private:
   Event base(Op op, int dev, uint32_t tid) {
@@ -97,6 +98,124 @@ class Stream {
   }
   uint64_t t_ = 0;
 };
+
+// A framework event as the bridge records it (docs/trace-format.md, ops 22-31).
+void framework(Stream& s, Op op, uint64_t addr, uint64_t size, int dev = 0, uint32_t tid = 1, uint64_t value = 0) {
+  Event e{};
+  e.timestamp_ns = s.tick();
+  e.op = op;
+  e.api = Api::torch_caching_allocator;
+  e.device = static_cast<int16_t>(dev);
+  e.thread_id = tid;
+  e.address = addr;
+  e.size = size;
+  e.value = value;
+  s.acc.apply(e);
+}
+
+void attach(Stream& s, bool attached, FrameworkRefusal why = FrameworkRefusal::None) {
+  Event e{};
+  e.timestamp_ns = s.tick();
+  e.op = Op::FrameworkAttach;
+  e.api = Api::torch_caching_allocator;
+  e.device = -1;
+  e.result = attached ? 1 : 0;
+  e.value = (2 << 16) | (11 << 8);
+  e.object = static_cast<uint64_t>(why);
+  s.acc.apply(e);
+}
+
+const FrameworkStats& fw(const Stream& s, int dev = 0) { return s.acc.devices().at(dev).framework; }
+
+// The segment is a driver allocation too: both levels, side by side.
+TEST(FrameworkAccounting, TensorsAndSegmentsBesideTheDriverLevel) {
+  Stream s;
+  attach(s, true);
+  s.alloc(Kind::Linear, 0x100000, 20 * MiB);  // PyTorch's cudaMalloc of a segment
+  framework(s, Op::SegmentAlloc, 0x100000, 20 * MiB);
+  framework(s, Op::TensorAlloc, 0x100000, 4000);
+  framework(s, Op::TensorAlloc, 0x101000, 3 * MiB);
+  framework(s, Op::TensorFreeRequested, 0x100000, 4000);
+  framework(s, Op::TensorFreeCompleted, 0x100000, 4000);
+  const FrameworkStats& f = fw(s);
+  EXPECT_EQ(f.allocated.current, 3 * MiB);
+  EXPECT_EQ(f.allocated.peak, 3 * MiB + 4000);
+  EXPECT_EQ(f.reserved.current, 20 * MiB);
+  EXPECT_EQ(f.cached(), 17 * MiB);
+  EXPECT_EQ(f.pending_free.peak, 0u);  // completed at once: never pending
+  EXPECT_EQ(f.outside.peak, 0u);       // the segment was never outside, not even before its event
+  EXPECT_EQ(s.acc.devices().at(0).reserved.current, 20 * MiB);
+  // At exit the tensor is the leak, the segment is the cache.
+  EXPECT_EQ(s.acc.live_at_exit().count, 1u);
+  EXPECT_EQ(s.acc.live_at_exit().bytes, 3 * MiB);
+  EXPECT_EQ(s.acc.cached_at_exit().bytes, 20 * MiB);
+}
+
+TEST(FrameworkAccounting, AFreeThatWaitsOnAStreamIsPendingUntilItCompletes) {
+  Stream s;
+  attach(s, true);
+  framework(s, Op::SegmentAlloc, 0x100000, 2 * MiB);
+  framework(s, Op::TensorAlloc, 0x100000, 1000);
+  framework(s, Op::TensorFreeRequested, 0x100000, 1000);
+  framework(s, Op::TensorAlloc, 0x100400, 500);  // the completion did not come next: pending
+  EXPECT_EQ(fw(s).pending_free.current, 1000u);
+  EXPECT_EQ(fw(s).pending_free.peak, 1000u);
+  EXPECT_EQ(fw(s).allocated.current, 1500u);  // still allocated until the free completes
+  framework(s, Op::TensorFreeCompleted, 0x100000, 1000);
+  EXPECT_EQ(fw(s).pending_free.current, 0u);
+  EXPECT_EQ(fw(s).allocated.current, 500u);
+}
+
+TEST(FrameworkAccounting, DriverMemoryOutsideTheFrameworkHasItsOwnPeak) {
+  Stream s;
+  attach(s, true);
+  s.alloc(Kind::Linear, 0x100000, 20 * MiB, 0, 1);
+  framework(s, Op::SegmentAlloc, 0x100000, 20 * MiB, 0, 1);
+  s.alloc(Kind::Linear, 0x9000000, 32 * MiB, 0, 2);  // cuBLAS's workspace, another thread
+  framework(s, Op::TensorAlloc, 0x100000, 1000, 0, 1);  // thread 2 is unpaired: its peak waits
+  s.free(Kind::Linear, 0x9000000, 3);                 // freed by a third thread
+  framework(s, Op::TensorAlloc, 0x100400, 1000, 0, 2);  // thread 2's next event: not a segment
+  // Freed before its thread's next event showed it was no segment: that stay is not in the peak
+  // (docs/accounting.md, "Two levels": the peak waits while a thread is unpaired).
+  EXPECT_EQ(fw(s).outside.current, 0u);
+  EXPECT_EQ(fw(s).outside.peak, 0u);
+  s.alloc(Kind::Linear, 0x9000000, 32 * MiB, 0, 2);
+  framework(s, Op::TensorAlloc, 0x100800, 1000, 0, 2);  // now paired: outside, in the peak
+  EXPECT_EQ(fw(s).outside.peak, 32 * MiB);
+}
+
+TEST(FrameworkAccounting, SeedsCountOnceAndAPartialUnmapSplitsARange) {
+  Stream s;
+  attach(s, true);
+  framework(s, Op::SegmentMap, 0x100000, 8 * MiB);
+  framework(s, Op::SegmentMap, 0x100000, 8 * MiB, 0, 1, kSeeded);  // the snapshot repeats it
+  framework(s, Op::TensorAlloc, 0x100000, 100);
+  framework(s, Op::TensorAlloc, 0x100000, 100, 0, 1, kSeeded);
+  EXPECT_EQ(fw(s).reserved.current, 8 * MiB);
+  EXPECT_EQ(fw(s).allocated.current, 100u);
+  framework(s, Op::SegmentUnmap, 0x100000 + 2 * MiB, 2 * MiB);
+  const auto segs = s.acc.framework_segments();
+  ASSERT_EQ(segs.size(), 2u);
+  EXPECT_EQ(segs[0].size, 2 * MiB);
+  EXPECT_EQ(segs[1].address, 0x100000 + 4 * MiB);
+  EXPECT_EQ(segs[1].size, 4 * MiB);
+  EXPECT_EQ(fw(s).reserved.current, 6 * MiB);
+}
+
+TEST(FrameworkAccounting, AFailedSelfCheckDiscardsTheFrameworkLevelOnly) {
+  Stream s;
+  attach(s, true);
+  s.alloc(Kind::Linear, 0x100000, 2 * MiB);
+  framework(s, Op::SegmentAlloc, 0x100000, 2 * MiB);
+  framework(s, Op::TensorAlloc, 0x100000, 4093);
+  attach(s, false, FrameworkRefusal::SelfCheckFailed);
+  EXPECT_FALSE(fw(s).attached);
+  EXPECT_EQ(fw(s).allocated.current, 0u);
+  EXPECT_TRUE(s.acc.live_tensors().empty());
+  EXPECT_EQ(s.acc.devices().at(0).reserved.current, 2 * MiB);
+  EXPECT_EQ(s.acc.live_at_exit().bytes, 2 * MiB);  // the driver level is untouched
+  EXPECT_EQ(s.acc.framework().refusal, FrameworkRefusal::SelfCheckFailed);
+}
 
 TEST(Accounting, LinearPeakIsTheMaximumOverTheEventOrder) {
   Stream s;
