@@ -778,9 +778,12 @@ def compare_llama(t, work, name):
     s, _ = find_summary(d, gt.get("pid"))
     s = s or {}
     report = read_text(os.path.join(d, "report.txt"))
-    model_lines = sorted(set(re.findall(r"modeling_llama\.py:\d+", report)))
-    t.add(name, "report: model lines among the tensor call sites", len(model_lines), ">= 1",
-          "MATCH" if model_lines else "MISMATCH", ", ".join(model_lines[:3]))
+    # The section the report prints for the tensors live at PyTorch's allocated peak, up to the next
+    # section of the device (its lines are indented by at least four spaces).
+    peak = re.search(r"tensors live at PyTorch's allocated peak.*?\n((?: {4,}.*\n)+)", report)
+    model_lines = sorted(set(re.findall(r"(?:modeling_llama|llama_train)\.py:\d+", peak[1] if peak else "")))
+    t.add(name, "report: the model's lines among the call sites of the tensors at the tensor peak",
+          len(model_lines), ">= 1", "MATCH" if model_lines else "MISMATCH", ", ".join(model_lines[:4]))
     alerts = s.get("alerts") if isinstance(s.get("alerts"), dict) else {}
     t.exact(name, "growth alerts on a healthy run", alerts.get("growth"), 0)
     fw = s.get("framework") if isinstance(s.get("framework"), dict) else {}
