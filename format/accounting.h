@@ -205,8 +205,8 @@ class Accounting {
   void on_framework(const Event& e);
   void on_framework_attach(const Event& e);
   void settle_free_request(const Event& e);
-  void add_segment(int16_t device, uint64_t address, uint64_t size);
-  void remove_segment(uint64_t address, uint64_t size);
+  uint64_t add_segment(int16_t device, uint64_t address, uint64_t size);
+  uint64_t remove_segment(uint64_t address, uint64_t size);
   bool in_framework_segment(uint64_t address) const;
   void refresh_outside(const Event& e);
 
@@ -228,7 +228,14 @@ class Accounting {
   FrameworkState framework_;
   // Threads between a driver call and the framework event that explains it (a segment's cudaMalloc
   // and its SegmentAlloc): the outside-the-framework peak waits until they are paired.
-  std::vector<std::pair<uint32_t, uint64_t>> unpaired_;
+  struct Unpaired {
+    uint32_t thread;
+    uint64_t timestamp_ns;
+    int16_t device;
+    bool driver_alloc;  // else a SegmentFree waiting for its cuMemFree
+    uint64_t outside;   // the device's outside bytes just after the driver allocation
+  };
+  std::vector<Unpaired> unpaired_;
   Counter host_pinned_;
   uint64_t pinned_allocs_ = 0, pinned_frees_ = 0;
   uint64_t unknown_frees_ = 0, failed_releases_ = 0;

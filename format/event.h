@@ -74,7 +74,7 @@ enum class FrameworkRefusal : uint8_t {
   NoAllocator = 3,        // the allocator symbol or object is missing
   AttachFailed = 4,       // the framework refused the tracker (threw)
   SelfCheckFailed = 5,    // the probe allocation did not arrive as expected: detached
-  Disabled = 6,           // GPUMEMPROF_FRAMEWORK=0
+  Disabled = 6,           // GPUMEMPROF_FRAMEWORK=off
 };
 std::string_view framework_refusal_name(FrameworkRefusal r);
 // "2.11.0" from FrameworkAttach's value.

@@ -68,14 +68,14 @@ void Accounting::on_framework(const Event& e) {
     case Op::SegmentAlloc:
     case Op::SegmentMap:
       ++f.segment_allocs;
-      add_segment(e.device, e.address, e.size);
+      f.reserved.sub(add_segment(e.device, e.address, e.size));  // a range seen twice counts once
       add_peak(f.reserved, f.reserved_peak_ns, e.size, e.timestamp_ns);
       break;
     case Op::SegmentFree:
     case Op::SegmentUnmap:
       ++f.segment_frees;
-      remove_segment(e.address, e.size);
-      f.reserved.sub(e.size);
+      // Only what was counted leaves: a segment reserved while recording was paused never came in.
+      f.reserved.sub(remove_segment(e.address, e.size));
       break;
     case Op::FrameworkOom: ++f.ooms; break;
     default: break;  // FrameworkOomFigures: for the OOM recorder and the tools
@@ -113,13 +113,17 @@ void Accounting::on_framework_attach(const Event& e) {
   for (auto& [_, d] : devices_) d.framework = FrameworkStats{};
 }
 
-void Accounting::add_segment(int16_t device, uint64_t address, uint64_t size) {
-  remove_segment(address, size);  // a range seen twice (a seed, then its event) counts once
+// Adds the range; returns the bytes of it that were already there (now counted once).
+uint64_t Accounting::add_segment(int16_t device, uint64_t address, uint64_t size) {
+  const uint64_t overlap = remove_segment(address, size);
   segments_[address] = Segment{address, size, device};
+  return overlap;
 }
 
-// Removes [address, address + size) from the segment ranges, splitting a range it cuts.
-void Accounting::remove_segment(uint64_t address, uint64_t size) {
+// Removes [address, address + size) from the segment ranges, splitting a range it cuts; returns
+// the bytes removed.
+uint64_t Accounting::remove_segment(uint64_t address, uint64_t size) {
+  uint64_t removed = 0;
   const uint64_t end = address + size;
   auto it = segments_.upper_bound(address);
   if (it != segments_.begin()) --it;
@@ -131,9 +135,11 @@ void Accounting::remove_segment(uint64_t address, uint64_t size) {
       continue;
     }
     it = segments_.erase(it);
+    removed += std::min(s_end, end) - std::max(s.address, address);
     if (s.address < address) segments_[s.address] = Segment{s.address, address - s.address, s.device};
     if (s_end > end) segments_[end] = Segment{end, s_end - end, s.device};
   }
+  return removed;
 }
 
 bool Accounting::in_framework_segment(uint64_t address) const {
@@ -146,27 +152,51 @@ bool Accounting::in_framework_segment(uint64_t address) const {
 // After every event once a framework attached: the driver-level reserved outside its segments.
 // Its peak waits while a thread is between a driver call and the framework event that explains it,
 // so that a segment is never counted outside for the instant between its cudaMalloc and its
-// SegmentAlloc (or between its SegmentFree and its cuMemFree).
+// SegmentAlloc (or between its SegmentFree and its cuMemFree; PyTorch unmaps expandable pages
+// before it records SegmentUnmap, so that one needs no wait). A driver allocation that turns out
+// not to be a segment enters the peak with the figure it made when it happened, even if it was
+// freed by the time its thread said so.
 void Accounting::refresh_outside(const Event& e) {
-  const bool opens = (e.result == 0 && (e.op == Op::Alloc || e.op == Op::VmmCreate || e.op == Op::VmmMap) &&
-                      e.kind != Kind::HostPinned) ||
-                     e.op == Op::SegmentFree || e.op == Op::SegmentUnmap;
+  auto outside_of = [](const DeviceStats& d) {
+    return d.reserved.current - std::min(d.framework.reserved.current, d.reserved.current);
+  };
+  auto settle = [&](const Unpaired& u) {  // the driver allocation was not a segment
+    if (!u.driver_alloc) return;
+    FrameworkStats& f = dev(u.device).framework;
+    if (u.outside > f.outside.peak) {
+      f.outside.peak = u.outside;
+      f.outside_peak_ns = u.timestamp_ns;
+    }
+  };
+  const bool driver_alloc = e.result == 0 && (e.op == Op::Alloc || e.op == Op::VmmCreate || e.op == Op::VmmMap) &&
+                            e.kind != Kind::HostPinned;
   const bool continues = e.op == Op::VmmCreate || e.op == Op::VmmMap || e.op == Op::VmmUnmap ||
                          e.op == Op::VmmRelease;
-  auto mine = std::find_if(unpaired_.begin(), unpaired_.end(), [&](auto& p) { return p.first == e.thread_id; });
-  if (opens) {
-    if (mine == unpaired_.end()) unpaired_.emplace_back(e.thread_id, e.timestamp_ns);
-  } else if (mine != unpaired_.end() && !continues) {
+  const bool explains = e.op == Op::SegmentAlloc || e.op == Op::SegmentMap;
+  auto mine = std::find_if(unpaired_.begin(), unpaired_.end(), [&](auto& u) { return u.thread == e.thread_id; });
+  if (mine != unpaired_.end() && !continues) {
+    if (!explains) settle(*mine);
     unpaired_.erase(mine);
+    mine = unpaired_.end();
   }
+  if ((driver_alloc || e.op == Op::SegmentFree) && mine == unpaired_.end() && e.device >= 0) {
+    unpaired_.push_back({e.thread_id, e.timestamp_ns, static_cast<int16_t>(e.device), driver_alloc,
+                         outside_of(dev(e.device))});
+  } else if (driver_alloc && mine != unpaired_.end() && e.device >= 0) {
+    mine->outside = std::max(mine->outside, outside_of(dev(e.device)));  // cuMemCreate, then cuMemMap
+  }
+  std::erase_if(unpaired_, [&](const Unpaired& u) {
+    const bool stale = e.timestamp_ns - std::min(u.timestamp_ns, e.timestamp_ns) > kPairingWindowNs;
+    if (stale) settle(u);
+    return stale;
+  });
   const bool seeding = e.value == kSeeded && e.api == Api::torch_caching_allocator &&
                        (e.op == Op::TensorAlloc || e.op == Op::TensorFreeRequested || e.op == Op::SegmentAlloc ||
                         e.op == Op::SegmentMap);
-  std::erase_if(unpaired_, [&](auto& p) { return e.timestamp_ns - std::min(p.second, e.timestamp_ns) > kPairingWindowNs; });
   for (auto& [_, d] : devices_) {
     FrameworkStats& f = d.framework;
     if (!f.attached) continue;
-    const uint64_t outside = d.reserved.current - std::min(f.reserved.current, d.reserved.current);
+    const uint64_t outside = outside_of(d);
     // While seeding, the driver level already holds every segment the seeds are still adding.
     if (!unpaired_.empty() || seeding) {
       f.outside.current = outside;

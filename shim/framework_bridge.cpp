@@ -62,7 +62,9 @@ Op op_for(int32_t action) {
 // The tracker. Under PyTorch's allocator lock: copy the fields into the ring and return; no GIL,
 // no call into PyTorch, no allocation, nothing that can throw.
 void on_trace_entry(const TraceEntry& entry) noexcept {
-  if (g_state.load(std::memory_order_relaxed) != State::Recording) return;
+  // Never starts a session (a forked DataLoader worker dropping an inherited tensor must not get a
+  // run directory): in a process that uses CUDA, the driver's first event started it.
+  if (g_state.load(std::memory_order_relaxed) != State::Recording || !session_running()) return;
   constexpr TraceEntryLayout L = kTraceEntryLayout;
   const Op op = op_for(field<int32_t>(entry, L.action));
   if (op == Op::None) return;
@@ -70,16 +72,16 @@ void on_trace_entry(const TraceEntry& entry) noexcept {
   const uint64_t addr = field<uint64_t>(entry, L.addr);
   const uint64_t size = field<uint64_t>(entry, L.size);
   const uint64_t stream = field<uint64_t>(entry, L.stream);
-  uint32_t stack = 0;
-  // Like driver allocations, new memory is not recorded while paused; releases always are.
-  if ((op == Op::TensorAlloc || op == Op::SegmentAlloc || op == Op::SegmentMap) && !prepare_framework_event(&stack)) {
-    return;
-  }
-  if (op == Op::TensorAlloc) {
+  if (op == Op::TensorAlloc) {  // for the self-check, paused or not
     Seen& s = g_seen[g_seen_next.fetch_add(1, std::memory_order_relaxed) % kSeen];
     s.address.store(addr, std::memory_order_relaxed);
     s.size.store(size, std::memory_order_relaxed);
     s.device.store(device, std::memory_order_relaxed);
+  }
+  uint32_t stack = 0;
+  // Like driver allocations, new memory is not recorded while paused; releases always are.
+  if ((op == Op::TensorAlloc || op == Op::SegmentAlloc || op == Op::SegmentMap) && !prepare_framework_event(&stack)) {
+    return;
   }
   session_record(device, [&](Event& e) {
     e.op = op;
@@ -130,9 +132,11 @@ void* native_allocator(FrameworkRefusal* why, std::string* detail) {
     *detail = std::string(kAllocatorLibrary) + " has no allocator object";
     return nullptr;
   }
-  // vtable[-1] is the std::type_info, whose second word is the mangled name ('*' marks local types).
+  // vtable[-1] is the std::type_info (null without RTTI), whose second word is the mangled name
+  // ('*' marks local types).
   void** vtable = *static_cast<void***>(allocator);
-  const char* type = *reinterpret_cast<const char* const*>(static_cast<const char*>(vtable[-1]) + sizeof(void*));
+  const char* type = vtable[-1] == nullptr ? nullptr
+                     : *reinterpret_cast<const char* const*>(static_cast<const char*>(vtable[-1]) + sizeof(void*));
   if (type != nullptr && *type == '*') ++type;
   if (type == nullptr || std::strcmp(type, kNativeAllocatorType) != 0) {
     *why = FrameworkRefusal::OtherBackend;
@@ -153,6 +157,11 @@ GMP_EXPORT int gpumemprof_framework_attach(int major, int minor, int patch, cons
   const auto mode = static_cast<FrameworkMode>(g_framework_mode.load(std::memory_order_relaxed));
   const std::string version = std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(patch);
   if (mode == FrameworkMode::Off) return int(refuse(FrameworkRefusal::Disabled, "GPUMEMPROF_FRAMEWORK=off", true));
+  if (backend != nullptr && std::string_view(backend) == "uncached") {
+    return int(refuse(FrameworkRefusal::OtherBackend,
+                      "PYTORCH_NO_CUDA_MEMORY_CACHING: every tensor is a cudaMalloc, recorded exactly at driver level",
+                      true));
+  }
   if (backend != nullptr && std::string_view(backend) == "cudaMallocAsync") {
     return int(refuse(FrameworkRefusal::OtherBackend,
                       "allocator backend cudaMallocAsync: every tensor is a stream-ordered driver allocation, "
@@ -215,10 +224,12 @@ GMP_EXPORT void gpumemprof_framework_seed(int op, int device, uint64_t address, 
 }
 
 // The bootstrap allocated a tensor of `size` bytes at `address` on `device`: 1 if the tracker saw
-// exactly that; otherwise the bridge detaches (records nothing more) and 0.
+// exactly that; otherwise the bridge detaches (records nothing more) and 0. The bootstrap also
+// calls it with size 0 to detach when its own set-up failed half way.
 GMP_EXPORT int gpumemprof_framework_self_check(uint64_t address, uint64_t size, int device) {
   if (g_state.load() != State::Recording) return 0;
   for (const Seen& s : g_seen) {
+    if (size == 0) break;  // the bootstrap's own failure: detach
     if (s.address.load() == address && s.size.load() == size && s.device.load() == device) return 1;
   }
   g_state.store(State::Detached);

@@ -10,7 +10,7 @@
 
 namespace gmp::shim {
 
-// The TraceEntry fields the tracker reads: byte offsets, the same from 2.2 to 2.11 (the fields
+// The TraceEntry fields the tracker reads: byte offsets, the same from 2.4 to 2.11 (the fields
 // added later, mempool_, time_, compile_context_, user_metadata_, all come after size_).
 struct TraceEntryLayout {
   size_t action = 0;  // int-sized enum: 0 ALLOC, 1 FREE_REQUESTED, 2 FREE_COMPLETED, 3 SEGMENT_ALLOC,

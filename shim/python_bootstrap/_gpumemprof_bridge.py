@@ -41,8 +41,9 @@ def _version(text):
 
 def _seed(torch):
     """Segments and live blocks that existed before the tracker: usually none, since the attach
-    runs right after CUDA initialisation, before the program's first tensor."""
-    for seg in torch.cuda.memory_snapshot():
+    runs right after CUDA initialisation, before the program's first tensor. False if none."""
+    segments = torch.cuda.memory_snapshot()
+    for seg in segments:
         device, stream = int(seg.get("device", 0)), int(seg.get("stream", 0) or 0)
         address = int(seg["address"])
         op = _SEGMENT_MAP if seg.get("is_expandable") else _SEGMENT_ALLOC
@@ -58,10 +59,13 @@ def _seed(torch):
             _shim.gpumemprof_framework_seed(_TENSOR_ALLOC, device, block_address, requested, stream)
             if state != "active_allocated":
                 _shim.gpumemprof_framework_seed(_TENSOR_FREE_REQUESTED, device, block_address, requested, stream)
+    return bool(segments)
 
 
-def _self_check(torch):
-    """A tensor of an unusual size must arrive through the tracker exactly, or the shim detaches."""
+def _self_check(torch, cache_was_empty):
+    """A tensor of an unusual size must arrive through the tracker exactly, or the shim detaches.
+    When PyTorch held nothing before, the probe's traces in its cache and counters are undone, so
+    the program sees the figures it would see without us."""
     device = torch.cuda.current_device()
     size = 4093 + 2 * (os.getpid() % 97)
     probe = torch.empty(size, dtype=torch.uint8, device=device)
@@ -69,6 +73,10 @@ def _self_check(torch):
         return _shim.gpumemprof_framework_self_check(probe.data_ptr(), size, device) == 1
     finally:
         del probe
+        if cache_was_empty:
+            torch.cuda.empty_cache()
+            torch.cuda.reset_peak_memory_stats(device)
+            torch.cuda.reset_accumulated_memory_stats(device)
 
 
 def _on_oom(device, requested, capacity, free_bytes):
@@ -85,18 +93,26 @@ def _on_oom(device, requested, capacity, free_bytes):
 
 
 def _attach():
+    attached = False
     try:
         import torch
 
         major, minor, patch = _version(getattr(torch, "__version__", ""))
-        backend = torch.cuda.get_allocator_backend()
-        if _shim.gpumemprof_framework_attach(major, minor, patch, str(backend).encode()) != 0:
+        backend = str(torch.cuda.get_allocator_backend())
+        if os.environ.get("PYTORCH_NO_CUDA_MEMORY_CACHING", "") not in ("", "0"):
+            backend = "uncached"  # every tensor is a cudaMalloc: the trackers are never called
+        if _shim.gpumemprof_framework_attach(major, minor, patch, backend.encode()) != 0:
             return
-        _seed(torch)
-        if _self_check(torch):
+        attached = True
+        had_memory = _seed(torch)
+        if _self_check(torch, not had_memory):
             torch._C._cuda_attach_out_of_memory_observer(_on_oom)
     except Exception:
-        pass
+        if attached:  # half set up (a seed or the probe failed): detach rather than record on
+            try:
+                _shim.gpumemprof_framework_self_check(0, 0, -1)
+            except Exception:
+                pass
 
 
 def _torch_imported(torch):
@@ -107,24 +123,30 @@ def _torch_imported(torch):
 
 
 class _TorchImportHook:
-    """A meta-path finder that only wraps torch's loader, so the attach is queued once torch ran."""
+    """A meta-path finder that wraps the loader of every spec found for torch until one of them
+    has run: a probe such as importlib.util.find_spec("torch") (transformers makes one before it
+    imports torch) must not use the hook up."""
 
     def find_spec(self, name, path=None, target=None):
-        if name != "torch":
+        if name != "torch" or "torch" in sys.modules:
             return None
-        try:
-            sys.meta_path.remove(self)
-        except ValueError:
-            pass
         import importlib.util
 
-        spec = importlib.util.find_spec(name)
+        sys.meta_path.remove(self)  # the other finders find the real spec
+        try:
+            spec = importlib.util.find_spec(name)
+        finally:
+            sys.meta_path.insert(0, self)
         loader = getattr(spec, "loader", None)
         run = getattr(loader, "exec_module", None)
         if run is None:
             return spec
 
         def exec_module(module):
+            try:
+                sys.meta_path.remove(self)
+            except ValueError:
+                pass
             run(module)
             _torch_imported(module)
 

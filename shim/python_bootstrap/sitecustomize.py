@@ -27,10 +27,11 @@ def _chain_to_shadowed_sitecustomize():
         import sitecustomize  # noqa: F401  (the shadowed one)
     except Exception as e:
         if not (isinstance(e, ImportError) and e.name == "sitecustomize"):  # it exists and failed: as site.py says
-            import traceback
-
-            sys.stderr.write("Error in sitecustomize; set PYTHONVERBOSE for traceback:\n")
-            traceback.print_exc()
+            if sys.flags.verbose:
+                sys.excepthook(*sys.exc_info())
+            else:
+                sys.stderr.write("Error in sitecustomize; set PYTHONVERBOSE for traceback:\n")
+                sys.stderr.write(f"{e.__class__.__name__}: {e}\n")
     finally:
         sys.path[:] = saved
         # site.py's own import of us must find a module under this name, ours or the shadowed one.

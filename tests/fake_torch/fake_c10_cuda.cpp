@@ -244,6 +244,14 @@ class Caching {
             d.allocated.peak,    d.reserved.current, d.reserved.peak};
   }
 
+  // torch.cuda.reset_peak_memory_stats(): every peak back to its current value.
+  void reset_peaks(int device) {
+    std::lock_guard lock(mutex_);
+    if (device < 0 || device >= kMaxDevices) return;
+    Device& d = devices_[device];
+    for (auto* c : {&d.requested, &d.allocated, &d.reserved}) c->peak = c->current;
+  }
+
   FakeTorchOom last_oom() {
     std::lock_guard lock(mutex_);
     return last_oom_;
@@ -461,6 +469,7 @@ FAKE_TORCH_API void fake_torch_record_stream(uint64_t address) { caching().recor
 FAKE_TORCH_API void fake_torch_synchronize() { caching().synchronize(); }
 FAKE_TORCH_API void fake_torch_empty_cache() { caching().empty_cache(); }
 FAKE_TORCH_API void fake_torch_stats(int device, FakeTorchStats* out) { *out = caching().stats(device); }
+FAKE_TORCH_API void fake_torch_reset_peaks(int device) { caching().reset_peaks(device); }
 FAKE_TORCH_API void fake_torch_last_oom(FakeTorchOom* out) { *out = caching().last_oom(); }
 // Fills at most `max` blocks; returns how many there are.
 FAKE_TORCH_API size_t fake_torch_snapshot(FakeTorchBlock* out, size_t max) { return caching().snapshot(out, max); }

@@ -3,10 +3,13 @@ on the fake torch. `python torch_workload.py SCENARIO`; the last line of stdout 
 what the fake torch itself says (torch.cuda.memory_stats and the segments), for the test to compare
 with gpumemprof's summary."""
 import ctypes
+import importlib.util
 import json
 import sys
 
-import torch
+# Probe before importing, as transformers does: the bootstrap's import hook must survive it.
+importlib.util.find_spec("torch")
+import torch  # noqa: E402
 
 MiB = 1 << 20
 

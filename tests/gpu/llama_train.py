@@ -11,13 +11,15 @@ bridge attaches through the Python bootstrap). Writes PyTorch's own figures as g
 import os
 import sys
 
+# First, as HF scripts do: transformers probes for torch (importlib.util.find_spec) before torch is
+# imported, which the bridge's import hook must survive.
+from transformers import LlamaConfig, LlamaForCausalLM  # noqa: E402
+
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from torch_truth import record  # noqa: E402
 
 
 def build(torch):
-    from transformers import LlamaConfig, LlamaForCausalLM
-
     torch.manual_seed(0)
     config = LlamaConfig(vocab_size=32000, hidden_size=1024, intermediate_size=2816, num_hidden_layers=8,
                          num_attention_heads=16, num_key_value_heads=16, max_position_embeddings=1024)

@@ -69,7 +69,7 @@ const std::vector<std::string> kBothLevels = {
     "blocks in the cache, fragmentation and rounding",
     "    pending free                                     at exit 0 B         tensors freed while work on other "
     "streams may still use them",
-    "    outside PyTorch  peak 8.00 MiB at 20.0 ms        at exit 8.00 MiB    driver-level reserved outside PyTorch's "
+    "    outside PyTorch  peak 8.00 MiB at 5.0 ms         at exit 8.00 MiB    driver-level reserved outside PyTorch's "
     "segments: cuBLAS/NCCL workspaces, other libraries",
     "    context (NVML)   peak 300.00 MiB                 at exit 284.00 MiB  NVML's process usage less the "
     "driver-level reserved: the CUDA context, modules, untracked memory",

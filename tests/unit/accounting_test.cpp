@@ -170,18 +170,18 @@ TEST(FrameworkAccounting, DriverMemoryOutsideTheFrameworkHasItsOwnPeak) {
   Stream s;
   attach(s, true);
   s.alloc(Kind::Linear, 0x100000, 20 * MiB, 0, 1);
-  framework(s, Op::SegmentAlloc, 0x100000, 20 * MiB, 0, 1);
-  s.alloc(Kind::Linear, 0x9000000, 32 * MiB, 0, 2);  // cuBLAS's workspace, another thread
-  framework(s, Op::TensorAlloc, 0x100000, 1000, 0, 1);  // thread 2 is unpaired: its peak waits
-  s.free(Kind::Linear, 0x9000000, 3);                 // freed by a third thread
-  framework(s, Op::TensorAlloc, 0x100400, 1000, 0, 2);  // thread 2's next event: not a segment
-  // Freed before its thread's next event showed it was no segment: that stay is not in the peak
-  // (docs/accounting.md, "Two levels": the peak waits while a thread is unpaired).
-  EXPECT_EQ(fw(s).outside.current, 0u);
+  framework(s, Op::SegmentAlloc, 0x100000, 20 * MiB, 0, 1);  // a segment: never outside
   EXPECT_EQ(fw(s).outside.peak, 0u);
-  s.alloc(Kind::Linear, 0x9000000, 32 * MiB, 0, 2);
-  framework(s, Op::TensorAlloc, 0x100800, 1000, 0, 2);  // now paired: outside, in the peak
+  s.alloc(Kind::Linear, 0x9000000, 32 * MiB, 0, 2);  // cuBLAS's workspace, another thread
+  const uint64_t workspace_at = s.tick() - 1;
+  framework(s, Op::TensorAlloc, 0x100000, 1000, 0, 1);  // thread 2 is unpaired: its peak waits
+  EXPECT_EQ(fw(s).outside.peak, 0u);
+  s.free(Kind::Linear, 0x9000000, 3);                   // freed before its thread said more
+  framework(s, Op::TensorAlloc, 0x100400, 1000, 0, 2);  // thread 2's next event: no segment
+  // The workspace was outside: it enters the peak with the figure it made, at its own time.
+  EXPECT_EQ(fw(s).outside.current, 0u);
   EXPECT_EQ(fw(s).outside.peak, 32 * MiB);
+  EXPECT_EQ(fw(s).outside_peak_ns, workspace_at);
 }
 
 TEST(FrameworkAccounting, SeedsCountOnceAndAPartialUnmapSplitsARange) {

@@ -29,6 +29,7 @@ for _name in ("fake_torch_free", "fake_torch_record_stream"):
     getattr(_lib, _name).argtypes = [ctypes.c_uint64]
     getattr(_lib, _name).restype = None
 _lib.fake_torch_stats.argtypes = [ctypes.c_int, ctypes.POINTER(Stats)]
+_lib.fake_torch_reset_peaks.argtypes = [ctypes.c_int]
 _lib.fake_torch_last_oom.argtypes = [ctypes.POINTER(Oom)]
 _lib.fake_torch_snapshot.argtypes = [ctypes.POINTER(Block), ctypes.c_size_t]
 _lib.fake_torch_snapshot.restype = ctypes.c_size_t

@@ -66,6 +66,14 @@ def empty_cache():
         _C._lib.fake_torch_empty_cache()
 
 
+def reset_peak_memory_stats(device=None):
+    _C._lib.fake_torch_reset_peaks(0 if device is None else int(device))
+
+
+def reset_accumulated_memory_stats(device=None):
+    """The fake keeps no cumulative counters (num_device_alloc and the like): nothing to reset."""
+
+
 def memory_stats(device=None):
     s = _C.Stats()
     _C._lib.fake_torch_stats(0 if device is None else int(device), ctypes.byref(s))
