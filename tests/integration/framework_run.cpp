@@ -7,6 +7,7 @@
 #include "json_text.h"
 #include "manifest_record.h"
 #include "summary.h"
+#include "synthetic_run.h"
 #include "trace_format.h"
 
 namespace gmp::test {
@@ -16,24 +17,9 @@ constexpr uint64_t MiB = 1ull << 20;
 constexpr uint64_t kMs = 1'000'000;
 constexpr uint64_t kStep = 1'000;  // between the events of one allocator call: a segment's cudaMalloc, its record
 
-Event base(uint64_t t, uint32_t thread, Op op, uint64_t address, uint64_t size) {
-  Event e{};
-  e.timestamp_ns = kFrameworkStartNs + t;
-  e.thread_id = thread;
-  e.op = op;
-  e.address = address;
-  e.size = size;
-  e.device = 0;
-  return e;
-}
-
-// As the bridge records it: Kind None, Api torch_caching_allocator.
-Event framework_event(uint64_t t, uint32_t thread, Op op, uint64_t address, uint64_t size, uint32_t stack = 0) {
-  Event e = base(t, thread, op, address, size);
-  e.kind = Kind::None;
-  e.api = Api::torch_caching_allocator;
-  e.stack_id = stack;
-  return e;
+// A bridge event on device 0 (synthetic_run.h), `t` ns after the run's start.
+Event bridge_event(uint64_t t, uint32_t thread, Op op, uint64_t address, uint64_t size, uint32_t stack = 0) {
+  return framework_event(kFrameworkStartNs + t, thread, op, address, size, 0, stack);
 }
 
 uint64_t packed_version(uint16_t major, uint8_t minor, uint8_t patch) {
@@ -54,55 +40,47 @@ FrameworkRun& FrameworkRun::event(const Event& e) {
 }
 
 FrameworkRun& FrameworkRun::attach(uint64_t t, uint16_t major, uint8_t minor, uint8_t patch) {
-  Event e = framework_event(t, 1, Op::FrameworkAttach, 0, 0);
+  Event e = bridge_event(t, 1, Op::FrameworkAttach, 0, 0);
   e.result = 1;
   e.value = packed_version(major, minor, patch);
   return event(e);
 }
 
 FrameworkRun& FrameworkRun::refuse(uint64_t t, FrameworkRefusal why, uint16_t major, uint8_t minor, uint8_t patch) {
-  Event e = framework_event(t, 1, Op::FrameworkAttach, 0, 0);
+  Event e = bridge_event(t, 1, Op::FrameworkAttach, 0, 0);
   e.value = packed_version(major, minor, patch);
   e.object = static_cast<uint64_t>(why);
   return event(e);
 }
 
 FrameworkRun& FrameworkRun::driver_alloc(uint64_t t, uint32_t thread, uint64_t address, uint64_t size, uint32_t stack) {
-  Event e = base(t, thread, Op::Alloc, address, size);
-  e.kind = Kind::Linear;
-  e.api = Api::cuMemAlloc_v2;
-  e.stack_id = stack;
-  return event(e);
+  return event(linear_alloc_event(kFrameworkStartNs + t, thread, address, size, stack, 0));
 }
 
 FrameworkRun& FrameworkRun::driver_free(uint64_t t, uint32_t thread, uint64_t address) {
-  Event e = base(t, thread, Op::Free, address, 0);
-  e.device = -1;  // as the shim records a free: the address says which allocation
-  e.kind = Kind::Linear;
-  e.api = Api::cuMemFree_v2;
-  return event(e);
+  return event(linear_free_event(kFrameworkStartNs + t, thread, address));
 }
 
 FrameworkRun& FrameworkRun::segment(uint64_t t, uint32_t thread, uint64_t address, uint64_t size, uint32_t stack) {
   driver_alloc(t, thread, address, size, stack);
-  return event(framework_event(t + kStep, thread, Op::SegmentAlloc, address, size));
+  return event(bridge_event(t + kStep, thread, Op::SegmentAlloc, address, size));
 }
 
 FrameworkRun& FrameworkRun::release_segment(uint64_t t, uint32_t thread, uint64_t address, uint64_t size) {
-  event(framework_event(t, thread, Op::SegmentFree, address, size));
+  event(bridge_event(t, thread, Op::SegmentFree, address, size));
   return driver_free(t + kStep, thread, address);
 }
 
 FrameworkRun& FrameworkRun::tensor(uint64_t t, uint32_t thread, uint64_t address, uint64_t size, uint32_t stack) {
-  return event(framework_event(t, thread, Op::TensorAlloc, address, size, stack));
+  return event(bridge_event(t, thread, Op::TensorAlloc, address, size, stack));
 }
 
 FrameworkRun& FrameworkRun::free_requested(uint64_t t, uint32_t thread, uint64_t address, uint64_t size) {
-  return event(framework_event(t, thread, Op::TensorFreeRequested, address, size));
+  return event(bridge_event(t, thread, Op::TensorFreeRequested, address, size));
 }
 
 FrameworkRun& FrameworkRun::free_completed(uint64_t t, uint32_t thread, uint64_t address, uint64_t size) {
-  return event(framework_event(t, thread, Op::TensorFreeCompleted, address, size));
+  return event(bridge_event(t, thread, Op::TensorFreeCompleted, address, size));
 }
 
 FrameworkRun& FrameworkRun::free_tensor(uint64_t t, uint32_t thread, uint64_t address, uint64_t size) {
@@ -111,7 +89,11 @@ FrameworkRun& FrameworkRun::free_tensor(uint64_t t, uint32_t thread, uint64_t ad
 }
 
 FrameworkRun& FrameworkRun::nvml_sample(uint64_t t, uint64_t process_used) {
-  Event e = base(t, 0, Op::Sample, 0, process_used);
+  Event e{};
+  e.timestamp_ns = kFrameworkStartNs + t;
+  e.op = Op::Sample;
+  e.device = 0;
+  e.size = process_used;
   e.object = kFrameworkDeviceBytes;
   e.value = process_used;
   e.api = Api::Collector;

@@ -27,9 +27,9 @@ SyntheticRun& SyntheticRun::event(const Event& e) {
   return *this;
 }
 
-SyntheticRun& SyntheticRun::alloc(uint64_t t, uint32_t thread, uint64_t address, uint64_t size, uint32_t stack, int device) {
+Event linear_alloc_event(uint64_t ts, uint32_t thread, uint64_t address, uint64_t size, uint32_t stack, int device) {
   Event e{};
-  e.timestamp_ns = kStartNs + t;
+  e.timestamp_ns = ts;
   e.address = address;
   e.size = size;
   e.thread_id = thread;
@@ -38,31 +38,49 @@ SyntheticRun& SyntheticRun::alloc(uint64_t t, uint32_t thread, uint64_t address,
   e.kind = Kind::Linear;
   e.op = Op::Alloc;
   e.api = Api::cuMemAlloc_v2;
-  return event(e);
+  return e;
 }
 
-SyntheticRun& SyntheticRun::free(uint64_t t, uint32_t thread, uint64_t address) {
+Event linear_free_event(uint64_t ts, uint32_t thread, uint64_t address) {
   Event e{};
-  e.timestamp_ns = kStartNs + t;
+  e.timestamp_ns = ts;
   e.address = address;
   e.thread_id = thread;
   e.device = -1;
   e.kind = Kind::Linear;
   e.op = Op::Free;
   e.api = Api::cuMemFree_v2;
-  return event(e);
+  return e;
 }
 
-SyntheticRun& SyntheticRun::framework(uint64_t t, uint32_t thread, Op op, uint64_t address, uint64_t size, int device,
-                                      uint32_t stack, uint64_t stream, uint64_t value) {
-  alloc(t, thread, address, size, stack, device);  // the fields an allocation has, then the bridge's own
-  Event& e = events_.back();
+Event framework_event(uint64_t ts, uint32_t thread, Op op, uint64_t address, uint64_t size, int device,
+                      uint32_t stack, uint64_t stream, uint64_t value) {
+  Event e{};
+  e.timestamp_ns = ts;
+  e.address = address;
+  e.size = size;
+  e.thread_id = thread;
+  e.stack_id = stack;
+  e.device = static_cast<int16_t>(device);
   e.stream = stream;
   e.value = value;
   e.kind = Kind::None;
   e.op = op;
   e.api = Api::torch_caching_allocator;
-  return *this;
+  return e;
+}
+
+SyntheticRun& SyntheticRun::alloc(uint64_t t, uint32_t thread, uint64_t address, uint64_t size, uint32_t stack, int device) {
+  return event(linear_alloc_event(kStartNs + t, thread, address, size, stack, device));
+}
+
+SyntheticRun& SyntheticRun::free(uint64_t t, uint32_t thread, uint64_t address) {
+  return event(linear_free_event(kStartNs + t, thread, address));
+}
+
+SyntheticRun& SyntheticRun::framework(uint64_t t, uint32_t thread, Op op, uint64_t address, uint64_t size, int device,
+                                      uint32_t stack, uint64_t stream, uint64_t value) {
+  return event(framework_event(kStartNs + t, thread, op, address, size, device, stack, stream, value));
 }
 
 namespace {

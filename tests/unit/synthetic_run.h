@@ -13,6 +13,14 @@ namespace gmp::test {
 
 constexpr uint64_t kStartNs = 1'000'000;  // the trace's start on the event clock
 
+// Events as the shim and the bridge record them, at event-clock time `ts`; shared by SyntheticRun
+// and the integration tests' FrameworkRun, so the two never encode a recording differently.
+Event linear_alloc_event(uint64_t ts, uint32_t thread, uint64_t address, uint64_t size, uint32_t stack, int device);
+Event linear_free_event(uint64_t ts, uint32_t thread, uint64_t address);  // device -1: the address says
+// Kind None, Api torch_caching_allocator (docs/trace-format.md, ops 22-31).
+Event framework_event(uint64_t ts, uint32_t thread, Op op, uint64_t address, uint64_t size, int device = 0,
+                      uint32_t stack = 0, uint64_t stream = 0, uint64_t value = 0);
+
 class SyntheticRun {
  public:
   SyntheticRun();   // a fresh directory under /tmp
