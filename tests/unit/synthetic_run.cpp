@@ -55,13 +55,7 @@ Event linear_free_event(uint64_t ts, uint32_t thread, uint64_t address) {
 
 Event framework_event(uint64_t ts, uint32_t thread, Op op, uint64_t address, uint64_t size, int device,
                       uint32_t stack, uint64_t stream, uint64_t value) {
-  Event e{};
-  e.timestamp_ns = ts;
-  e.address = address;
-  e.size = size;
-  e.thread_id = thread;
-  e.stack_id = stack;
-  e.device = static_cast<int16_t>(device);
+  Event e = linear_alloc_event(ts, thread, address, size, stack, device);  // the fields an allocation has
   e.stream = stream;
   e.value = value;
   e.kind = Kind::None;
