@@ -77,7 +77,10 @@ enum class FrameworkRefusal : uint8_t {
   Disabled = 6,           // GPUMEMPROF_FRAMEWORK=off
 };
 std::string_view framework_refusal_name(FrameworkRefusal r);
-// "2.11.0" from FrameworkAttach's value.
+// FrameworkAttach's value: the framework's version packed, and back to "2.11.0".
+inline uint64_t framework_version(unsigned major, unsigned minor, unsigned patch) {
+  return (uint64_t{major & 0xffff} << 16) | (uint64_t{minor & 0xff} << 8) | uint64_t{patch & 0xff};
+}
 std::string framework_version_text(uint64_t packed);
 
 // Which driver entry point produced the event. Stored as a number in the trace: append only.

@@ -153,9 +153,9 @@ void* native_allocator(FrameworkRefusal* why, std::string* detail) {
 GMP_EXPORT int gpumemprof_framework_attach(int major, int minor, int patch, const char* backend) {
   if (g_attach_tried.exchange(true)) return g_state.load() == State::Recording ? 0 : int(FrameworkRefusal::AttachFailed);
   if (session_get() == nullptr) return int(FrameworkRefusal::Disabled);  // profiling is off: nothing to record
-  g_version.store((uint64_t(major & 0xffff) << 16) | (uint64_t(minor & 0xff) << 8) | uint64_t(patch & 0xff));
+  g_version.store(framework_version(major, minor, patch));
   const auto mode = static_cast<FrameworkMode>(g_framework_mode.load(std::memory_order_relaxed));
-  const std::string version = std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(patch);
+  const std::string version = framework_version_text(g_version.load());
   if (mode == FrameworkMode::Off) return int(refuse(FrameworkRefusal::Disabled, "GPUMEMPROF_FRAMEWORK=off", true));
   if (backend != nullptr && std::string_view(backend) == "uncached") {
     return int(refuse(FrameworkRefusal::OtherBackend,

@@ -22,10 +22,6 @@ Event bridge_event(uint64_t t, uint32_t thread, Op op, uint64_t address, uint64_
   return framework_event(kFrameworkStartNs + t, thread, op, address, size, 0, stack);
 }
 
-uint64_t packed_version(uint16_t major, uint8_t minor, uint8_t patch) {
-  return static_cast<uint64_t>(major) << 16 | static_cast<uint64_t>(minor) << 8 | patch;
-}
-
 }  // namespace
 
 FrameworkRun& FrameworkRun::process(std::vector<std::string> argv, std::string exe) {
@@ -42,13 +38,13 @@ FrameworkRun& FrameworkRun::event(const Event& e) {
 FrameworkRun& FrameworkRun::attach(uint64_t t, uint16_t major, uint8_t minor, uint8_t patch) {
   Event e = bridge_event(t, 1, Op::FrameworkAttach, 0, 0);
   e.result = 1;
-  e.value = packed_version(major, minor, patch);
+  e.value = framework_version(major, minor, patch);
   return event(e);
 }
 
 FrameworkRun& FrameworkRun::refuse(uint64_t t, FrameworkRefusal why, uint16_t major, uint8_t minor, uint8_t patch) {
   Event e = bridge_event(t, 1, Op::FrameworkAttach, 0, 0);
-  e.value = packed_version(major, minor, patch);
+  e.value = framework_version(major, minor, patch);
   e.object = static_cast<uint64_t>(why);
   return event(e);
 }

@@ -42,7 +42,7 @@ Event fw(Op op, uint64_t t, uint64_t address, uint64_t size, uint32_t stack = 0)
 void bridged_run(SyntheticRun& run, uint64_t second = 4) {
   Event attach = fw(Op::FrameworkAttach, 100, 0, 0);
   attach.result = 1;
-  attach.value = (2 << 16) | (11 << 8);
+  attach.value = framework_version(2, 11, 0);
   run.event(attach);
   run.alloc(200, 7, 0x10000000, 20 * kMiB);
   run.event(fw(Op::SegmentAlloc, 210, 0x10000000, 20 * kMiB));

@@ -47,7 +47,7 @@ void replay_into(const std::string& dir, Accounting& acc) {
 SyntheticRun& attached(SyntheticRun& run) {
   return run
       .event(Event{.timestamp_ns = kStartNs + 10,
-                   .value = (2 << 16) | (11 << 8),
+                   .value = framework_version(2, 11, 0),
                    .device = 0,
                    .kind = Kind::None,
                    .op = Op::FrameworkAttach,

@@ -120,7 +120,7 @@ void attach(Stream& s, bool attached, FrameworkRefusal why = FrameworkRefusal::N
   e.api = Api::torch_caching_allocator;
   e.device = -1;
   e.result = attached ? 1 : 0;
-  e.value = (2 << 16) | (11 << 8);
+  e.value = framework_version(2, 11, 0);
   e.object = static_cast<uint64_t>(why);
   s.acc.apply(e);
 }

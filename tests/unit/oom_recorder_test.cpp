@@ -93,7 +93,7 @@ void bridged(Recorder& r) {
   r.feed(info);
   Event attach = framework_event(Op::FrameworkAttach, 1, 0, 0);
   attach.result = 1;
-  attach.value = (2 << 16) | (11 << 8);
+  attach.value = framework_version(2, 11, 0);
   r.feed(attach);
   r.feed(driver_alloc(10, 0x7000'0000, 20 * kMiB));
   r.feed(framework_event(Op::SegmentAlloc, 11, 0x7000'0000, 20 * kMiB));
