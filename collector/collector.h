@@ -59,6 +59,8 @@ class Collector {
   // Events the collector itself adds (OOM bundles and recoveries, alerts, NVML samples): into the
   // accounting and the trace, where they happened.
   void add_own(const Event& e);
+  // Into the accounting and the trace: every event, the ring's and the collector's own.
+  void account(const Event& e);
   void wake();
   void write_manifest();
   void write_summary(bool clean_exit, int signal, const char* ended_by);

@@ -157,7 +157,19 @@ class Accounting {
 
   static constexpr size_t kMaxFailedKept = 1000;
 
+  // The whole state, as a trace segment's checkpoint (docs/trace-format.md §Checkpoints): a reader
+  // that restores it and replays the segment's events gets exactly the figures of a replay from the
+  // run's first event. The encoding is canonical (tables in key order), so equal states give equal
+  // bytes. restore_checkpoint() is for a new Accounting; false, leaving it empty, when `data` is not
+  // a checkpoint this version reads (truncated, corrupt, or of another version).
+  std::string save_checkpoint() const;
+  bool restore_checkpoint(const void* data, size_t size);
+
  private:
+  // accounting_checkpoint.cpp: every member, in one order, for both directions.
+  template <typename IO>
+  void checkpoint_io(IO& io);
+  void clear();
   struct Handle {
     LiveAllocation alloc;
     bool released = false;

@@ -49,13 +49,13 @@ TEST(ManifestRecord, Text) {
             R"({"argv":["python3","train.py"],"config":{"critical_percent":0.0,"enable":true,"fragmentation":0.0,)"
             R"("leak_bytes":0,"log_level":"warn","on_alert":null,"oom_dir":"/scratch/oom","oom_events":0,)"
             R"("oom_max_dumps":0,"oom_max_total_mb":0,"oom_wait_ms":0,"output":"runs/%p","python_stacks":true,)"
-            R"("ring_events":0,"sample_ms":100,"stacks":0,"warn_percent":80.0},"cuda_driver_version":12040,)"
+            R"("ring_events":0,"sample_ms":100,"stacks":0,"trace_max":0,"warn_percent":80.0},"cuda_driver_version":12040,)"
             R"("cwd":"/work","devices":[{"name":"Fake CUDA Device 0","ordinal":0,"total_bytes":17179869184},)"
             R"({"name":"Fake CUDA Device 2","ordinal":2,"total_bytes":1073741824}],"exe":"/usr/bin/python3",)"
             R"("host":"node7","pid":4242,"ppid":1,"rank":"3","schema_version":1,)"
             R"("start_monotonic_ns":55,"start_realtime_ns":1700000000000000000,)"
             R"("start_time_utc":"2023-11-14T22:13:20.000Z","tool":"gpumemprof","tool_version":"0.9.0",)"
-            R"("trace":{"event_size":64,"file":"trace.gmpt","version":1}})");
+            R"("trace":{"event_size":64,"file":"trace.gmpt","version":2}})");
 }
 
 TEST(ManifestRecord, ProcessJsonHasTheManifestsProcessKeys) {

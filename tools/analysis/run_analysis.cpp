@@ -119,12 +119,12 @@ uint64_t process_allocated(const Accounting& acc) {
 bool first_pass(const std::string& trace_path, RunAnalysis& run, const Options& opt, std::map<int, PeakWatch>& peaks,
                 uint64_t& last_ns, std::string& error) {
   reader::TraceReader trace;
-  if (!trace.open(trace_path)) {
+  Accounting acc;
+  if (!trace.open(trace_path) || !trace.seed(acc)) {
     error = trace.error();
     return false;
   }
   run.start_ns = trace.header().start_monotonic_ns;
-  Accounting acc;
   AttributionReplay regions(run.attribution, run.start_ns, opt.max_marks, opt.max_pauses);
   uint64_t allocated = 0;
   Event e;
@@ -298,12 +298,12 @@ bool second_pass(const std::string& trace_path, RunAnalysis& run, const Options&
   }
   std::sort(snapshots.begin(), snapshots.end());
   reader::TraceReader trace;
-  if (!trace.open(trace_path)) {
+  Accounting acc;
+  if (!trace.open(trace_path) || !trace.seed(acc)) {
     error = trace.error();
     return false;
   }
   Timeline timeline(run, opt.timeline_buckets);
-  Accounting acc;
   Event e;
   uint64_t index = 0;
   size_t next = 0;
@@ -392,7 +392,7 @@ std::optional<RunAnalysis> analyze_run(const std::string& dir, const Options& op
     error = run.attribution.error;
     return std::nullopt;
   }
-  const std::string trace_path = dir + "/" + kTraceFileName;
+  const std::string& trace_path = dir;  // its segments (reader/trace_reader.h)
   std::map<int, PeakWatch> peaks;
   uint64_t last_ns = 0;
   if (!first_pass(trace_path, run, options, peaks, last_ns, error)) return std::nullopt;

@@ -128,13 +128,11 @@ int export_main(int argc, char** argv) {
   std::string error;
   auto run = reader::open_run_directory(args.dir, error);
   if (!run) return usage_error(error);
-  const std::string trace_path = run->path + "/" + kTraceFileName;
-  struct stat st {};
-  if (stat(trace_path.c_str(), &st) != 0) {
+  if (!reader::has_trace(run->path)) {
     return usage_error(run->path + " has no trace.gmpt, so there are no events to export");
   }
   Replay replay;
-  if (!replay.open(trace_path, error)) return usage_error(error);
+  if (!replay.open(run->path, error)) return usage_error(error);
 
   Output out;
   Context ctx{*run, replay, out, {}, {}};
@@ -160,7 +158,7 @@ int export_main(int argc, char** argv) {
     std::fprintf(stderr,
                  "gpumemprof export: note: %s ends in a partial %llu-byte record (the process was killed "
                  "mid-write); exported the %llu whole events before it\n",
-                 trace_path.c_str(), static_cast<unsigned long long>(replay.truncated_bytes()),
+                 replay.trace_path().c_str(), static_cast<unsigned long long>(replay.truncated_bytes()),
                  static_cast<unsigned long long>(replay.events_read()));
   }
   for (const std::string& note : ctx.notes) std::fprintf(stderr, "gpumemprof export: note: %s\n", note.c_str());

@@ -550,7 +550,7 @@ void write_memory_viz(Context& ctx) {
     auto count = survey.entries.find(device);
     if (count != survey.entries.end()) {  // one more pass over the trace, writing this device's entries
       Replay replay;
-      if (!replay.open(ctx.run.path + "/" + kTraceFileName, ctx.error)) return;
+      if (!replay.open(ctx.run.path, ctx.error)) return;
       VizReplay writer(framework, [&](const Entry& e) {
         if (e.device != device) return;
         write_entry(w, frames, e);

@@ -3,7 +3,7 @@
 namespace gmp::tool::exporter {
 
 bool Replay::open(const std::string& trace_path, std::string& error) {
-  if (!trace_.open(trace_path)) {
+  if (!trace_.open(trace_path) || !trace_.seed(acc_)) {
     error = trace_.error();
     return false;
   }

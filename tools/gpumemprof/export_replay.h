@@ -29,7 +29,8 @@ struct Figures {
 class Replay {
  public:
   // False with a one-line `error` when the trace cannot be read.
-  bool open(const std::string& trace_path, std::string& error);
+  // `path`: a run directory or a trace file (reader/trace_reader.h).
+  bool open(const std::string& path, std::string& error);
 
   // Reads the next event and applies it; false at the end of the trace, or where it turns out
   // unreadable (failed(), with error()).
@@ -57,6 +58,7 @@ class Replay {
   Figures figures(int device) const;  // current; zero for a device not seen yet
 
   uint64_t events_read() const { return trace_.events_read(); }
+  const std::string& trace_path() const { return trace_.path(); }
   uint64_t truncated_bytes() const { return trace_.truncated_bytes(); }
 
  private:

@@ -13,12 +13,15 @@ namespace gmp::reader {
 namespace {
 
 // The summary the events of `trace` (opened, nothing read yet) imply; nullopt with `error` when
-// the trace turns out unreadable.
+// the trace turns out unreadable. A trace whose oldest segments were dropped starts from its
+// checkpoint, which carries the whole run's figures up to there: the summary is the whole run's.
 std::optional<Summary> replay_summary(TraceReader& trace, const ManifestRecord& manifest, std::string& error) {
   Accounting acc;
   Event e;
-  while (trace.next(e)) acc.apply(e);
-  if (trace.failed()) {
+  if (trace.seed(acc)) {
+    while (trace.next(e)) acc.apply(e);
+  }
+  if (!trace.error().empty()) {
     error = trace.error();
     return std::nullopt;
   }
@@ -32,10 +35,6 @@ std::optional<Summary> replay_summary(TraceReader& trace, const ManifestRecord& 
   return build_summary(acc, ctx);
 }
 
-bool exists(const std::string& path) {
-  struct stat st {};
-  return lstat(path.c_str(), &st) == 0;
-}
 
 }  // namespace
 
@@ -66,8 +65,8 @@ std::optional<RunDirectory> open_run_directory(const std::string& path, std::str
   auto manifest = read_json_file(path + "/" + kManifestFile, error, missing);
   if (!manifest && !missing) return std::nullopt;
   if (manifest) run.has_manifest = from_json(*manifest, run.manifest);
-  const std::string trace_path = path + "/" + kTraceFileName;
-  const bool has_trace = exists(trace_path);
+  const std::string& trace_path = path;  // its segments (trace_reader.h)
+  const bool has_trace = reader::has_trace(path);
   if (!manifest && !has_trace) {
     error = path + " is not a gpumemprof run directory (no manifest.json and no trace.gmpt)";
     return std::nullopt;
