@@ -185,19 +185,26 @@ std::vector<std::string> entries_of(const std::string& dir) {
   return out;
 }
 
+// The program went unnoticed, stderr holds the trace's line alone (stopped by `reason`), and
+// everything else is as on a roomy disk: exact figures, `alloc_count` allocations, a readable run.
+void expect_only_the_trace_stopped(const Case& c, const std::vector<std::string>& lines, const std::string& reason,
+                                   uint64_t alloc_count) {
+  expect_unnoticed(c);
+  const nlohmann::json s = summary_of(c.small);
+  ASSERT_EQ(lines.size(), 1u) << c.small.result.err;
+  EXPECT_TRUE(is_trace_line(lines[0], s));
+  EXPECT_NE(s["events"]["trace_error"].get<std::string>().find(": " + reason), std::string::npos);
+  expect_exact_summary(c, true);
+  EXPECT_EQ(s["devices"][0]["alloc_count"], alloc_count);
+  expect_readable(c.small);
+}
+
 TEST(WriteFailure, DiskFillingDuringTheTraceStopsOnlyTheTrace) {
   SKIP_UNLESS_MOUNTABLE();
   Sandbox box;
   const Case c = run_case(box, "256k", {Paths::bin("prog_ops"), "churn:3000"});
-  expect_unnoticed(c);
-  const nlohmann::json s = summary_of(c.small);
-  const std::vector<std::string> lines = lines_without_log_note(c.small.result.err, mount_point(box));
-  ASSERT_EQ(lines.size(), 1u) << c.small.result.err;
-  EXPECT_TRUE(is_trace_line(lines[0], s));
-  EXPECT_NE(s["events"]["trace_error"].get<std::string>().find(": No space left on device"), std::string::npos);
-  expect_exact_summary(c, true);
-  EXPECT_EQ(s["devices"][0]["alloc_count"], 3000);
-  expect_readable(c.small);
+  expect_only_the_trace_stopped(c, lines_without_log_note(c.small.result.err, mount_point(box)),
+                                "No space left on device", 3000);
 }
 
 TEST(WriteFailure, DiskFullFromTheStartTurnsProfilingOffWithOneLine) {
@@ -235,16 +242,9 @@ TEST(WriteFailure, FileSizeLimitSetByTheProgramStopsOnlyTheTrace) {
   SKIP_UNLESS_MOUNTABLE();
   Sandbox box;
   // 1,000 events (64 KiB of trace) are written before the program lowers its limit to 16 KiB.
-  const Case c = run_case(box, "8m", {Paths::bin("prog_ops"), "churn:500", "sleep:100", "fsize_limit:16K", "churn:500"});
-  expect_unnoticed(c);
-  const nlohmann::json s = summary_of(c.small);
-  const std::vector<std::string> lines = lines_of(c.small.result.err);
-  ASSERT_EQ(lines.size(), 1u) << c.small.result.err;
-  EXPECT_TRUE(is_trace_line(lines[0], s));
-  EXPECT_NE(s["events"]["trace_error"].get<std::string>().find(": File too large"), std::string::npos);
-  expect_exact_summary(c, true);
-  EXPECT_EQ(s["devices"][0]["alloc_count"], 1000);
-  expect_readable(c.small);
+  const Case c =
+      run_case(box, "8m", {Paths::bin("prog_ops"), "churn:500", "sleep:100", "fsize_limit:16K", "churn:500"});
+  expect_only_the_trace_stopped(c, lines_of(c.small.result.err), "File too large", 1000);
 }
 
 TEST(WriteFailure, FileSizeLimitBelowTheReserveNeverRaisesSigxfsz) {
@@ -252,13 +252,7 @@ TEST(WriteFailure, FileSizeLimitBelowTheReserveNeverRaisesSigxfsz) {
   Sandbox box;
   // 32 KiB (dash counts 512-byte blocks): less than the reserve, which takes only that much.
   const Case c = run_case(box, "8m", {Paths::bin("prog_ops"), "churn:1000"}, {}, "ulimit -f 64;");
-  expect_unnoticed(c);
-  const nlohmann::json s = summary_of(c.small);
-  const std::vector<std::string> lines = lines_of(c.small.result.err);
-  ASSERT_EQ(lines.size(), 1u) << c.small.result.err;
-  EXPECT_TRUE(is_trace_line(lines[0], s));
-  expect_exact_summary(c, true);
-  expect_readable(c.small);
+  expect_only_the_trace_stopped(c, lines_of(c.small.result.err), "File too large", 1000);
 }
 
 TEST(WriteFailure, RunDirectoryRemovedWhileRunningIsSaidAndNeverRecreated) {
@@ -290,14 +284,8 @@ TEST(WriteFailure, DescriptorsClosedByTheProgramThenAFullDisk) {
   // The program closes every descriptor above 2 and opens its own files on them (they must stay
   // untouched: exit 0); our files are reopened, then the trace fills the disk.
   const Case c = run_case(box, "256k", {Paths::bin("prog_hostile"), "closefrom", box.dir() + "/own.dat", "3000"});
-  expect_unnoticed(c);
-  const nlohmann::json s = summary_of(c.small);
-  const std::vector<std::string> lines = lines_without_log_note(c.small.result.err, mount_point(box));
-  ASSERT_EQ(lines.size(), 1u) << c.small.result.err;
-  EXPECT_TRUE(is_trace_line(lines[0], s));
-  expect_exact_summary(c, true);
-  EXPECT_EQ(s["devices"][0]["alloc_count"], 3001);
-  expect_readable(c.small);
+  expect_only_the_trace_stopped(c, lines_without_log_note(c.small.result.err, mount_point(box)),
+                                "No space left on device", 3001);
 }
 
 const std::map<std::string, std::string> kOomEnv = {{"FAKE_CUDA_CAPACITY", "1G"}, {"GPUMEMPROF_STACKS", "0"}};
