@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstring>
 
 #include "clock.h"
 #include "file_io.h"
@@ -46,6 +47,7 @@ bool Collector::start() {
   // Absolute, so that later writes by path (summary.json, OOM bundles, reopening our files) still
   // land here after the program changes its working directory.
   run_dir_ = (*dir)[0] == '/' || info_.cwd.empty() ? *dir : info_.cwd + "/" + *dir;
+  if (!reserve_.take(run_dir_, error_)) return false;  // a disk already full: profiling is off, said once
   oom_.set_run_dir(run_dir_);
   alert_command_.set_output(run_dir_ + "/" + kAlertCommandLogFile);
   log::attach_file(run_dir_ + "/" + kLogFile);
@@ -222,8 +224,8 @@ void Collector::write_summary(bool clean_exit, int signal, const char* ended_by)
   if (trace_.failed()) s.events.trace_error = trace_.error();
   s.trace = Summary::Trace{config_.trace_max, trace_.segments_written(), trace_.segments_dropped(),
                            trace_.events_dropped(), since(trace_.kept_from_ns(), info_.start_monotonic_ns)};
-  if (!write_file_atomic(run_dir_ + "/" + kSummaryFile, json_text(to_json(s), 2) + "\n")) {
-    log::error("cannot write {}/{}", run_dir_, kSummaryFile);
+  if (!reserve_.write_file(run_dir_ + "/" + kSummaryFile, json_text(to_json(s), 2) + "\n")) {
+    log::error("cannot write {}/{}: {}; its figures are not saved", run_dir_, kSummaryFile, std::strerror(errno));
   }
 }
 

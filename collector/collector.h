@@ -19,6 +19,7 @@
 #include "oom_recorder.h"
 #include "process_info.h"
 #include "ring.h"
+#include "space_reserve.h"
 #include "trace_writer.h"
 
 namespace gmp {
@@ -79,6 +80,7 @@ class Collector {
   std::vector<Event> synthesized_;
   TraceWriter trace_;
   AttributionWriter attribution_;
+  SpaceReserve reserve_;
   std::string run_dir_;
   std::string error_;
   std::vector<Event> batch_;
