@@ -398,7 +398,7 @@ struct ThreadState {
   uint64_t read_at[2 * kMaxUnwindFrames];
   uint64_t read_value[2 * kMaxUnwindFrames];
   uint64_t frames[kMaxUnwindFrames];
-  static constexpr int kRuleBits = 12;
+  static constexpr int kRuleBits = 11;  // 48 KiB of rules, touched as learnt
   RuleSlot rules[1 << kRuleBits];
 };
 
