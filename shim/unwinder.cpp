@@ -393,7 +393,7 @@ struct ThreadState {
   // read (address, value) in order, and what it produced.
   uint32_t generation;
   int max, count, reads;
-  bool start_rbp_used;  // whether a CFA came from rbp before rbp was first reloaded from the stack
+  bool start_rbp_used;  // whether a CFA came from the start rbp (before any reload from the stack)
   uint64_t pc, sp, rbp;
   uint64_t read_at[2 * kMaxUnwindFrames];
   uint64_t read_value[2 * kMaxUnwindFrames];
@@ -464,9 +464,12 @@ uint64_t load_word(uint64_t at) {
 // addresses still hold the recorded values, a fresh walk reads those same addresses in the same
 // order, gets the same values, meets the same rules, stops at the same point and produces the
 // same frames. Whatever else on the stack changed (locals, other frames' data) is never read.
-// The start rbp is one of those inputs only where the walk used it: in code without frame
-// pointers rbp is an ordinary register (a counter, a pointer), and a walk that reloads rbp from
-// the stack before any CFA comes from rbp carries the start value without ever reading it.
+// A value of rbp (the start one, or one reloaded from a frame's save slot) is an input only where
+// a CFA is computed from it: in code without frame pointers rbp is an ordinary register (a loop
+// counter, a pointer) that frames save and the walk reloads, and a value replaced by the next
+// reload before any CFA used it changes nothing the walk does. So such a value is neither
+// compared (the start rbp) nor recorded (a reload): a reload is recorded when its value is first
+// used, which is still before any read whose address depends on it, so the order argument holds.
 bool reusable(const ThreadState& s, uint64_t pc, uint64_t sp, uint64_t rbp, int max, uint32_t generation) {
   if (s.count < 0 || s.generation != generation || s.max != max || s.pc != pc || s.sp != sp ||
       (s.start_rbp_used && s.rbp != rbp)) {
@@ -484,13 +487,12 @@ int walk(ThreadState& s, const uint64_t start_pc, const uint64_t start_sp, const
   s.count = -1;
   s.reads = 0;
   s.start_rbp_used = false;
-  bool rbp_reloaded = false;
+  bool rbp_reloaded = false, rbp_recorded = false;
+  uint64_t rbp_at = 0;  // where the current rbp was reloaded from
   int n = 0;
-  const auto read = [&s](uint64_t at) {
-    const uint64_t v = load_word(at);
+  const auto record = [&s](uint64_t at, uint64_t v) {
     s.read_at[s.reads] = at;
     s.read_value[s.reads++] = v;
-    return v;
   };
   // The same loop as libunwind's fast trace: look up the frame at pc-1 (inside the call), step.
   while (pc >= 0x4000 && n < max) {
@@ -499,12 +501,19 @@ int walk(ThreadState& s, const uint64_t start_pc, const uint64_t start_sp, const
     const Rule& rule = rule_for(s, pc - 1, generation);
     if (rule.step == Step::Last) break;
     if (rule.step == Step::Beyond) return -1;
-    s.start_rbp_used |= rule.cfa_rbp && !rbp_reloaded;
+    if (rule.cfa_rbp && !rbp_reloaded) s.start_rbp_used = true;
+    if (rule.cfa_rbp && rbp_reloaded && !rbp_recorded) {
+      record(rbp_at, rbp);
+      rbp_recorded = true;
+    }
     const uint64_t cfa = (rule.cfa_rbp ? rbp : sp) + static_cast<int64_t>(rule.cfa_offset);
-    pc = read(cfa - 8);
+    pc = load_word(cfa - 8);
+    record(cfa - 8, pc);
     if (rule.rbp_saved) {
-      rbp = read(cfa + static_cast<int64_t>(rule.rbp_offset));
+      rbp_at = cfa + static_cast<int64_t>(rule.rbp_offset);
+      rbp = load_word(rbp_at);
       rbp_reloaded = true;
+      rbp_recorded = false;
     }
     sp = cfa;
   }
