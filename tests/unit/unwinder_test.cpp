@@ -140,6 +140,11 @@ TEST_F(Unwinder, StackChangingBetweenCaptures) {
 }
 
 TEST_F(Unwinder, ThreadsEachWalkTheirOwnStack) {
+#ifdef __SANITIZE_THREAD__
+  // libunwind's per-thread trace cache is freed by a thread-specific-data destructor whose mutex
+  // call faults inside ThreadSanitizer's interceptor at thread exit (libunwind's, not the walker's).
+  GTEST_SKIP() << "unw_backtrace in threads that exit: not under ThreadSanitizer";
+#endif
   std::vector<std::thread> threads;
   std::vector<Comparison> results(4);
   for (size_t t = 0; t < results.size(); ++t) {
