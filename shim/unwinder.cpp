@@ -29,6 +29,7 @@ struct Rule {
   bool rbp_saved = false;
 };
 
+// Bounds-checked reads of unwind data: a read past the entry's end fails, and stops, the parse.
 class Reader {
  public:
   Reader(const uint8_t* p, const uint8_t* end) : p_(p), end_(end) {}
