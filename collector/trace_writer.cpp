@@ -33,10 +33,13 @@ void TraceWriter::fail(const std::string& what, int err) {
 
 bool TraceWriter::create_segment(const std::string& checkpoint) {
   const uint64_t fixed = sizeof(TraceHeader) + checkpoint_padded(checkpoint.size());
-  uint64_t limit = trace_segment_bytes(max_bytes_) / sizeof(Event);
+  uint64_t limit = UINT64_MAX / sizeof(Event);
   if (max_bytes_ != 0) {
-    limit = std::min(limit, max_bytes_ > fixed ? (max_bytes_ - fixed) / sizeof(Event) : 0);
-    if (limit < kMinSegmentEvents) {
+    // A segment's file, header and checkpoint included, is an eighth of the cap, so seven full ones
+    // stay beside the one being written; past a large checkpoint, at least kMinSegmentEvents.
+    const uint64_t segment = trace_segment_bytes(max_bytes_);
+    limit = std::max(segment > fixed ? (segment - fixed) / sizeof(Event) : 0, kMinSegmentEvents);
+    if (fixed + limit * sizeof(Event) > max_bytes_) {
       fail("trace stopped: a segment's checkpoint of the live allocations takes " + std::to_string(fixed) +
                " bytes, too many for GPUMEMPROF_TRACE_MAX=" + std::to_string(max_bytes_),
            0);
