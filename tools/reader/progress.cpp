@@ -31,8 +31,9 @@ void Progress::check() {
   next_ = now + interval_;
   const double seconds = std::chrono::duration<double>(now - start_).count();
   const uint64_t total = std::max(total_, done_);
-  std::fprintf(stderr, "%s: %.1f M of %.1f M events read (%.0f%%), %.0f s\n", command_.c_str(), done_ / 1e6,
-               total / 1e6, total ? 100.0 * static_cast<double>(done_) / static_cast<double>(total) : 100.0, seconds);
+  std::fprintf(stderr, "%s: %llu of %llu events read (%.0f%%), %.0f s\n", command_.c_str(),
+               static_cast<unsigned long long>(done_), static_cast<unsigned long long>(total),
+               100.0 * static_cast<double>(done_) / static_cast<double>(total), seconds);
 }
 
 }  // namespace gmp::reader
