@@ -85,6 +85,15 @@ TEST(Window, ReportPeaksAreTheWindowsAndEqualADirectReplay) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("<strong class=\"window\">from 35.0 ms to 55.0 ms</strong>"), std::string::npos);
   EXPECT_NE(r.out.find("Failed allocations (whole run)"), std::string::npos);
+  // The timeline starts at the level at --since: 50 MiB until C's allocation at 40 ms.
+  const size_t data = r.out.find("<script type=\"application/json\" id=\"gmp-data\">");
+  ASSERT_NE(data, std::string::npos);
+  const size_t begin = r.out.find('>', data) + 1;
+  const auto page = nlohmann::json::parse(r.out.substr(begin, r.out.find("</script>", begin) - begin));
+  const auto& timeline = page["analysis"]["devices"][0]["timeline"];
+  EXPECT_EQ(timeline["t_ns"][0], 35 * ms);
+  EXPECT_EQ(timeline["allocated_max"][0], 50 * MiB);
+  EXPECT_EQ(timeline["allocated_last"][0], 50 * MiB);
 }
 
 TEST(Window, BadValuesAreRefusedBeforeAnythingIsRead) {

@@ -327,6 +327,8 @@ bool second_pass(const std::string& trace_path, RunAnalysis& run, const Options&
     error = trace.error();
     return false;
   }
+  // A window's timeline starts at the level where it starts.
+  if (!opt.window.whole()) timeline.memory(acc, opt.window.since_ns);
   size_t next = 0;
   while (next < snapshots.size() && snapshots[next].event_index <= trace.index()) {  // at the window's start
     take_snapshot(run, opt, acc, snapshots[next++]);
