@@ -67,8 +67,16 @@ TEST(TraceCap, TenMillionEventsUnderA64MiBCapKeepTheSummaryExactAndTheWindowRepl
   EXPECT_EQ((*rebuilt)["events"]["recorded"], recorded);
   EXPECT_EQ((*rebuilt)["live_at_exit"], s["live_at_exit"]);
 
+  // The report covers the kept window and says so; with --since at the same point, the same figures.
   RunResult report = run_tool({"report", dir});
   EXPECT_EQ(report.exit_code, 0) << report.err;
+  EXPECT_NE(report.out.find("  window: "), std::string::npos) << report.out;
+  EXPECT_NE(report.out.find("  trace: kept from "), std::string::npos) << report.out;
+  EXPECT_NE(report.out.find("segments (" + std::to_string(kept.first_event()) + " events) were deleted"),
+            std::string::npos);
+  RunResult early = run_tool({"report", dir, "--since", "1ns"});
+  EXPECT_EQ(early.exit_code, 0) << early.err;
+  EXPECT_EQ(early.out, report.out);  // the window cannot start before what the trace kept
 }
 
 TEST(TraceCap, ABadCapIsRefusedWithOneLineAndTheDefaultUsed) {

@@ -26,6 +26,9 @@ struct Context {
   Replay& replay;
   Output& out;
   Identity identity;               // telemetry-v2 only
+  uint64_t resolution_ns = 0;      // perfetto, telemetry-v2: counter points thinned (export_thinning.h); 0 none
+  std::optional<uint64_t> min_size;  // csv, jsonl, perfetto, telemetry-v2: allocations kept in full detail
+  reader::Progress* progress = nullptr;  // for the formats that replay the trace again
   std::vector<std::string> notes;  // said on stderr after the export
   std::string error;               // set by a format that found the input unreadable: the export exits 2
   std::string written;             // what was written, when not "N trace events"

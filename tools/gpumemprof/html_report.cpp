@@ -11,6 +11,7 @@
 
 #include "analysis_json.h"
 #include "call_sites.h"
+#include "command_args.h"
 #include "format.h"
 #include "framework_notes.h"
 #include "html_escape.h"
@@ -141,6 +142,11 @@ class Page {
     fact("Duration", escape(at(run_.duration_ns)) +
                          " <span class=\"muted\">from the profiler's start to the last event; "
                          "all times below are since that start</span>");
+    if (!run_.window.whole()) {
+      fact("Window", "<strong class=\"window\">" + escape(window_text(run_.window)) +
+                         "</strong> <span class=\"muted\">peaks, timelines, markers and live sets are this window's; "
+                         "\"at exit\" means at its end; figures marked whole run are summary.json's</span>");
+    }
     fact("Run directory", "<code>" + escape(run_.run.path) + "</code>");
     const reader::EventCounts& events = run_.run.events;
     const bool short_of_events = !events.final_flush || events.trace_incomplete() || events.lost > 0;
@@ -199,12 +205,15 @@ class Page {
          bytes_text(run_.leaks.total.bytes), count_of(run_.leaks.total.count, "allocation"),
          run_.leaks.total.count ? "warn" : "");
     const uint64_t failed = failed_allocations();
-    card("Failed allocations", u64s(failed), count_of(summary_.oom.bundles_written, "OOM bundle"),
+    card("Failed allocations" + whole_run(), u64s(failed), count_of(summary_.oom.bundles_written, "OOM bundle"),
          failed ? "bad" : "");
     const uint64_t alerts = summary_.alerts.fired();
-    card("Alerts", u64s(alerts), alerts ? "fired" : "none fired", alerts ? "warn" : "");
+    card("Alerts" + whole_run(), u64s(alerts), alerts ? "fired" : "none fired", alerts ? "warn" : "");
     out_ += "</div>\n</header>\n";
   }
+
+  // The label of summary.json's counts in a window's page, which are the whole run's.
+  std::string whole_run() const { return run_.window.whole() ? "" : " (whole run)"; }
 
   void nav() {
     out_ += "<nav>";
@@ -421,7 +430,8 @@ class Page {
       call_sites(run_.leak_sites);
     }
     const analysis::LiveSet& p = run_.pinned_at_exit;
-    const uint64_t pinned_peak = summary_.host_pinned_bytes.peak;
+    // A window's peak is its own; a whole run's summary.json's (a trace short of events understates it).
+    const uint64_t pinned_peak = run_.window.whole() ? summary_.host_pinned_bytes.peak : run_.host_pinned.peak;
     if (pinned_peak == 0 && p.total.count == 0) {
       out_ += "<p class=\"muted\">No pinned host memory was allocated.</p>\n";
     } else {
@@ -477,7 +487,7 @@ class Page {
     out_ += "<section id=\"failures\">\n<h2>Failed allocations and out-of-memory</h2>\n";
     const uint64_t failed = failed_allocations();
     const uint64_t bundles = summary_.oom.bundles_written;
-    out_ += "<p><strong>" + count_of(failed, "failed allocation") + "</strong>; " +
+    out_ += "<p><strong>" + count_of(failed, "failed allocation") + "</strong>" + whole_run() + "; " +
             count_of(summary_.oom.failures, "out-of-memory failure") + ", " + count_of(bundles, "OOM bundle") +
             " written, " + u64s(summary_.oom.recovered) + " recovered by a retry.</p>\n";
     marker_rows(
@@ -500,7 +510,8 @@ class Page {
     const Summary::Alerts& a = summary_.alerts;
     const std::string counts = u64s(a.warning) + " warning, " + u64s(a.critical) + " critical, " +
                                u64s(a.fragmentation) + " fragmentation, " + u64s(a.growth) + " growth";
-    out_ += "<p>Fired: " + counts + ". Thresholds and hysteresis are described in docs/alerts.md.</p>\n";
+    out_ += "<p>Fired" + whole_run() + ": " + counts +
+            ". Thresholds and hysteresis are described in docs/alerts.md.</p>\n";
     const size_t n = marker_rows(
         [](const Marker& m) { return m.type == Marker::Type::AlertFired || m.type == Marker::Type::AlertCleared; },
         {"allocated", "reserved", "threshold"}, [](const Marker& m) {
