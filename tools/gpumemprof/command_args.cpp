@@ -1,5 +1,7 @@
 #include "command_args.h"
 
+#include "value_text.h"
+
 #include <algorithm>
 #include <cctype>
 #include <cmath>
@@ -44,11 +46,6 @@ std::optional<uint64_t> parse_scaled(std::string_view s, std::span<const Unit> u
 
 constexpr Unit kDurationUnits[] = {{"ns", 1}, {"us", 1'000}, {"ms", 1'000'000}, {"s", 1'000'000'000},
                                    {"m", 60'000'000'000}, {"h", 3'600'000'000'000}};
-constexpr Unit kSizeUnits[] = {{"", 1},          {"b", 1},          {"k", 1ull << 10},   {"kb", 1ull << 10},
-                               {"kib", 1ull << 10}, {"m", 1ull << 20},  {"mb", 1ull << 20},  {"mib", 1ull << 20},
-                               {"g", 1ull << 30},  {"gb", 1ull << 30},  {"gib", 1ull << 30}, {"t", 1ull << 40},
-                               {"tb", 1ull << 40}, {"tib", 1ull << 40}};
-
 }  // namespace
 
 std::optional<int> parse_path_args(const char* command, const char* usage, int argc, char** argv, PathArgs& out,
@@ -74,7 +71,7 @@ std::optional<uint64_t> parse_duration_ns(std::string_view text) {
   return parse_scaled(text, kDurationUnits, false, false);
 }
 
-std::optional<uint64_t> parse_byte_size(std::string_view text) { return parse_scaled(text, kSizeUnits, true, true); }
+std::optional<uint64_t> parse_byte_size(std::string_view text) { return parse_size(text); }  // format/value_text.h
 
 bool is_option(const char* arg, const char* name) {
   const size_t n = std::strlen(name);
