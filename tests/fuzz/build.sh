@@ -30,7 +30,7 @@ core=(format/event.cpp format/accounting.cpp format/accounting_checkpoint.cpp fo
       format/manifest_record.cpp format/config_record.cpp format/bytes_text.cpp tools/reader/input_file.cpp tools/reader/json_input.cpp)
 sources_fuzz_trace_reader=("${core[@]}" tools/reader/trace_reader.cpp tools/reader/run_directory_reader.cpp
                            tools/reader/summary_figures.cpp tools/reader/trace_replay.cpp tools/reader/progress.cpp)
-sources_fuzz_oom_bundle=("${core[@]}" tools/reader/oom_bundle_reader.cpp
+sources_fuzz_oom_bundle=("${core[@]}" tools/reader/oom_bundle_reader.cpp tools/reader/trace_reader.cpp
                          tools/gpumemprof/oom_facts.cpp tools/gpumemprof/oom_advice.cpp tools/gpumemprof/oom_render.cpp
                          tools/gpumemprof/format.cpp)
 sources_fuzz_json_writers=("${core[@]}" collector/config.cpp collector/manifest.cpp collector/process_info.cpp
