@@ -19,24 +19,19 @@ struct Unit {
   uint64_t scale;
 };
 
-// Digits with at most one '.', then one of `units` (case as `fold_case` says); nullopt otherwise
-// or above 2^64 - 1. A whole number is exact; a fraction is computed in double and rounded, unless
-// `whole_only` wants it to come out whole.
-std::optional<uint64_t> parse_scaled(std::string_view s, std::span<const Unit> units, bool fold_case,
-                                     bool whole_only) {
+// Digits with at most one '.', then one of `units`; nullopt otherwise or above 2^64 - 1. A whole
+// number is exact; a fraction is computed in double and rounded. (Sizes: format/value_text.h.)
+std::optional<uint64_t> parse_scaled(std::string_view s, std::span<const Unit> units) {
   const size_t unit_at = std::min(s.find_first_not_of("0123456789."), s.size());
   const std::string_view number = s.substr(0, unit_at);
-  std::string unit(s.substr(unit_at));
-  if (fold_case) {
-    std::transform(unit.begin(), unit.end(), unit.begin(), [](unsigned char c) { return std::tolower(c); });
-  }
+  const std::string_view unit = s.substr(unit_at);
   auto u = std::find_if(units.begin(), units.end(), [&](const Unit& x) { return x.name == unit; });
   const size_t dot = number.find('.');
   if (u == units.end() || number.empty() || number == "." || number.find('.', dot + 1) != std::string_view::npos) {
     return std::nullopt;
   }
   const double value = std::strtod(std::string(number).c_str(), nullptr) * static_cast<double>(u->scale);
-  if (value >= 0x1p64 || (whole_only && value != std::floor(value))) return std::nullopt;
+  if (value >= 0x1p64) return std::nullopt;
   if (dot == std::string_view::npos && number.size() <= 19) {  // exact: no double rounding
     const uint64_t whole = std::strtoull(std::string(number).c_str(), nullptr, 10);
     if (whole <= UINT64_MAX / u->scale) return whole * u->scale;
@@ -68,7 +63,7 @@ std::optional<int> parse_path_args(const char* command, const char* usage, int a
 }
 
 std::optional<uint64_t> parse_duration_ns(std::string_view text) {
-  return parse_scaled(text, kDurationUnits, false, false);
+  return parse_scaled(text, kDurationUnits);
 }
 
 std::optional<uint64_t> parse_byte_size(std::string_view text) { return parse_size(text); }  // format/value_text.h
