@@ -37,7 +37,7 @@ constexpr const char* kUsage =
     "    memory-viz    a snapshot for PyTorch's memory viewer (a pickle): drop it on https://pytorch.org/memory_viz\n"
     "                  or run python -m torch.cuda._memory_viz trace_plot FILE -o trace.html\n"
     "  -o, --output FILE   write FILE instead of stdout ('-' is stdout)\n"
-    "  --world-size N      telemetry-v2: the job's world size (the manifest records only the rank)\n"
+    "  --world-size N      telemetry-v2: the job's world size (default: the manifest's, else rank + 1)\n"
     "  --since T, --until T  only the events in this window of the run (times since the profiler started:\n"
     "                      1.5s, 250ms, 2m); the figures are exact, counters start at the state at T\n"
     "  --resolution D      perfetto, telemetry-v2: counter points thinned to buckets of D, keeping each bucket's\n"

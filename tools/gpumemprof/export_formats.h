@@ -15,10 +15,11 @@
 
 namespace gmp::tool::exporter {
 
-// telemetry-v2's distributed identity. The manifest records the rank (from RANK and the like)
-// but not the world size, which --world-size supplies.
+// telemetry-v2's distributed identity, from the manifest's launcher fields (rank, local rank,
+// world size, job id); --world-size supplies or overrides the world size.
 struct Identity {
   uint64_t rank = 0, local_rank = 0, world_size = 1;
+  std::string job_id;  // "": null
 };
 
 struct Context {
@@ -35,7 +36,8 @@ struct Context {
 };
 
 // The identity for telemetry-v2 from the manifest and --world-size; nullopt with `error` when they
-// contradict (a rank outside the world). A missing world size is rank + 1, with a note.
+// contradict (a rank outside the world). A missing world size is rank + 1, with a note; a missing
+// local rank is the rank.
 std::optional<Identity> telemetry_identity(const ManifestRecord& manifest, std::optional<uint64_t> world_size,
                                            std::vector<std::string>& notes, std::string& error);
 

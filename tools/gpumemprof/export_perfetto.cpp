@@ -117,7 +117,7 @@ void write_header(Context& ctx, uint64_t pid) {
   other.str("tool", "gpumemprof").str("run_directory", ctx.run.path).u64("pid", pid);
   const ManifestRecord& m = ctx.run.manifest;  // what it names, under the manifest's own keys
   const std::pair<const char*, std::string> named[] = {
-      {"exe", m.exe}, {"host", m.host}, {"rank", m.rank.value_or("")}, {"start_time_utc", m.start_time_utc}};
+      {"exe", m.exe}, {"host", m.host}, {"rank", m.rank ? std::to_string(*m.rank) : ""}, {"start_time_utc", m.start_time_utc}};
   for (const auto& [key, v] : named) {
     if (!v.empty()) other.str(key, v);
   }

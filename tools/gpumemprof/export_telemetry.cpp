@@ -192,7 +192,7 @@ class TelemetryWriter {
         .u64("sampling_interval_ms", sampling_ms_)
         .u64("pid", pid_)
         .str("host", host_)
-        .null("job_id")
+        .str_or_null("job_id", ctx_.identity.job_id)
         .u64("rank", ctx_.identity.rank)
         .u64("local_rank", ctx_.identity.local_rank)
         .u64("world_size", ctx_.identity.world_size)
@@ -239,16 +239,17 @@ class TelemetryWriter {
 std::optional<Identity> telemetry_identity(const ManifestRecord& manifest, std::optional<uint64_t> world_size,
                                            std::vector<std::string>& notes, std::string& error) {
   Identity id;
-  const std::string rank_text = manifest.rank.value_or("0");
-  const char* end = rank_text.data() + rank_text.size();
-  if (auto [p, ec] = std::from_chars(rank_text.data(), end, id.rank); ec != std::errc() || p != end) {
-    notes.push_back("the manifest's rank '" + rank_text + "' is not a number; exported as rank 0");
-    id.rank = 0;
-  }
-  id.local_rank = id.rank;  // not recorded; the Python loader defaults it to the rank as well
+  id.job_id = manifest.job_id;
+  id.rank = manifest.rank.value_or(0);
+  // Not recorded (no launcher, or a manifest before the launcher fields): the Python loader
+  // defaults the local rank to the rank as well.
+  id.local_rank = manifest.local_rank.value_or(id.rank);
+  const char* source = world_size ? "--world-size" : "the manifest's world size";
+  world_size = world_size ? world_size : manifest.world_size;
   if (world_size) {
     if (*world_size <= id.rank) {
-      error = "--world-size " + std::to_string(*world_size) + " is not above the run's rank " + std::to_string(id.rank);
+      error = std::string(source) + " " + std::to_string(*world_size) + " is not above the run's rank " +
+              std::to_string(id.rank);
       return std::nullopt;
     }
     id.world_size = *world_size;

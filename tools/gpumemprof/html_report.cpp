@@ -15,6 +15,7 @@
 #include "format.h"
 #include "framework_notes.h"
 #include "html_escape.h"
+#include "json_fields.h"
 
 namespace gmp::tool {
 namespace {
@@ -134,8 +135,10 @@ class Page {
       fact("PID", v);
     }
     std::string host = manifest_.host;
-    const std::string rank = manifest_.rank.value_or("");
-    if (!rank.empty()) host += (host.empty() ? "" : ", ") + std::string("rank ") + rank;
+    if (manifest_.rank) {
+      host += (host.empty() ? "" : ", ") + std::string("rank ") + u64s(*manifest_.rank);
+      if (manifest_.world_size) host += " of " + u64s(*manifest_.world_size);
+    }
     if (!host.empty()) fact("Host", escape(host));
     const std::string& started = manifest_.start_time_utc;
     if (!started.empty()) fact("Started", escape(started));
@@ -539,7 +542,7 @@ nlohmann::json html_report_data(const analysis::RunAnalysis& run) {
       {"exe", m.exe},
       {"pid", m.pid.value_or(0)},
       {"host", m.host},
-      {"rank", m.rank.value_or("")},
+      {"rank", reader::or_null(m.rank)},
       {"start_time_utc", m.start_time_utc},
       {"duration_ns", run.duration_ns},
       {"rebuilt_from_trace", run.run.summary_rebuilt},
