@@ -29,7 +29,7 @@ constexpr const char* kUsage =
     "  export DIR --format F [-o FILE]       csv, jsonl, perfetto, telemetry-v2, folded or memory-viz\n"
     "  diff DIR_A DIR_B [--json]             what changed between two runs\n"
     "  html DIR -o FILE                      a self-contained HTML report\n"
-    "  --version                             print the version\n"
+    "  --version, -V                         print the version\n"
     "Each command has --help. Exit status 2 means bad usage or unreadable input.\n";
 
 // "gpumemprof report: " or, outside a command, "gpumemprof: ".
@@ -86,7 +86,7 @@ int dispatch(int argc, char** argv) {
     std::fputs(kUsage, stdout);
     return finish(nullptr, 0);
   }
-  if (!std::strcmp(argv[1], "--version")) {
+  if (!std::strcmp(argv[1], "--version") || !std::strcmp(argv[1], "-V")) {
     std::printf("gpumemprof %s\n", GPUMEMPROF_VERSION);
     return finish(nullptr, 0);
   }

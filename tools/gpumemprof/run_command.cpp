@@ -48,7 +48,8 @@ constexpr const char* kUsage =
     "  --log-level LEVEL        trace, debug, info, warn (default), error, critical, off\n"
     "  --trace-max SIZE         disk the trace may take, 0 = unbounded (default 1GiB); past it the\n"
     "                           oldest events are dropped, the summary stays exact\n"
-    "  --shim PATH              libgpumemprof.so to preload (default: next to this program)\n"
+    "  --shim PATH              libgpumemprof.so to preload (default: ../" GMP_INSTALL_SHIM_DIR "/ from this\n"
+    "                           program's directory, where it is installed, else ../lib/ in a build tree)\n"
     "Exit status: the command's (a command killed by a signal kills gpumemprof with it); 2 for a\n"
     "bad command line.\n";
 
@@ -66,13 +67,24 @@ void forward_signal(int sig) {
   if (g_child > 0) kill(g_child, sig);
 }
 
+// The shim of this program's own tree: installed, bin/gpumemprof and GMP_INSTALL_SHIM_DIR/libgpumemprof.so
+// under one prefix (cmake/install.cmake); in a build tree, build/bin/gpumemprof and build/lib/libgpumemprof.so.
 std::string default_shim() {
   char exe[PATH_MAX];
   const ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
   if (n <= 0) return "libgpumemprof.so";
   std::string dir(exe, static_cast<size_t>(n));
   dir = dir.substr(0, dir.rfind('/'));
-  return dir + "/../lib/libgpumemprof.so";
+  const std::string installed = dir + "/../" GMP_INSTALL_SHIM_DIR "/libgpumemprof.so";
+  struct stat st {};
+  return stat(installed.c_str(), &st) == 0 ? installed : dir + "/../lib/libgpumemprof.so";
+}
+
+// The Python bootstrap is lib/gpumemprof/python in both layouts: beside an installed shim
+// (GMP_INSTALL_SHIM_DIR is lib/gpumemprof), below a build tree's (build/lib/gpumemprof/python).
+std::string bootstrap_dir(const std::string& shim_path) {
+  const std::string dir = shim_path.substr(0, shim_path.rfind('/'));
+  return dir.ends_with("/" GMP_INSTALL_SHIM_DIR) ? dir + "/python" : dir + "/gpumemprof/python";
 }
 
 std::string absolute(const std::string& path) {
@@ -188,7 +200,7 @@ int run_main(int argc, char** argv) {
       nvtx_prev != nullptr && *nvtx_prev != '\0' && absolute(nvtx_prev) != shim_path ? nvtx_prev : "";
   // The Python bootstrap beside the shim (docs/framework-bridge.md): tensor-level figures for
   // PyTorch programs. Ahead of the program's own PYTHONPATH; it chains to a sitecustomize it shadows.
-  const std::string bootstrap = shim_path.substr(0, shim_path.rfind('/') + 1) + "gpumemprof/python";
+  const std::string bootstrap = bootstrap_dir(shim_path);
   const char* pythonpath_prev = std::getenv("PYTHONPATH");
   struct stat bootstrap_st {};
   const bool has_bootstrap = stat(bootstrap.c_str(), &bootstrap_st) == 0 && S_ISDIR(bootstrap_st.st_mode);
