@@ -28,7 +28,8 @@ inline Spread spread(std::vector<double> v) {
 
 // Runs argv with `env` added to this process's environment and returns its wall time in seconds;
 // exits this benchmark when the child fails (a timing of a failed run means nothing).
-inline double timed_run(const std::vector<std::string>& argv, const std::vector<std::pair<std::string, std::string>>& env) {
+inline double timed_run(const std::vector<std::string>& argv,
+                        const std::vector<std::pair<std::string, std::string>>& env) {
   const auto start = std::chrono::steady_clock::now();
   const pid_t pid = fork();
   if (pid == 0) {
