@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstring>
 
 #include "clock.h"
 #include "file_io.h"
@@ -46,15 +47,16 @@ bool Collector::start() {
   // Absolute, so that later writes by path (summary.json, OOM bundles, reopening our files) still
   // land here after the program changes its working directory.
   run_dir_ = (*dir)[0] == '/' || info_.cwd.empty() ? *dir : info_.cwd + "/" + *dir;
+  if (!reserve_.take(run_dir_, error_)) return false;  // a disk already full: profiling is off, said once
   oom_.set_run_dir(run_dir_);
   alert_command_.set_output(run_dir_ + "/" + kAlertCommandLogFile);
   log::attach_file(run_dir_ + "/" + kLogFile);
   write_manifest();
-  const std::string trace_path = run_dir_ + "/" + kTraceFileName;
   attribution_.set_path(run_dir_ + "/" + kAttributionFile);
   // A trace that cannot be created is said once (TraceWriter); events are still counted.
-  trace_.open(trace_path, make_trace_header(static_cast<uint32_t>(info_.pid), info_.start_realtime_ns,
-                                            info_.start_monotonic_ns));
+  trace_.open(run_dir_,
+              make_trace_header(static_cast<uint32_t>(info_.pid), info_.start_realtime_ns, info_.start_monotonic_ns),
+              config_.trace_max);
   // The collector must never take the application's signals (SIGTERM, SIGINT, SIGCHLD...).
   sigset_t all, old;
   sigfillset(&all);
@@ -145,9 +147,8 @@ void Collector::process(Event& e) {
     device_order_.push_back(e.device);
     write_manifest();
   }
-  accounting_.apply(e);
   attribution_.note(e, e.timestamp_ns);  // before the event, so readers find what it refers to
-  trace_.append(e);
+  account(e);
   synthesized_.clear();
   oom_.after(e, accounting_, synthesized_);
   for (const Event& s : synthesized_) add_own(s);
@@ -155,7 +156,11 @@ void Collector::process(Event& e) {
   evaluate_alerts(e.timestamp_ns);
 }
 
-void Collector::add_own(const Event& e) {
+void Collector::add_own(const Event& e) { account(e); }
+
+void Collector::account(const Event& e) {
+  // A new segment's checkpoint is the state just before its first event (docs/trace-format.md).
+  if (trace_.segment_full()) trace_.start_segment(accounting_.save_checkpoint());
   accounting_.apply(e);
   trace_.append(e);
 }
@@ -219,8 +224,10 @@ void Collector::write_summary(bool clean_exit, int signal, const char* ended_by)
   s.trace_events_written = trace_.written_events();
   s.events.unwritten = trace_.unwritten_events() + trace_.buffered();
   if (trace_.failed()) s.events.trace_error = trace_.error();
-  if (!write_file_atomic(run_dir_ + "/" + kSummaryFile, json_text(to_json(s), 2) + "\n")) {
-    log::error("cannot write {}/{}", run_dir_, kSummaryFile);
+  s.trace = Summary::Trace{config_.trace_max, trace_.segments_written(), trace_.segments_dropped(),
+                           trace_.events_dropped(), since(trace_.kept_from_ns(), info_.start_monotonic_ns)};
+  if (!reserve_.write_file(run_dir_ + "/" + kSummaryFile, json_text(to_json(s), 2) + "\n")) {
+    log::error("cannot write {}/{}: {}; its figures are not saved", run_dir_, kSummaryFile, std::strerror(errno));
   }
 }
 

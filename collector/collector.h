@@ -19,6 +19,7 @@
 #include "oom_recorder.h"
 #include "process_info.h"
 #include "ring.h"
+#include "space_reserve.h"
 #include "trace_writer.h"
 
 namespace gmp {
@@ -59,6 +60,8 @@ class Collector {
   // Events the collector itself adds (OOM bundles and recoveries, alerts, NVML samples): into the
   // accounting and the trace, where they happened.
   void add_own(const Event& e);
+  // Into the accounting and the trace: every event, the ring's and the collector's own.
+  void account(const Event& e);
   void wake();
   void write_manifest();
   void write_summary(bool clean_exit, int signal, const char* ended_by);
@@ -77,6 +80,7 @@ class Collector {
   std::vector<Event> synthesized_;
   TraceWriter trace_;
   AttributionWriter attribution_;
+  SpaceReserve reserve_;
   std::string run_dir_;
   std::string error_;
   std::vector<Event> batch_;

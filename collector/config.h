@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "config_record.h"
+#include "value_text.h"
 
 namespace gmp {
 
@@ -22,6 +23,7 @@ struct Config {
   std::string output = "gpumemprof.%e.%p";
   LogLevel log_level = LogLevel::Warn;
   uint64_t ring_events = 1u << 20;
+  uint64_t trace_max = 1ull << 30;  // bytes of trace kept on disk; 0: unbounded (docs/configuration.md)
   uint32_t stacks = 16;       // return addresses per allocation event; 0: no stacks
   bool python_stacks = true;  // Python frames too, where the allocating thread holds the GIL
   FrameworkMode framework = FrameworkMode::Auto;
@@ -47,13 +49,6 @@ Config config_from_environment();
 // The settings as manifest.json records them (format/config_record.h).
 ConfigRecord config_record(const Config& c);
 
-// Values are taken exactly as written (docs/configuration.md): no whitespace, sign, exponent or hex.
-// "123", "4K", "4KiB", "1.5G", "100MiB": decimal digits (a fraction only if it comes to whole
-// bytes), then nothing or a unit B, K, M, G, T, also KiB/KB, MiB/MB, ..., in any case, all powers
-// of 1024; at most 2^64 - 1 bytes.
-std::optional<uint64_t> parse_size(std::string_view text);
-// 1, true, yes, on / 0, false, no, off, in any case.
-std::optional<bool> parse_bool(std::string_view text);
 std::string_view log_level_name(LogLevel l);
 
 }  // namespace gmp

@@ -12,18 +12,24 @@
 
 namespace gmp {
 
+uint64_t file_size_limit() {
+  rlimit lim{};
+  if (getrlimit(RLIMIT_FSIZE, &lim) != 0 || lim.rlim_cur == RLIM_INFINITY) return UINT64_MAX;
+  return lim.rlim_cur;
+}
+
 namespace {
 
 // Whether `size` more bytes fit in `fd` under RLIMIT_FSIZE. Writing past it would raise SIGXFSZ,
 // whose default action kills the program, so we refuse such a write ourselves (EFBIG).
 bool fits_file_size_limit(int fd, size_t size) {
-  rlimit lim{};
-  if (getrlimit(RLIMIT_FSIZE, &lim) != 0 || lim.rlim_cur == RLIM_INFINITY) return true;
+  const uint64_t limit = file_size_limit();
+  if (limit == UINT64_MAX) return true;
   struct stat st {};
   if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) return true;
   const off_t here = lseek(fd, 0, SEEK_CUR);
   const uint64_t end = static_cast<uint64_t>(std::max<off_t>(st.st_size, here < 0 ? 0 : here));
-  return end + size <= lim.rlim_cur;
+  return end + size <= limit;
 }
 
 }  // namespace
@@ -53,7 +59,11 @@ bool write_file_atomic(const std::string& path, std::string_view content) {
   bool ok = write_all(fd, content.data(), content.size());
   ok = (::close(fd) == 0) && ok;
   if (ok) ok = ::rename(tmp.c_str(), path.c_str()) == 0;
-  if (!ok) ::unlink(tmp.c_str());
+  if (!ok) {
+    const int err = errno;  // the write's reason, not the clean-up's
+    ::unlink(tmp.c_str());
+    errno = err;
+  }
   return ok;
 }
 

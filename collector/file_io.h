@@ -3,15 +3,18 @@
 // SIGKILL once write() has returned.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 
 namespace gmp {
 
+// RLIMIT_FSIZE's soft limit in bytes; UINT64_MAX when there is none.
+uint64_t file_size_limit();
 // Writes all of `data`, or nothing at all when it would cross RLIMIT_FSIZE (EFBIG: the kernel
 // would otherwise send the program a SIGXFSZ that kills it).
 bool write_all(int fd, const void* data, size_t size);
-// Writes `path` atomically (temporary file + rename), mode 0600.
+// Writes `path` atomically (temporary file + rename), mode 0600. False with errno set.
 bool write_file_atomic(const std::string& path, std::string_view content);
 
 }  // namespace gmp

@@ -122,4 +122,11 @@ uint32_t InternTable::intern(InternType type, const void* data, uint32_t length)
   return 0;
 }
 
+// Equal records always get one id (a record is created only by the claimer of the first slot on
+// its hash's probe path that is empty), so an equal hint is exactly what intern() would return.
+uint32_t InternTable::intern(InternType type, const void* data, uint32_t length, uint32_t hint) {
+  if (hint != 0 && equals(hint, type, data, length)) return hint;
+  return intern(type, data, length);
+}
+
 }  // namespace gmp

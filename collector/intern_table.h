@@ -27,6 +27,9 @@ class InternTable {
   // The id (1..kMaxEntries) of this record, the same for equal records; 0 when the table is full
   // or its memory could not be mapped.
   uint32_t intern(InternType type, const void* data, uint32_t length);
+  // The same id, but first `hint` (a thread's last stack, say) is compared with the record: when it
+  // is an equal record's id it is the answer, for one comparison instead of hashing and probing.
+  uint32_t intern(InternType type, const void* data, uint32_t length, uint32_t hint);
   // False while `id` is unknown or not yet published by its producer.
   bool get(uint32_t id, InternEntry* out) const;
   uint64_t dropped() const { return dropped_.load(std::memory_order_relaxed); }

@@ -1,7 +1,7 @@
 #include "log.h"
 
 #include <spdlog/sinks/base_sink.h>
-#include <spdlog/sinks/stdout_sinks.h>
+#include <spdlog/pattern_formatter.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -36,38 +36,54 @@ void say_directly(const std::string& text) {
   [[maybe_unused]] ssize_t n = ::write(STDERR_FILENO, line.data(), line.size());
 }
 
+// Every message goes to stderr with our prefix and, once the run directory exists, to
 // gpumemprof.log: created 0600 and close-on-exec (the program's children must not inherit it),
 // written through OwnedFile so the program's dup2()/closefrom() games never make us write into
-// its files. A failed write stops the copy, said once; stderr still gets every message.
-class RunLogSink final : public spdlog::sinks::base_sink<std::mutex> {
+// its files. The log copy is written first: when it fails (disk full, the file removed), the copy
+// stops and the message on stderr says so at its end, so the loss costs no line of its own, and
+// nothing about the log is ever logged (which could loop).
+class MessageSink final : public spdlog::sinks::base_sink<std::mutex> {
  public:
-  explicit RunLogSink(std::string path) : path_(std::move(path)) {}
-  bool open() { return file_.create(path_, /*exclusive=*/false); }
+  MessageSink() : file_format_("%Y-%m-%dT%H:%M:%S.%e %l %v") {}
+
+  void attach(const std::string& path) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    path_ = path;
+    if (!file_.create(path, /*exclusive=*/false)) failed_errno_ = errno;  // said with the next message
+  }
 
  protected:
   void sink_it_(const spdlog::details::log_msg& msg) override {
-    if (failed_) return;
-    spdlog::memory_buf_t text;
-    formatter_->format(msg, text);
-    if (!file_.append(text.data(), text.size())) {
-      failed_ = true;
-      say_directly("cannot write " + path_ + ": " + std::strerror(errno) + "; messages go to stderr only");
+    if (file_.is_open() && failed_errno_ == 0) {
+      spdlog::memory_buf_t text;
+      file_format_.format(msg, text);
+      if (!file_.append(text.data(), text.size())) failed_errno_ = errno;
     }
+    std::string line(msg.payload.data(), msg.payload.size());
+    if (failed_errno_ != 0 && !failure_said_) {
+      failure_said_ = true;
+      line += " [not in " + path_ + ": " + std::strerror(failed_errno_) + "; messages are on stderr only from here on]";
+    }
+    say_directly(line);
   }
   void flush_() override {}
 
  private:
+  spdlog::pattern_formatter file_format_;
   std::string path_;
   OwnedFile file_;
-  bool failed_ = false;
+  int failed_errno_ = 0;
+  bool failure_said_ = false;
 };
+
+// The sink of the current logger (leaked with it).
+std::atomic<MessageSink*> g_sink{nullptr};
 
 }  // namespace
 
 void configure(LogLevel level) {
   g_level = level;
-  auto sink = std::make_shared<spdlog::sinks::stderr_sink_mt>();
-  sink->set_pattern("gpumemprof: %v");
+  auto sink = std::make_shared<MessageSink>();
   // Deliberately leaked: it must outlive every static destructor.
   auto* logger = new spdlog::logger("gpumemprof", sink);
   logger->set_level(to_spdlog(level));
@@ -77,19 +93,18 @@ void configure(LogLevel level) {
     static std::atomic<bool> said{false};
     if (!said.exchange(true)) say_directly("logging failed: " + what);
   });
+  g_sink.store(sink.get(), std::memory_order_release);
   g_logger.store(logger, std::memory_order_release);
 }
 
 void attach_file(const std::string& path) {
-  auto* logger = get();
-  if (logger == nullptr) return;
-  auto sink = std::make_shared<RunLogSink>(path);
-  if (!sink->open()) return;  // the run directory is ours; failing here only loses the log copy
-  sink->set_pattern("%Y-%m-%dT%H:%M:%S.%e %l %v");
-  logger->sinks().push_back(sink);
+  if (auto* sink = g_sink.load(std::memory_order_acquire)) sink->attach(path);
 }
 
-void reset_after_fork() { g_logger.store(nullptr, std::memory_order_release); }
+void reset_after_fork() {
+  g_logger.store(nullptr, std::memory_order_release);
+  g_sink.store(nullptr, std::memory_order_release);
+}
 
 spdlog::logger* get() { return g_logger.load(std::memory_order_acquire); }
 

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstring>
 
 #include "bytes_text.h"
 #include "clock.h"
@@ -196,7 +197,13 @@ void OomRecorder::open_episode(Episode& ep, const Event& e, const Accounting& ac
 }
 
 void OomRecorder::update_metadata(Episode& ep) {
-  if (!ep.bundle.empty()) rewrite_bundle_file(ep.bundle, {kOomMetadataFile, to_json(ep.metadata)});
+  if (ep.bundle.empty()) return;
+  // Atomic: on failure the previous metadata.json stays whole, and the bundle readable as it was.
+  if (!rewrite_bundle_file(ep.bundle, {kOomMetadataFile, to_json(ep.metadata)}) && !ep.update_failure_said) {
+    ep.update_failure_said = true;
+    log::error("cannot update {}/{}: {}; the bundle keeps its earlier failure count and recovery state", ep.bundle,
+               kOomMetadataFile, std::strerror(errno));
+  }
 }
 
 }  // namespace gmp

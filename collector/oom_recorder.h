@@ -46,6 +46,7 @@ class OomRecorder {
     uint64_t failed_size = 0;
     uint64_t last_failure_ns = 0;
     std::string bundle;  // path; empty if the bundle could not be written
+    bool update_failure_said = false;
     OomMetadata metadata;
   };
 

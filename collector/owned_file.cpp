@@ -27,7 +27,7 @@ int move_high(int fd) {
 }  // namespace
 
 OwnedFile::~OwnedFile() {
-  if (still_ours()) ::close(fd_);
+  if (held() != Held::Lost) ::close(fd_);
 }
 
 bool OwnedFile::create(const std::string& path, bool exclusive) {
@@ -49,9 +49,10 @@ bool OwnedFile::create(const std::string& path, bool exclusive) {
   return true;
 }
 
-bool OwnedFile::still_ours() const {
+OwnedFile::Held OwnedFile::held() const {
   struct stat st {};
-  return fd_ >= 0 && fstat(fd_, &st) == 0 && st.st_dev == dev_ && st.st_ino == ino_;
+  if (fd_ < 0 || fstat(fd_, &st) != 0 || st.st_dev != dev_ || st.st_ino != ino_) return Held::Lost;
+  return st.st_nlink == 0 ? Held::Removed : Held::Ours;
 }
 
 bool OwnedFile::reopen() {
@@ -62,6 +63,7 @@ bool OwnedFile::reopen() {
   // Same inode and exactly the bytes we wrote: an inode number can be reused by a new file.
   if (fstat(fd, &st) != 0 || st.st_dev != dev_ || st.st_ino != ino_ || st.st_size != size_) {
     ::close(fd);  // another file now has our name: not ours to write
+    errno = ENOENT;  // ours is gone
     return false;
   }
   fd_ = move_high(fd);
@@ -70,9 +72,12 @@ bool OwnedFile::reopen() {
 }
 
 bool OwnedFile::append(const void* data, size_t size) {
-  if (!still_ours() && !reopen()) {
-    errno = EBADF;
-    return false;
+  switch (held()) {
+    case Held::Ours: break;
+    case Held::Removed: errno = ENOENT; return false;
+    case Held::Lost:
+      if (!reopen()) return false;
+      break;
   }
   if (!write_all(fd_, data, size)) {
     // All or nothing: cut off whatever part did land (a disk that filled mid-write), so the file

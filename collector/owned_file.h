@@ -7,6 +7,8 @@
 // it nor close it, and reopen our file by its path (O_NOFOLLOW; the same inode holding exactly the
 // bytes we wrote, since a new file can get a freed inode's number). Our
 // descriptors also live at high numbers, out of the way of programs that dup2() onto low ones.
+// A file that was removed (its run directory deleted under us) is not written any more: the bytes
+// would go to a file no one can read, so the loss is reported like any failed write.
 #pragma once
 
 #include <sys/types.h>
@@ -29,14 +31,15 @@ class OwnedFile {
   bool is_open() const { return fd_ >= 0; }
 
   // Appends all of `data` to our file, after checking the descriptor is still ours, or nothing (a
-  // partial write is cut off again). False with errno set when the file cannot be written (or
-  // reached again: then errno is EBADF).
+  // partial write is cut off again). False with errno set when the file cannot be written (ENOENT:
+  // it was removed, or the program took our descriptor and the file cannot be reached again).
   bool append(const void* data, size_t size);
   // How often the program had taken our descriptor over and the file was reopened.
   unsigned reopened() const { return reopened_; }
 
  private:
-  bool still_ours() const;
+  enum class Held { Ours, Removed, Lost };  // Lost: the descriptor is not ours any more
+  Held held() const;
   bool reopen();
 
   std::string path_;

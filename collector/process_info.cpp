@@ -9,17 +9,11 @@
 #include <iterator>
 
 #include "clock.h"
+#include "launcher_env.h"
 #include "redact.h"
 
 namespace gmp {
 namespace {
-
-std::string rank_from_environment() {
-  for (const char* name : {"RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID"}) {
-    if (const char* v = std::getenv(name); v != nullptr && *v != '\0') return v;
-  }
-  return "0";
-}
 
 std::vector<std::string> read_cmdline() {
   std::ifstream in("/proc/self/cmdline", std::ios::binary);
@@ -61,7 +55,8 @@ ProcessInfo current_process_info() {
     buf[sizeof buf - 1] = '\0';
     p.host = buf;
   }
-  p.rank = rank_from_environment();
+  p.job = job_identity([](const char* name) -> const char* { return std::getenv(name); });
+  p.rank = p.job.rank ? std::to_string(*p.job.rank) : "0";
   if (getcwd(buf, sizeof buf) != nullptr) p.cwd = buf;
   p.start_realtime_ns = realtime_ns();
   p.start_monotonic_ns = now_ns();

@@ -1,14 +1,21 @@
-// Appends events to the trace file. Buffered in memory between flushes; flush() hands the bytes to
-// the kernel, after which they survive the process being killed.
+// Appends events to the trace: segment files in the run directory (format/trace_format.h,
+// docs/trace-format.md). Buffered in memory between flushes; flush() hands the bytes to the
+// kernel, after which they survive the process being killed.
+//
+// Bounded (GPUMEMPROF_TRACE_MAX): a segment holds at most a set number of events; the next event
+// starts a new segment whose header is followed by a checkpoint of the accounting state before
+// that event, and the oldest segments are deleted first so that the files never add up to more
+// than the cap. What is deleted is counted (summary.json "trace"); the figures are not affected.
 //
 // A write that fails (disk full, RLIMIT_FSIZE, our descriptor lost to the program and our file
-// gone) ends tracing for the process: the partial write is cut off so the file stays a whole
-// prefix of the run, the reason is said once on stderr, and every event from there on is counted
-// as unwritten (summary.json "events"."unwritten", "trace_error"). Retrying later would leave a
-// gap in the middle of the trace, which no reader could replay correctly.
+// gone, a segment that cannot be created) ends tracing for the process: the partial write is cut
+// off so each file stays whole records, the reason is said once on stderr, and every event from
+// there on is counted as unwritten (summary.json "events"."unwritten", "trace_error").
 #pragma once
 
 #include <cstdint>
+#include <deque>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -20,8 +27,13 @@ namespace gmp {
 
 class TraceWriter {
  public:
-  bool open(const std::string& path, const TraceHeader& header);
-  void append(const Event& e) { buffer_.push_back(e); }
+  // Creates segment 0 in `dir`; `max_bytes` 0 keeps one segment, never cut.
+  bool open(const std::string& dir, const TraceHeader& header, uint64_t max_bytes);
+  // True when the next event must go to a new segment: start_segment() with the accounting's
+  // checkpoint from before that event, then append it.
+  bool segment_full() const { return !failed_ && segment_events_ >= segment_limit_; }
+  void start_segment(const std::string& checkpoint);
+  void append(const Event& e);
   bool flush();
   size_t buffered() const { return buffer_.size(); }
   uint64_t written_events() const { return written_; }
@@ -31,14 +43,36 @@ class TraceWriter {
   // Why tracing stopped ("" while it has not).
   const std::string& error() const { return error_; }
 
+  // What the cap did: segments written and deleted, the records they held, and when the oldest
+  // kept segment starts (its first event's time; 0 while nothing was deleted).
+  uint64_t segments_written() const { return next_segment_; }
+  uint64_t segments_dropped() const { return dropped_segments_; }
+  uint64_t events_dropped() const { return dropped_events_; }
+  uint64_t kept_from_ns() const { return dropped_segments_ == 0 || kept_.empty() ? 0 : kept_.front().first_ns; }
+
  private:
+  struct Segment {
+    uint32_t index;
+    uint64_t bytes;   // header, checkpoint and the events written to it
+    uint64_t events;  // written to it
+    uint64_t first_ns;
+  };
+  bool create_segment(const std::string& checkpoint);
+  void drop_oldest();
   void fail(const std::string& what, int err);
 
-  OwnedFile file_;
-  std::string path_;
+  std::unique_ptr<OwnedFile> file_;
+  std::string dir_;
+  TraceHeader header_{};
+  uint64_t max_bytes_ = 0;
+  uint64_t segment_limit_ = UINT64_MAX;  // events per segment
+  uint64_t segment_events_ = 0;          // appended to the current segment, buffered ones included
+  uint32_t next_segment_ = 0;
+  std::deque<Segment> kept_;             // on disk, oldest first; the last is the current one
   std::vector<Event> buffer_;
   uint64_t written_ = 0;
   uint64_t unwritten_ = 0;
+  uint64_t dropped_segments_ = 0, dropped_events_ = 0;
   bool failed_ = false;
   std::string error_;
 };

@@ -87,6 +87,17 @@ void Accounting::remove_bytes(const LiveAllocation& a) {
   refresh_totals(a.device, last_ns_);
 }
 
+void Accounting::reset_peaks(uint64_t at_ns) {
+  for (auto& [_, d] : devices_) {
+    for (Counter* c : {&d.allocated, &d.reserved, &d.pool_reserved, &d.vmm_physical}) c->reset_peak();
+    for (KindStats& k : d.by_kind) k.bytes.reset_peak();
+    d.allocated_peak_ns = d.reserved_peak_ns = at_ns;
+    d.nvml.process_used_peak = d.nvml.process_used;
+    d.framework.reset_peaks(at_ns);
+  }
+  host_pinned_.reset_peak();
+}
+
 void Accounting::refresh_totals(int device, uint64_t ts) {
   DeviceStats& d = dev(device);
   const uint64_t plain = d.kind(Kind::Linear).bytes.current + d.kind(Kind::Array).bytes.current;

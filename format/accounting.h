@@ -28,6 +28,7 @@ struct Counter {
     current = n;
     if (current > peak) peak = current;
   }
+  void reset_peak() { peak = current; }
 };
 
 struct KindStats {
@@ -50,6 +51,7 @@ struct FrameworkStats {
   uint64_t tensor_allocs = 0, tensor_frees = 0, segment_allocs = 0, segment_frees = 0, ooms = 0;
   // Reserved but not holding tensors: the framework's cache, free blocks and rounding.
   uint64_t cached() const { return reserved.current - std::min(allocated.current, reserved.current); }
+  void reset_peaks(uint64_t at_ns);  // Accounting::reset_peaks
 };
 
 struct DeviceStats {
@@ -107,6 +109,9 @@ class Accounting {
   Accounting& operator=(const Accounting&) = delete;
 
   void apply(const Event& e);
+  // Every peak becomes the current value, reached at `at_ns` (event clock): the peaks from then on
+  // are those of a window that starts there (the tools' --since).
+  void reset_peaks(uint64_t at_ns);
 
   const std::map<int, DeviceStats>& devices() const { return devices_; }
   const Counter& host_pinned() const { return host_pinned_; }
@@ -157,7 +162,19 @@ class Accounting {
 
   static constexpr size_t kMaxFailedKept = 1000;
 
+  // The whole state, as a trace segment's checkpoint (docs/trace-format.md §Checkpoints): a reader
+  // that restores it and replays the segment's events gets exactly the figures of a replay from the
+  // run's first event. The encoding is canonical (tables in key order), so equal states give equal
+  // bytes. restore_checkpoint() is for a new Accounting; false, leaving it empty, when `data` is not
+  // a checkpoint this version reads (truncated, corrupt, or of another version).
+  std::string save_checkpoint() const;
+  bool restore_checkpoint(const void* data, size_t size);
+
  private:
+  // accounting_checkpoint.cpp: every member, in one order, for both directions.
+  template <typename IO>
+  void checkpoint_io(IO& io);
+  void clear();
   struct Handle {
     LiveAllocation alloc;
     bool released = false;

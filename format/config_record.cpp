@@ -20,6 +20,7 @@ json to_json(const ConfigRecord& c) {
       {"output", c.output},
       {"log_level", c.log_level},
       {"ring_events", c.ring_events},
+      {"trace_max", c.trace_max},
       {"stacks", c.stacks},
       {"python_stacks", c.python_stacks},
       {"sample_ms", c.sample_ms},
@@ -43,6 +44,7 @@ ConfigRecord config_record_from_json(const json* j) {
   c.output = reader::str_or(member(j, "output"));
   c.log_level = reader::str_or(member(j, "log_level"));
   c.ring_events = reader::u64_or(member(j, "ring_events"));
+  c.trace_max = reader::u64_or(member(j, "trace_max"));
   c.stacks = reader::u64_or(member(j, "stacks"));
   c.python_stacks = reader::as_bool(member(j, "python_stacks")).value_or(c.python_stacks);
   c.sample_ms = reader::u64_or(member(j, "sample_ms"));

@@ -17,6 +17,7 @@ struct ConfigRecord {
   std::string output;
   std::string log_level;  // by name: "trace" ... "off"
   uint64_t ring_events = 0;
+  uint64_t trace_max = 0;  // GPUMEMPROF_TRACE_MAX in bytes; 0: unbounded (also in runs older than it)
   uint64_t stacks = 0;
   bool python_stacks = true;
   uint64_t sample_ms = 0;

@@ -3,6 +3,7 @@
 #include "event.h"
 #include "json_fields.h"
 #include "trace_format.h"
+#include "value_text.h"
 
 namespace gmp {
 namespace {
@@ -14,8 +15,18 @@ using reader::or_null;
 
 // The process's fields, shared by manifest.json and process_json().
 json process_fields(const ManifestRecord& m) {
-  return {{"pid", or_null(m.pid)},   {"ppid", m.ppid}, {"exe", m.exe},   {"argv", or_null(m.argv)},
-          {"cwd", m.cwd},            {"host", m.host}, {"rank", or_null(m.rank)},
+  const auto text_or_null = [](const std::string& s) { return s.empty() ? json() : json(s); };
+  return {{"pid", or_null(m.pid)},
+          {"ppid", m.ppid},
+          {"exe", m.exe},
+          {"argv", or_null(m.argv)},
+          {"cwd", m.cwd},
+          {"host", m.host},
+          {"rank", or_null(m.rank)},
+          {"local_rank", or_null(m.local_rank)},
+          {"world_size", or_null(m.world_size)},
+          {"launcher", text_or_null(m.launcher)},
+          {"job_id", text_or_null(m.job_id)},
           {"cuda_driver_version", m.cuda_driver_version}};
 }
 
@@ -24,10 +35,11 @@ std::optional<std::vector<std::string>> strings_of(const json* j) {
   return reader::strings_in(j);
 }
 
-std::optional<std::string> rank_of(const json* j) {
-  if (auto s = reader::as_string(j)) return s;
-  if (auto n = reader::as_u64(j)) return std::to_string(*n);
-  return std::nullopt;
+// Manifests before the launcher fields wrote the rank as a decimal string.
+std::optional<uint64_t> rank_of(const json* j) {
+  if (auto n = reader::as_u64(j)) return n;
+  const std::optional<std::string> s = reader::as_string(j);
+  return s ? parse_uint(*s) : std::nullopt;
 }
 
 }  // namespace
@@ -52,7 +64,11 @@ ManifestRecord process_manifest(const ProcessInfo& info) {
   m.argv = info.argv;
   m.cwd = info.cwd;
   m.host = info.host;
-  m.rank = info.rank;
+  m.rank = info.job.rank;
+  m.local_rank = info.job.local_rank;
+  m.world_size = info.job.world_size;
+  m.launcher = info.job.launcher;
+  m.job_id = info.job.job_id;
   m.cuda_driver_version = info.cuda_driver_version;
   m.start_realtime_ns = info.start_realtime_ns;
   m.start_monotonic_ns = info.start_monotonic_ns;
@@ -87,6 +103,10 @@ bool from_json(const json& j, ManifestRecord& out) {
   out.cwd = reader::str_or(member(&j, "cwd"));
   out.host = reader::str_or(member(&j, "host"));
   out.rank = rank_of(member(&j, "rank"));
+  out.local_rank = reader::as_u64(member(&j, "local_rank"));
+  out.world_size = reader::as_u64(member(&j, "world_size"));
+  out.launcher = reader::str_or(member(&j, "launcher"));
+  out.job_id = reader::str_or(member(&j, "job_id"));
   out.cuda_driver_version = reader::as_i64(member(&j, "cuda_driver_version")).value_or(0);
   out.tool_version = reader::str_or(member(&j, "tool_version"));
   out.start_time_utc = reader::str_or(member(&j, "start_time_utc"));

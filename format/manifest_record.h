@@ -35,7 +35,10 @@ struct ManifestRecord {
   std::string exe;              // "": not a string (so are the other strings)
   std::optional<std::vector<std::string>> argv;  // nullopt: not an array; elements not strings are left out
   std::string cwd, host;
-  std::optional<std::string> rank;  // a string, or a non-negative integer as its decimal text
+  // The job (process_record.h's JobIdentity). A rank, local rank or world size is a non-negative
+  // integer or null; rank also reads the decimal string older manifests wrote (with "0" for none).
+  std::optional<uint64_t> rank, local_rank, world_size;  // nullopt: null, or not such a number
+  std::string launcher, job_id;                          // "": null, or not a string
   int64_t cuda_driver_version = 0;  // 0: not an integer
   // The run.
   std::string tool_version;
@@ -56,7 +59,8 @@ nlohmann::json to_json(const ManifestRecord& m);
 // as its comment says.
 bool from_json(const nlohmann::json& j, ManifestRecord& out);
 
-// {"pid", "ppid", "exe", "argv", "cwd", "host", "rank", "cuda_driver_version"}: the process as
+// {"pid", "ppid", "exe", "argv", "cwd", "host", "rank", "local_rank", "world_size", "launcher", "job_id",
+// "cuda_driver_version"}: the process as
 // manifest.json and an OOM bundle's environment.json describe it.
 nlohmann::json process_json(const ProcessInfo& info);
 

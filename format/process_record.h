@@ -3,10 +3,21 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 namespace gmp {
+
+// Which rank of which job the process is, from its launcher's environment (collector/launcher_env.h).
+struct JobIdentity {
+  std::string launcher;                  // "torchrun", "openmpi", "mvapich", "pmix", "pmi", "slurm"; "": none
+  std::optional<uint64_t> rank;          // nullopt: no launcher, or its value was not a number
+  std::optional<uint64_t> local_rank;    // the rank among the processes on this host
+  std::optional<uint64_t> world_size;    // the number of ranks in the job
+  std::string job_id;                    // the scheduler's or launcher's job id; "": none
+  bool operator==(const JobIdentity&) const = default;
+};
 
 struct ProcessInfo {
   int pid = 0;
@@ -15,7 +26,8 @@ struct ProcessInfo {
   std::string exe_name;  // its basename
   std::vector<std::string> argv;  // with secrets redacted (redact.h)
   std::string host;
-  std::string rank;      // RANK, OMPI_COMM_WORLD_RANK, PMI_RANK or SLURM_PROCID; "0" when none
+  std::string rank;      // job.rank as text, "0" when none: what %r in GPUMEMPROF_OUTPUT gives
+  JobIdentity job;
   std::string cwd;
   uint64_t start_realtime_ns = 0;
   uint64_t start_monotonic_ns = 0;

@@ -112,6 +112,13 @@ json to_json(const Summary& s) {
   if (s.terminated_by_signal != 0) j["terminated_by_signal"] = s.terminated_by_signal;
   if (s.unattributed) j["unattributed"] = to_json(*s.unattributed);
   if (s.trace_events_written) j["trace_events_written"] = *s.trace_events_written;
+  if (const auto& t = s.trace) {
+    j["trace"] = {{"max_bytes", t->max_bytes},
+                  {"segments", t->segments},
+                  {"segments_dropped", t->segments_dropped},
+                  {"events_dropped", t->events_dropped},
+                  {"kept_from_ns", t->kept_from_ns}};
+  }
   if (const auto& f = s.framework) {
     j["framework"] = {{"name", f->name},
                       {"state", f->state},
@@ -145,6 +152,11 @@ Summary summary_from_json(const json& j) {
   s.events.unwritten = as_u64(member(events, "unwritten"));
   s.events.trace_error = as_string(member(events, "trace_error"));
   s.trace_events_written = as_u64(member(&j, "trace_events_written"));
+  if (const json* t = member(&j, "trace"); t != nullptr && t->is_object()) {
+    s.trace = Summary::Trace{u64_or(member(t, "max_bytes")), u64_or(member(t, "segments")),
+                             u64_or(member(t, "segments_dropped")), u64_or(member(t, "events_dropped")),
+                             u64_or(member(t, "kept_from_ns"))};
+  }
   s.unknown_frees = u64_or(member(&j, "unknown_frees"));
   s.failed_releases = u64_or(member(&j, "failed_releases"));
   const json* live = member(&j, "live_at_exit");

@@ -57,6 +57,16 @@ struct Summary {
     bool counts_known = true;
   } events;
   std::optional<uint64_t> trace_events_written;  // written by the collector; absent in older runs
+  // The trace on disk under GPUMEMPROF_TRACE_MAX (docs/run-directory.md); written by the collector,
+  // absent in older runs and in a summary rebuilt from the trace.
+  struct Trace {
+    uint64_t max_bytes = 0;         // 0: unbounded
+    uint64_t segments = 0;          // segment files written
+    uint64_t segments_dropped = 0;  // the oldest ones, deleted to stay within max_bytes
+    uint64_t events_dropped = 0;    // the records they held (of trace_events_written)
+    uint64_t kept_from_ns = 0;      // since the profiler started: the first kept event (0: nothing dropped)
+  };
+  std::optional<Trace> trace;
   uint64_t unknown_frees = 0, failed_releases = 0;
   uint64_t live_at_exit_count = 0, live_at_exit_bytes = 0;
   // The framework bridge (docs/framework-bridge.md), when it reported: whether it attached, and

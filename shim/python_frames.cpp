@@ -104,17 +104,26 @@ int instruction_offset(const PythonLayout& l, const char* frame, const char* cod
 // (code, file, name, offset) -> interned frame id. The code object may die and another take its
 // address; keying on its name strings' addresses too makes a stale hit need a new function with
 // the same name objects at the same instruction, and then the record would be the same anyway.
-// A spin lock guards it: threads capture without the GIL, so nothing else serialises them.
+// Threads capture without the GIL, so nothing else serialises them, and the table takes no lock:
+// a slot is claimed by setting its code pointer, filled, then published by its id (release); a
+// reader compares the other fields only after seeing the id (acquire). A slot claimed but not yet
+// published (or never, by a thread that did not survive fork()) is passed over, and the frame is
+// interned directly: the same id, only slower.
 struct FrameKey {
   const char* code;
   const char* file;
   const char* name;
   int offset;
-  uint32_t id;
+};
+struct FrameSlot {
+  std::atomic<const char*> code;
+  std::atomic<uint32_t> id;  // 0 until the claimer has filled the slot
+  const char* file;
+  const char* name;
+  int offset;
 };
 constexpr size_t kFrames = 1 << 16;
-FrameKey g_frames[kFrames];
-std::atomic_flag g_lock = ATOMIC_FLAG_INIT;
+FrameSlot g_frames[kFrames];
 
 size_t slot_of(const FrameKey& k) {
   uint64_t h = reinterpret_cast<uintptr_t>(k.code) * 0x9E3779B97F4A7C15ull;
@@ -133,17 +142,23 @@ uint32_t intern_frame(const Interpreter& py, const FrameKey& k) {
   return intern_table().intern(InternType::PyFrame, record.data(), static_cast<uint32_t>(record.size()));
 }
 
-uint32_t frame_id(const Interpreter& py, const char* code, int offset, bool cached) {
+uint32_t frame_id(const Interpreter& py, const char* code, int offset) {
   const PythonLayout& l = *py.layout;
-  FrameKey key{code, field<const char*>(code, l.code_filename), field<const char*>(code, l.code_name), offset, 0};
-  if (!cached) return intern_frame(py, key);
+  const FrameKey key{code, field<const char*>(code, l.code_filename), field<const char*>(code, l.code_name), offset};
   for (size_t probe = 0, i = slot_of(key); probe < 64; ++probe, i = (i + 1) & (kFrames - 1)) {
-    FrameKey& k = g_frames[i];
-    if (k.code == key.code && k.offset == key.offset && k.file == key.file && k.name == key.name) return k.id;
-    if (k.code != nullptr) continue;
-    key.id = intern_frame(py, key);
-    if (key.id != 0) k = key;
-    return key.id;
+    FrameSlot& s = g_frames[i];
+    const char* claimed = s.code.load(std::memory_order_acquire);
+    if (claimed == nullptr && s.code.compare_exchange_strong(claimed, key.code, std::memory_order_acq_rel)) {
+      s.file = key.file;
+      s.name = key.name;
+      s.offset = key.offset;
+      const uint32_t id = intern_frame(py, key);
+      s.id.store(id, std::memory_order_release);  // 0 (table full) leaves the slot unpublished
+      return id;
+    }
+    if (claimed != key.code) continue;
+    const uint32_t id = s.id.load(std::memory_order_acquire);
+    if (id != 0 && s.offset == key.offset && s.file == key.file && s.name == key.name) return id;
   }
   return intern_frame(py, key);  // table crowded: still correct, only slower
 }
@@ -162,25 +177,16 @@ size_t capture_python_frames(uint64_t* out, size_t max) {
   const char* frame = field<const char*>(thread, l.thread_frame);
   if (l.cframe_current >= 0 && aligned(frame)) frame = field<const char*>(frame, l.cframe_current);
   constexpr int kMaxHops = 1024;  // bounds the walk even if a chain were ever corrupt
-  // Bounded wait: a lock left held by a thread that did not survive fork() must not hang the
-  // child; without the lock the frames are interned directly, which is only slower.
-  bool cached = false;
-  for (int spins = 0; spins < 4096 && !(cached = !g_lock.test_and_set(std::memory_order_acquire)); ++spins) {
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#endif
-  }
   size_t n = 0;
   for (int hops = 0; aligned(frame) && n < max && hops < kMaxHops;
        ++hops, frame = field<const char*>(frame, l.frame_previous)) {
     if (l.frame_owner >= 0 && field<int8_t>(frame, l.frame_owner) == l.owner_cstack) continue;
     const char* code = field<const char*>(frame, l.frame_code);
     if (!is_a(code, py.code_type)) continue;
-    if (const uint32_t id = frame_id(py, code, instruction_offset(l, frame, code), cached); id != 0) {
+    if (const uint32_t id = frame_id(py, code, instruction_offset(l, frame, code)); id != 0) {
       out[n++] = kPythonFrameTag | id;
     }
   }
-  if (cached) g_lock.clear(std::memory_order_release);
   return n;
 }
 

@@ -10,19 +10,22 @@
 #include "../collector/log.h"
 #include "python_frames.h"
 #include "real_driver.h"
+#include "unwinder.h"
 
 namespace gmp::shim {
 namespace {
 
-constexpr uint32_t kMaxDepth = 128;
+constexpr uint32_t kMaxDepth = kMaxUnwindFrames;
 
 using Backtrace = int (*)(void**, int);
 
-// libunwind's unw_backtrace walks DWARF unwind tables with a per-process cache: several times
-// faster than glibc's backtrace(), which goes through libgcc's unwinder (on an H100 host, 16
-// frames cost about 2-4 us per allocation with glibc's and a few hundred ns with libunwind's).
-// The build puts a copy beside the shim, for machines without libunwind; the system's is next,
-// glibc's the fallback. Loaded at run time, so the shim keeps no link dependency.
+// Stacks are walked by the shim's own walker (unwinder.h); a stack with a frame beyond it (a signal
+// frame, code without unwind info) goes to libunwind's unw_backtrace, which walks DWARF unwind
+// tables with a per-thread cache: several times faster than glibc's backtrace(), which goes
+// through libgcc's unwinder (on an H100 host, 16 frames cost about 2-4 us per allocation with
+// glibc's and a few hundred ns with libunwind's). The build puts a copy beside the shim, for
+// machines without libunwind; the system's is next, glibc's the fallback. Loaded at run time, so
+// the shim keeps no link dependency.
 Backtrace load_unw_backtrace(const char* path) {
   void* h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
   return h != nullptr ? reinterpret_cast<Backtrace>(real_dlsym()(h, "unw_backtrace")) : nullptr;
@@ -57,6 +60,19 @@ Backtrace native_backtrace() {
   return f;
 }
 
+// This thread's last stack ids: allocations from one place in a loop capture the same stack, and
+// comparing it with the last one's record costs less than finding it in the table.
+struct LastStacks {
+  uint32_t native;  // capture_stack's
+  uint32_t python;  // capture_python_stack's
+};
+__attribute__((tls_model("initial-exec"))) thread_local LastStacks t_last{};
+
+uint32_t intern_stack(const uint64_t* frames, size_t count, uint32_t& last) {
+  last = intern_table().intern(InternType::Stack, frames, static_cast<uint32_t>(count * sizeof(uint64_t)), last);
+  return last;
+}
+
 }  // namespace
 
 uint32_t capture_stack(uint32_t depth, bool python) {
@@ -65,12 +81,14 @@ uint32_t capture_stack(uint32_t depth, bool python) {
   uint64_t frames[2 * kMaxDepth];
   void** native = reinterpret_cast<void**>(frames);
   static_assert(sizeof(void*) == sizeof(uint64_t));
-  int n = native_backtrace()(native, static_cast<int>(depth));
+  const Backtrace fallback = native_backtrace();  // resolved and logged at the first stack, as before
+  int n = unwind_stack(frames, static_cast<int>(depth));
+  if (n < 0) n = fallback(native, static_cast<int>(depth));
   if (n < 0) n = 0;
   size_t count = static_cast<size_t>(n);
   if (python) count += capture_python_frames(frames + count, depth);
   if (count == 0) return 0;
-  return intern_table().intern(InternType::Stack, frames, static_cast<uint32_t>(count * sizeof(uint64_t)));
+  return intern_stack(frames, count, t_last.native);
 }
 
 uint32_t capture_python_stack(uint32_t depth) {
@@ -79,7 +97,7 @@ uint32_t capture_python_stack(uint32_t depth) {
   uint64_t frames[kMaxDepth];
   const size_t count = capture_python_frames(frames, depth);
   if (count == 0) return 0;
-  return intern_table().intern(InternType::Stack, frames, static_cast<uint32_t>(count * sizeof(uint64_t)));
+  return intern_stack(frames, count, t_last.python);
 }
 
 }  // namespace gmp::shim

@@ -5,10 +5,13 @@
 // find the magic; an input that already starts with a header has it replaced). Each time the run
 // directory is opened (no summary.json: the summary is rebuilt from the trace), the trace is read
 // to the end with TraceReader and replayed through gmp::Accounting, and the summary is built and
-// serialised. Built by tests/fuzz/build.sh.
+// serialised. A third time the input follows a segment header whose checkpoint takes the input's
+// first bytes (their number from the first two), so the checkpoint decoder
+// (format/accounting_checkpoint.cpp) is fuzzed through TraceReader::seed(). Built by tests/fuzz/build.sh.
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -62,8 +65,8 @@ void exercise(const std::string& dir) {
   }
 
   gmp::reader::TraceReader trace;
-  if (!trace.open(trace_path)) return;
   gmp::Accounting acc;
+  if (!trace.open(trace_path) || !trace.seed(acc)) return;
   gmp::Event e;
   while (trace.next(e)) acc.apply(e);
   (void)acc.live_allocations();
@@ -90,5 +93,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   write_trace(trace_path, &header, sizeof header, data, size);
   exercise(dir);
+
+  if (size >= 2) {
+    gmp::TraceHeader segment = gmp::make_trace_header(1234, 1'000'000'000, 5'000);
+    segment.segment = 3;
+    segment.first_event = 1000;
+    segment.checkpoint_size = std::min<uint32_t>(static_cast<uint32_t>(data[0] | data[1] << 8), size - 2);
+    write_trace(trace_path, &segment, sizeof segment, data + 2, size - 2);
+    exercise(dir);
+  }
   return 0;
 }

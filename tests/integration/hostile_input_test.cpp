@@ -224,7 +224,7 @@ TEST(HostileInput, BadCommandLinesAndForeignDirectoriesAreStatus2WithOneLine) {
        "cannot find the shim " + box.dir() + "/missing.so; give its path with --shim"},
       // report and diff
       {{"report"}, "usage: gpumemprof report DIR [--json]"},
-      {{"report", "--bogus", empty}, "unknown option '--bogus'; accepted: --json, --help"},
+      {{"report", "--bogus", empty}, "unknown option '--bogus'; accepted: --json, --since, --until, --help"},
       {{"diff"}, "two run directories expected, got 0; usage: gpumemprof diff DIR_A DIR_B [--json]"},
       {{"diff", "/tmp"}, "two run directories expected, got 1"},
       {{"diff", "a", "b", "c"}, "two run directories expected, got 3"},
@@ -251,7 +251,8 @@ TEST(HostileInput, BadCommandLinesAndForeignDirectoriesAreStatus2WithOneLine) {
       {{"html", empty}, "-o FILE is required (the HTML file to write, '-' for stdout)"},
       {{"html", empty, "-o"}, "-o needs a file name ('-' for stdout)"},
       {{"html", empty, "-o", ""}, "-o needs a file name ('-' for stdout)"},
-      {{"html", empty, "-o", html, "--bogus"}, "unknown option '--bogus'; accepted: -o, --output, --help"},
+      {{"html", empty, "-o", html, "--bogus"},
+       "unknown option '--bogus'; accepted: -o, --output, --since, --until, --help"},
       {{"html", empty, empty, "-o", html}, "one run directory expected, got '" + empty + "' too"},
       {{"html", corrupt, "-o", html}, "not a gpumemprof trace"},
       {{"html", run, "-o", scratch + "/no/such/dir/r.html"}, "cannot create " + scratch + "/no/such/dir/r.html"},

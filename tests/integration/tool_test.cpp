@@ -30,10 +30,11 @@ TEST(Tool, Help) {
   const std::vector<std::pair<std::vector<std::string>, std::string>> rows = {
       {{"--help"}, "usage: gpumemprof COMMAND [ARGS]\n"},
       {{"run", "--help"}, "usage: gpumemprof run [options] -- COMMAND [ARGS...]\n"},
-      {{"report", "--help"}, "usage: gpumemprof report DIR [--json]\n"},
+      {{"report", "--help"}, "usage: gpumemprof report DIR [--json] [--since T] [--until T]\n"},
       {{"diff", "--help"}, "usage: gpumemprof diff DIR_A DIR_B [--json]\n"},
-      {{"export", "--help"}, "usage: gpumemprof export DIR --format FORMAT [-o FILE]\n"},
-      {{"html", "--help"}, "usage: gpumemprof html DIR -o FILE\n"},
+      {{"export", "--help"}, "usage: gpumemprof export DIR --format FORMAT [-o FILE] [--since T] [--until T] "
+                             "[--resolution D] [--min-size S]\n"},
+      {{"html", "--help"}, "usage: gpumemprof html DIR -o FILE [--since T] [--until T]\n"},
       {{"oom", "--help"}, "usage: gpumemprof oom BUNDLE_OR_DIR [--json]\n"},
   };
   for (const auto& [args, usage] : rows) {

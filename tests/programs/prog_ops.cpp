@@ -17,6 +17,11 @@
 //   exit:N             exit(N) (atexit handlers run; nothing is freed)
 //   expect_fail:SIZE   cuMemAlloc_v2(SIZE) that must return CUDA_ERROR_OUT_OF_MEMORY
 //   retry_ok:SIZE      cuMemAlloc_v2(SIZE) that must succeed (appended to the list)
+//   churn:N            N times cuMemAlloc_v2(1 MiB) then cuMemFree_v2 of it (the list is untouched)
+//   fill:PATH          create PATH and write zeros to it until its filesystem is full (ENOSPC or
+//                      EDQUOT); any other error is a failure
+//   remove:PATH        remove the directory PATH with everything in it (symlinks are not followed)
+//   fsize_limit:SIZE   setrlimit(RLIMIT_FSIZE) to SIZE bytes (soft limit; the hard one is kept)
 //
 // Arguments after `--` are not ops: they are ignored, so that tests can put anything on the
 // command line.
@@ -27,6 +32,11 @@
 // allocated (live at exit). stdout is flushed after every line, so the output survives abort.
 // Exit status: 0 done, 1 an unexpected driver result or a bad list index (message on stderr),
 // 2 a malformed command line (checked before anything runs).
+#include <fcntl.h>
+#include <ftw.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -42,7 +52,8 @@
 namespace {
 
 enum class Op {
-  Alloc, AllocAsync, Free, FreeLast, FreeAll, Sync, Sleep, Print, Abort, Exit, ExpectFail, RetryOk
+  Alloc, AllocAsync, Free, FreeLast, FreeAll, Sync, Sleep, Print, Abort, Exit, ExpectFail, RetryOk,
+  Churn, Fill, Remove, FsizeLimit
 };
 
 enum class Arg { None, Size, Index, Millis, Text, Status };
@@ -60,6 +71,8 @@ constexpr OpSpec kOps[] = {
     {"sleep", Op::Sleep, Arg::Millis},        {"print", Op::Print, Arg::Text},
     {"abort", Op::Abort, Arg::None},          {"exit", Op::Exit, Arg::Status},
     {"expect_fail", Op::ExpectFail, Arg::Size}, {"retry_ok", Op::RetryOk, Arg::Size},
+    {"churn", Op::Churn, Arg::Index},         {"fill", Op::Fill, Arg::Text},
+    {"remove", Op::Remove, Arg::Text},        {"fsize_limit", Op::FsizeLimit, Arg::Size},
 };
 
 struct Step {
@@ -73,7 +86,8 @@ struct Step {
   std::fprintf(stderr, "prog_ops: %s\n", why.c_str());
   std::fprintf(stderr,
                "usage: prog_ops OP [OP...]; OP: alloc:SIZE alloc_async:SIZE free:I free_last "
-               "free_all sync sleep:MS print:TEXT abort exit:N expect_fail:SIZE retry_ok:SIZE\n");
+               "free_all sync sleep:MS print:TEXT abort exit:N expect_fail:SIZE retry_ok:SIZE churn:N "
+               "fill:PATH remove:PATH fsize_limit:SIZE\n");
   std::exit(2);
 }
 
@@ -206,6 +220,37 @@ struct Runner {
     list[i] = 0;
   }
 
+  void churn(unsigned long long n) {
+    for (unsigned long long i = 0; i < n; ++i) {
+      CUdeviceptr p = 0;
+      CK(t.cuMemAlloc_v2(&p, size_t{1} << 20));
+      CK(t.cuMemFree_v2(p));
+    }
+  }
+
+  static void fill(const Step& s) {
+    const int fd = open(s.text.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (fd < 0) fail(s.token + ": " + std::strerror(errno));
+    static const char zeros[4096] = {};
+    while (write(fd, zeros, sizeof zeros) > 0) {
+    }
+    const int err = errno;
+    close(fd);
+    if (err != ENOSPC && err != EDQUOT) fail(s.token + ": " + std::strerror(err));
+  }
+
+  static void remove_tree(const Step& s) {
+    const auto remove_one = [](const char* path, const struct stat*, int, FTW*) { return ::remove(path); };
+    if (nftw(s.text.c_str(), remove_one, 16, FTW_DEPTH | FTW_PHYS) != 0) fail(s.token + ": " + std::strerror(errno));
+  }
+
+  static void fsize_limit(const Step& s) {
+    rlimit lim{};
+    if (getrlimit(RLIMIT_FSIZE, &lim) != 0) fail(s.token + ": " + std::strerror(errno));
+    lim.rlim_cur = static_cast<rlim_t>(s.number);
+    if (setrlimit(RLIMIT_FSIZE, &lim) != 0) fail(s.token + ": " + std::strerror(errno));
+  }
+
   void run(const Step& s) {
     switch (s.op) {
       case Op::Alloc: alloc(s, false); break;
@@ -253,6 +298,10 @@ struct Runner {
         }
         break;
       }
+      case Op::Churn: churn(s.number); break;
+      case Op::Fill: fill(s); break;
+      case Op::Remove: remove_tree(s); break;
+      case Op::FsizeLimit: fsize_limit(s); break;
       case Op::RetryOk: {
         CUdeviceptr p = 0;
         CK(t.cuMemAlloc_v2(&p, static_cast<size_t>(s.number)));

@@ -127,7 +127,8 @@ TEST_F(TraceFormatDoc, HeaderTableMatchesTraceHeader) {
                 {GMP_FIELD(TraceHeader, magic), GMP_FIELD(TraceHeader, version), GMP_FIELD(TraceHeader, header_size),
                  GMP_FIELD(TraceHeader, event_size), GMP_FIELD(TraceHeader, pid),
                  GMP_FIELD(TraceHeader, start_realtime_ns), GMP_FIELD(TraceHeader, start_monotonic_ns),
-                 GMP_FIELD(TraceHeader, reserved)},
+                 GMP_FIELD(TraceHeader, segment), GMP_FIELD(TraceHeader, checkpoint_size),
+                 GMP_FIELD(TraceHeader, first_event), GMP_FIELD(TraceHeader, reserved)},
                 sizeof(TraceHeader));
   const auto rows = table(doc, "Header");
   ASSERT_GE(rows.size(), 2u);

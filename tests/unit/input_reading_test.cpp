@@ -212,7 +212,7 @@ TEST(TraceReaderCorruption, ALongRunOfZeroRecordsIsAnError) {
   TempDir d;
   const std::string path = d.path + "/trace.gmpt";
   TraceWriter w;
-  ASSERT_TRUE(w.open(path, make_trace_header(42, 1000, 2000)));
+  ASSERT_TRUE(w.open(d.path, make_trace_header(42, 1000, 2000), 0));
   Event e{};
   e.op = Op::Alloc;
   e.kind = Kind::Linear;

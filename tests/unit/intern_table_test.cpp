@@ -33,6 +33,19 @@ TEST(InternTable, EqualRecordsShareAnIdAndReadBack) {
   EXPECT_EQ(t.intern(InternType::Name, "", 0), t.intern(InternType::Name, "", 0));
 }
 
+// A hint (a thread's last id) is the answer only when its record is the one asked for.
+TEST(InternTable, HintIsTheAnswerOnlyForAnEqualRecord) {
+  InternTable& t = intern_table();
+  const uint32_t a = t.intern(InternType::Name, "hinted", 6);
+  const uint32_t b = t.intern(InternType::Name, "other", 5);
+  EXPECT_EQ(t.intern(InternType::Name, "hinted", 6, a), a);
+  EXPECT_EQ(t.intern(InternType::Name, "hinted", 6, b), a);
+  EXPECT_EQ(t.intern(InternType::Name, "hinted", 6, 0), a);
+  EXPECT_EQ(t.intern(InternType::Name, "hinted", 6, InternTable::kMaxEntries), a);  // not (yet) created
+  EXPECT_EQ(t.intern(InternType::Name, "hinte", 5, a), t.intern(InternType::Name, "hinte", 5));  // a prefix
+  EXPECT_NE(t.intern(InternType::Stack, "hinted", 6, a), a);  // the same bytes as another type
+}
+
 TEST(InternTable, ThreadsRacingOnTheSameStacksAgree) {
   constexpr int kThreads = 8, kStacks = 500;
   std::vector<std::vector<uint32_t>> ids(kThreads, std::vector<uint32_t>(kStacks));

@@ -20,6 +20,7 @@ ManifestRecord sample_manifest() {
   info.argv = {"python3", "train.py"};
   info.host = "node7";
   info.rank = "3";
+  info.job = {"torchrun", 3, 1, 8, "job-17"};
   info.cwd = "/work";
   info.start_realtime_ns = 1'700'000'000'000'000'000;
   info.start_monotonic_ns = 55;
@@ -49,22 +50,24 @@ TEST(ManifestRecord, Text) {
             R"({"argv":["python3","train.py"],"config":{"critical_percent":0.0,"enable":true,"fragmentation":0.0,)"
             R"("leak_bytes":0,"log_level":"warn","on_alert":null,"oom_dir":"/scratch/oom","oom_events":0,)"
             R"("oom_max_dumps":0,"oom_max_total_mb":0,"oom_wait_ms":0,"output":"runs/%p","python_stacks":true,)"
-            R"("ring_events":0,"sample_ms":100,"stacks":0,"warn_percent":80.0},"cuda_driver_version":12040,)"
+            R"("ring_events":0,"sample_ms":100,"stacks":0,"trace_max":0,"warn_percent":80.0},"cuda_driver_version":12040,)"
             R"("cwd":"/work","devices":[{"name":"Fake CUDA Device 0","ordinal":0,"total_bytes":17179869184},)"
             R"({"name":"Fake CUDA Device 2","ordinal":2,"total_bytes":1073741824}],"exe":"/usr/bin/python3",)"
-            R"("host":"node7","pid":4242,"ppid":1,"rank":"3","schema_version":1,)"
+            R"("host":"node7","job_id":"job-17","launcher":"torchrun","local_rank":1,"pid":4242,"ppid":1,"rank":3,)"
+            R"("schema_version":1,)"
             R"("start_monotonic_ns":55,"start_realtime_ns":1700000000000000000,)"
             R"("start_time_utc":"2023-11-14T22:13:20.000Z","tool":"gpumemprof","tool_version":"0.9.0",)"
-            R"("trace":{"event_size":64,"file":"trace.gmpt","version":1}})");
+            R"("trace":{"event_size":64,"file":"trace.gmpt","version":2},"world_size":8})");
 }
 
 TEST(ManifestRecord, ProcessJsonHasTheManifestsProcessKeys) {
   ProcessInfo info;
   info.pid = 7;
   info.argv = {"a"};
-  info.rank = "0";
+  info.rank = "0";  // no launcher: the job's fields are null
   EXPECT_EQ(json_text(process_json(info)),
-            R"({"argv":["a"],"cuda_driver_version":0,"cwd":"","exe":"","host":"","pid":7,"ppid":0,"rank":"0"})");
+            R"({"argv":["a"],"cuda_driver_version":0,"cwd":"","exe":"","host":"","job_id":null,"launcher":null,)"
+            R"("local_rank":null,"pid":7,"ppid":0,"rank":null,"world_size":null})");
 }
 
 TEST(ManifestRecord, NotAnObjectReadsAsAbsent) {
@@ -79,7 +82,7 @@ TEST(ManifestRecord, NotAnObjectReadsAsAbsent) {
 TEST(ManifestRecord, WrongTypesReadAsDefaults) {
   ManifestRecord m;
   ASSERT_TRUE(from_json(json::parse(R"({"pid":"4242","ppid":-1,"exe":null,"argv":["a",1,"b",null],"cwd":5,
-      "host":["h"],"rank":3,"cuda_driver_version":"12","start_time_utc":1,"start_realtime_ns":-5,
+      "host":["h"],"rank":"3","local_rank":-1,"world_size":"8","launcher":5,"job_id":7,"cuda_driver_version":"12","start_time_utc":1,"start_realtime_ns":-5,
       "start_monotonic_ns":1.5,"tool_version":{},"config":"odd","devices":[{"ordinal":"0","name":5,
       "total_bytes":-1},{"ordinal":40000,"name":"x","total_bytes":7},"not a device",{"ordinal":-1}]})"),
                         m));
@@ -89,7 +92,11 @@ TEST(ManifestRecord, WrongTypesReadAsDefaults) {
   EXPECT_EQ(m.argv, (std::vector<std::string>{"a", "b"}));
   EXPECT_EQ(m.cwd, "");
   EXPECT_EQ(m.host, "");
-  EXPECT_EQ(m.rank, "3");
+  EXPECT_EQ(m.rank, 3u);  // the decimal string of manifests before the launcher fields
+  EXPECT_EQ(m.local_rank, std::nullopt);
+  EXPECT_EQ(m.world_size, std::nullopt);
+  EXPECT_EQ(m.launcher, "");
+  EXPECT_EQ(m.job_id, "");
   EXPECT_EQ(m.cuda_driver_version, 0);
   EXPECT_EQ(m.start_time_utc, "");
   EXPECT_EQ(m.start_realtime_ns, 0u);
@@ -105,6 +112,10 @@ TEST(ManifestRecord, WrongTypesReadAsDefaults) {
   ASSERT_TRUE(from_json(json::parse(R"({"argv":{"0":"a"},"rank":null,"devices":{}})"), m));
   EXPECT_EQ(m.argv, std::nullopt);
   EXPECT_EQ(m.rank, std::nullopt);
+  for (const char* rank : {R"("-1")", R"("3a")", R"("")", R"(" 3")", "1.5", "true"}) {
+    ASSERT_TRUE(from_json(json::parse(std::string(R"({"rank":)") + rank + "}"), m));
+    EXPECT_EQ(m.rank, std::nullopt) << rank;
+  }
   EXPECT_TRUE(m.devices.empty());
   EXPECT_EQ(m.config, ConfigRecord{});
 }

@@ -1,5 +1,5 @@
 // OwnedFile: a descriptor the program took over is never written to; our file is reopened by path
-// when it still is ours, and writing stops when it is not.
+// when it still is ours, and writing stops when it is not, or when it was removed.
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
@@ -80,8 +80,18 @@ TEST_F(OwnedFileTest, AnotherFileUnderOurNameIsNeverWritten) {
   ASSERT_EQ(unlink((dir_ + "/ours").c_str()), 0);
   std::ofstream(dir_ + "/ours") << "other";
   EXPECT_FALSE(f.append("x", 1));
-  EXPECT_EQ(errno, EBADF);
+  EXPECT_EQ(errno, ENOENT);
   EXPECT_EQ(text("ours"), "other");
+}
+
+TEST_F(OwnedFileTest, ARemovedFileIsNotWrittenAnyMore) {
+  OwnedFile f;
+  ASSERT_TRUE(f.create(dir_ + "/ours", true));
+  ASSERT_TRUE(f.append("a", 1));
+  ASSERT_EQ(unlink((dir_ + "/ours").c_str()), 0);
+  EXPECT_FALSE(f.append("b", 1));  // the bytes would land in a file no one can read
+  EXPECT_EQ(errno, ENOENT);
+  EXPECT_EQ(f.reopened(), 0u);
 }
 
 }  // namespace

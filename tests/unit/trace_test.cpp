@@ -21,7 +21,7 @@ using test::TempDir;
 std::string write_trace(const std::string& dir, int events) {
   const std::string path = dir + "/trace.gmpt";
   TraceWriter w;
-  EXPECT_TRUE(w.open(path, make_trace_header(42, 1000, 2000)));
+  EXPECT_TRUE(w.open(dir, make_trace_header(42, 1000, 2000), 0));
   for (int i = 0; i < events; ++i) {
     Event e{};
     e.op = Op::Alloc;
@@ -71,7 +71,7 @@ TEST(Trace, RecordsOfAnUnknownKindAreSkippedAndCounted) {
   TempDir d;
   const std::string path = d.path + "/trace.gmpt";
   TraceWriter w;
-  ASSERT_TRUE(w.open(path, make_trace_header(42, 1000, 2000)));
+  ASSERT_TRUE(w.open(d.path, make_trace_header(42, 1000, 2000), 0));
   for (uint8_t kind : {1, 7, 200, 6, 255}) {
     Event e{};
     e.op = Op::Alloc;

@@ -260,6 +260,12 @@ nlohmann::json analysis_json(const RunAnalysis& run, bool with_timeline) {
   if (std::string state = framework_state_line(run); !state.empty()) notes.push_back(std::move(state));
   for (std::string& n : hidden_memory_notes(run)) notes.push_back(std::move(n));
   if (!notes.empty()) out["framework_notes"] = std::move(notes);
+  // The figures above are this window's; summary.json's, beside "analysis", stay the whole run's.
+  if (!run.window.whole()) {
+    out["window"] = {{"since_ns", run.window.since_ns},
+                     {"until_ns", run.window.until_ns ? nlohmann::json(*run.window.until_ns) : nlohmann::json()},
+                     {"host_pinned_peak", run.host_pinned.peak}};
+  }
   return out;
 }
 

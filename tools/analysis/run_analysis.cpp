@@ -3,7 +3,6 @@
 #include <algorithm>
 
 #include "summary_figures.h"
-#include "trace_reader.h"
 #include "run_directory_files.h"
 #include "trace_format.h"
 
@@ -115,23 +114,42 @@ uint64_t process_allocated(const Accounting& acc) {
   return total;
 }
 
+bool open_replay(reader::TraceReplay& replay, const std::string& trace_path, const Options& opt, std::string& error) {
+  if (!replay.open(trace_path, error)) return false;
+  replay.set_window(opt.window);
+  replay.set_progress(opt.progress);
+  if (opt.progress != nullptr) opt.progress->expect(replay.records_in_file());
+  return true;
+}
+
 // Pass 1: final figures, the event index of each device's peaks, markers and NVML peaks.
 bool first_pass(const std::string& trace_path, RunAnalysis& run, const Options& opt, std::map<int, PeakWatch>& peaks,
                 uint64_t& last_ns, std::string& error) {
-  reader::TraceReader trace;
-  if (!trace.open(trace_path)) {
+  reader::TraceReplay trace;
+  if (!open_replay(trace, trace_path, opt, error)) return false;
+  run.start_ns = trace.start_ns();
+  const Accounting& acc = trace.accounting();
+  AttributionReplay regions(run.attribution, run.start_ns, opt.max_marks, opt.max_pauses);
+  if (!trace.begin_window()) {
     error = trace.error();
     return false;
   }
-  run.start_ns = trace.header().start_monotonic_ns;
-  Accounting acc;
-  AttributionReplay regions(run.attribution, run.start_ns, opt.max_marks, opt.max_pauses);
-  uint64_t allocated = 0;
-  Event e;
-  uint64_t index = 0;
-  while (trace.next(e)) {
-    ++index;
-    acc.apply(e);
+  // A trace whose oldest segments were deleted is a window from its first kept event on.
+  run.window = trace.window();
+  // A window's peaks start at the state where it starts (the last event before it).
+  for (const auto& [ordinal, d] : acc.devices()) {
+    if (ordinal < 0) continue;
+    PeakWatch& w = peaks[ordinal];
+    const uint64_t at = run.window.since_ns;
+    w.allocated = {d.allocated.current, at, trace.index(), kind_bytes(d)};
+    w.reserved = {d.reserved.current, at, trace.index(), kind_bytes(d)};
+    w.tensors = d.framework.allocated.current;
+    w.tensors_index = trace.index();
+  }
+  uint64_t allocated = process_allocated(acc);
+  while (trace.next()) {
+    const Event& e = trace.event();
+    const uint64_t index = trace.index();
     collect_marker(run, opt, e);
     if (e.stack_id != 0) ++run.stack_events;
     if (changes_memory(e.op)) allocated = process_allocated(acc);
@@ -168,9 +186,10 @@ bool first_pass(const std::string& trace_path, RunAnalysis& run, const Options& 
     error = trace.error();
     return false;
   }
-  run.events = index;
+  run.events = trace.index();
   run.truncated_bytes = trace.truncated_bytes();
   last_ns = acc.last_timestamp_ns();
+  run.host_pinned = acc.host_pinned();
   run.regions = regions.finish(last_ns);
   run.duration_ns = since(last_ns, run.start_ns);
   for (const auto& [ordinal, d] : acc.devices()) {
@@ -192,11 +211,13 @@ bool first_pass(const std::string& trace_path, RunAnalysis& run, const Options& 
 
 class Timeline {
  public:
-  Timeline(RunAnalysis& run, size_t buckets) : run_(run), buckets_(std::max<size_t>(buckets, 1)) {
-    width_ = std::max<uint64_t>(1, run.duration_ns / buckets_ + 1);
+  // Across the window: from its start to the last event replayed.
+  Timeline(RunAnalysis& run, size_t buckets)
+      : run_(run), buckets_(std::max<size_t>(buckets, 1)), origin_(run.window.since_ns) {
+    width_ = std::max<uint64_t>(1, (run.duration_ns > origin_ ? run.duration_ns - origin_ : 0) / buckets_ + 1);
     for (auto& [ordinal, d] : run.devices) {
       d.timeline.assign(buckets_, TimelineBucket{});
-      for (size_t i = 0; i < buckets_; ++i) d.timeline[i].start_ns = i * width_;
+      for (size_t i = 0; i < buckets_; ++i) d.timeline[i].start_ns = origin_ + i * width_;
       touched_[ordinal].assign(buckets_, false);
     }
   }
@@ -255,13 +276,16 @@ class Timeline {
   }
 
  private:
-  size_t bucket(uint64_t at_ns) const { return std::min<size_t>(buckets_ - 1, at_ns / width_); }
+  size_t bucket(uint64_t at_ns) const {
+    return std::min<size_t>(buckets_ - 1, (at_ns > origin_ ? at_ns - origin_ : 0) / width_);
+  }
 
   struct Level {
     uint64_t allocated = 0, reserved = 0, tensors = 0, framework_reserved = 0;
   };
   RunAnalysis& run_;
   size_t buckets_;
+  uint64_t origin_;
   std::map<int, Level> level_;
   uint64_t width_ = 1;
   std::map<int, std::vector<bool>> touched_;
@@ -297,19 +321,23 @@ bool second_pass(const std::string& trace_path, RunAnalysis& run, const Options&
     }
   }
   std::sort(snapshots.begin(), snapshots.end());
-  reader::TraceReader trace;
-  if (!trace.open(trace_path)) {
+  reader::TraceReplay trace;
+  if (!open_replay(trace, trace_path, opt, error)) return false;
+  Timeline timeline(run, opt.timeline_buckets);
+  const Accounting& acc = trace.accounting();
+  if (!trace.begin_window()) {
     error = trace.error();
     return false;
   }
-  Timeline timeline(run, opt.timeline_buckets);
-  Accounting acc;
-  Event e;
-  uint64_t index = 0;
+  // A window's timeline starts at the level where it starts.
+  if (!run.window.whole()) timeline.memory(acc, run.window.since_ns);
   size_t next = 0;
-  while (trace.next(e)) {
-    ++index;
-    acc.apply(e);
+  while (next < snapshots.size() && snapshots[next].event_index <= trace.index()) {  // at the window's start
+    take_snapshot(run, opt, acc, snapshots[next++]);
+  }
+  while (trace.next()) {
+    const Event& e = trace.event();
+    const uint64_t index = trace.index();
     const uint64_t at = since(e.timestamp_ns, run.start_ns);
     if (changes_memory(e.op) || changes_framework_memory(e.op)) timeline.memory(acc, at);
     if (e.op == Op::Sample) timeline.sample(e.device, at, e.value);
@@ -383,16 +411,17 @@ const Summary::Framework* attached_framework(const RunAnalysis& run) {
 }
 
 std::optional<RunAnalysis> analyze_run(const std::string& dir, const Options& options, std::string& error) {
-  auto opened = reader::open_run_directory(dir, error);
+  auto opened = reader::open_run_directory(dir, error, options.progress);
   if (!opened) return std::nullopt;
   RunAnalysis run;
   run.run = std::move(*opened);
+  run.window = options.window;
   run.attribution = reader::read_attribution(dir + "/" + kAttributionFile);
   if (!run.attribution.error.empty()) {
     error = run.attribution.error;
     return std::nullopt;
   }
-  const std::string trace_path = dir + "/" + kTraceFileName;
+  const std::string& trace_path = dir;  // its segments (reader/trace_reader.h)
   std::map<int, PeakWatch> peaks;
   uint64_t last_ns = 0;
   if (!first_pass(trace_path, run, options, peaks, last_ns, error)) return std::nullopt;
@@ -409,11 +438,19 @@ std::optional<RunAnalysis> analyze_run(const std::string& dir, const Options& op
     it->second.reserved_peak = peaks[it->first].reserved;
     ++it;
   }
-  if (run.run.events.trace_incomplete()) take_summary_figures(run);
-  // The framework level as summary.json (or the summary rebuilt from the trace) has it.
-  for (const DeviceFigures& f : run.run.figures.devices) {
-    auto it = run.devices.find(f.stats.device);
-    if (it != run.devices.end() && f.stats.framework.attached) it->second.framework = f.stats.framework;
+  // summary.json's figures are the whole run's: a window's are the replay's own.
+  if (run.window.whole() && run.run.events.trace_incomplete()) take_summary_figures(run);
+  if (run.window.whole()) {
+    // The framework level as summary.json (or the summary rebuilt from the trace) has it.
+    for (const DeviceFigures& f : run.run.figures.devices) {
+      auto it = run.devices.find(f.stats.device);
+      if (it != run.devices.end() && f.stats.framework.attached) it->second.framework = f.stats.framework;
+    }
+  } else {
+    for (auto& [_, d] : run.devices) {
+      FrameworkStats& f = d.framework = d.final_stats.framework;
+      for (uint64_t* t : {&f.allocated_peak_ns, &f.reserved_peak_ns, &f.outside_peak_ns}) *t = since(*t, run.start_ns);
+    }
   }
   for (auto& [ordinal, d] : run.devices) {
     auto name = names.find(ordinal);

@@ -2,6 +2,10 @@
 // what was live at the allocated peak, a bounded timeline, the allocations live at exit, and the
 // alerts and OOMs as timed markers.
 //
+// With a window (Options::window, the commands' --since and --until; docs/report.md §Windows) every
+// figure is the window's: peaks inside it, markers and samples in it, the timeline across it, and
+// "at exit" means at its end; the events before it are replayed silently (reader::TraceReplay).
+//
 // The trace is read twice, streaming: the first pass finds the event at which each device's
 // allocated peak was reached (and replays ranges, marks and pauses), the second replays up to
 // there and summarises the live table. The stacks of what was live at the peaks and at exit are
@@ -26,6 +30,7 @@
 #include "flame.h"
 #include "run_directory_reader.h"
 #include "symbolizer.h"
+#include "trace_replay.h"
 
 namespace gmp::analysis {
 
@@ -100,12 +105,16 @@ struct Options {
   size_t max_pauses = 1000;
   bool symbolize = true;      // name the frames of the stacks (off: only ids)
   bool source_lines = true;   // file:line through addr2line, where available
+  reader::Window window;      // the whole run by default
+  reader::Progress* progress = nullptr;  // ticked through both passes
 };
 
 struct RunAnalysis {
   reader::RunDirectory run;
   uint64_t start_ns = 0;        // the trace's start on the event clock
-  uint64_t duration_ns = 0;     // last event since start
+  uint64_t duration_ns = 0;     // last event replayed (the window's last) since start
+  reader::Window window;        // what the figures cover (Options::window)
+  Counter host_pinned;          // pinned host memory, its peak the window's
   uint64_t events = 0;
   uint64_t truncated_bytes = 0;
   std::map<int, DeviceAnalysis> devices;  // by ordinal, real devices only

@@ -1,10 +1,16 @@
-// The arguments of the commands that take paths and --json only (report, diff, oom): one parser,
-// so they accept and refuse the same things with the same messages.
+// The arguments shared by several commands: paths and --json (report, diff, oom), and the time
+// window and quantities (--since, --until of export, report and html; export's --resolution and
+// --min-size). One parser each, so the commands accept and refuse the same things with the same
+// messages.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
+
+#include "trace_replay.h"
 
 namespace gmp::tool {
 
@@ -14,8 +20,33 @@ struct PathArgs {
 };
 
 // Parses `argv`. --help or -h prints `usage` on stdout: returns 0. An unknown option prints
-// "gpumemprof COMMAND: unknown option 'X'; accepted: --json, --help" on stderr: returns 2.
+// "gpumemprof COMMAND: unknown option 'X'; accepted: ACCEPTED" on stderr: returns 2.
 // Otherwise fills `out` and returns nothing; how many paths are right is the command's to say.
-std::optional<int> parse_path_args(const char* command, const char* usage, int argc, char** argv, PathArgs& out);
+std::optional<int> parse_path_args(const char* command, const char* usage, int argc, char** argv, PathArgs& out,
+                                   const char* accepted = "--json, --help");
+
+// A duration: a number (decimals allowed) and a unit ns, us, ms, s, m or h ("1.5s", "250ms"), in
+// nanoseconds; nullopt when `text` is not one.
+std::optional<uint64_t> parse_duration_ns(std::string_view text);
+constexpr const char* kDurationForm = "a number with a unit ns, us, ms, s, m or h (e.g. 1.5s, 250ms)";
+// A byte size: a number (decimals allowed when they come to whole bytes) and nothing or a unit B,
+// K, M, G, T, KiB, MiB, ... in any case, powers of 1024, as the environment's sizes
+// (docs/configuration.md).
+std::optional<uint64_t> parse_byte_size(std::string_view text);
+constexpr const char* kSizeForm = "a byte count with an optional unit K, M, G, KiB, MiB or GiB (e.g. 1M, 512KiB)";
+
+// "--name value" or "--name=value" at argv[i]: whether argv[i] is that option.
+bool is_option(const char* arg, const char* name);
+// Its value, advancing i past it; nullopt when it is missing.
+std::optional<std::string> option_value(int argc, char** argv, int& i, const char* name);
+
+// Takes --since T and --until T (docs/report.md §Windows) out of argv, compacting it, into
+// `window`. A missing or bad value, or a since after the until, prints one line naming the option,
+// the value and the accepted form: returns 2, before anything is read (unless argv holds --help,
+// for the command's parser to print its usage).
+std::optional<int> take_window_args(const char* command, int& argc, char** argv, reader::Window& window);
+
+// "from 1.500 s to 3.000 s" or "from 1.500 s to the end": how the outputs name a window.
+std::string window_text(const reader::Window& window);
 
 }  // namespace gmp::tool

@@ -10,8 +10,10 @@
 #include <optional>
 #include <string>
 
+#include "command_args.h"
 #include "commands.h"
 #include "export_formats.h"
+#include "format.h"
 #include "trace_format.h"
 
 namespace gmp::tool {
@@ -20,7 +22,8 @@ namespace {
 using namespace exporter;
 
 constexpr const char* kUsage =
-    "usage: gpumemprof export DIR --format FORMAT [-o FILE]\n"
+    "usage: gpumemprof export DIR --format FORMAT [-o FILE] [--since T] [--until T] "
+    "[--resolution D] [--min-size S]\n"
     "  Writes every event of DIR's trace in a machine format, streaming (memory stays bounded).\n"
     "  DIR is a run directory written by libgpumemprof.so. FORMAT:\n"
     "    csv           one row per trace event, with its device's allocated and reserved bytes after it\n"
@@ -34,24 +37,42 @@ constexpr const char* kUsage =
     "    memory-viz    a snapshot for PyTorch's memory viewer (a pickle): drop it on https://pytorch.org/memory_viz\n"
     "                  or run python -m torch.cuda._memory_viz trace_plot FILE -o trace.html\n"
     "  -o, --output FILE   write FILE instead of stdout ('-' is stdout)\n"
-    "  --world-size N      telemetry-v2: the job's world size (the manifest records only the rank)\n"
+    "  --world-size N      telemetry-v2: the job's world size (default: the manifest's, else rank + 1)\n"
+    "  --since T, --until T  only the events in this window of the run (times since the profiler started:\n"
+    "                      1.5s, 250ms, 2m); the figures are exact, counters start at the state at T\n"
+    "  --resolution D      perfetto, telemetry-v2: counter points thinned to buckets of D, keeping each bucket's\n"
+    "                      first, last, highest and lowest (peaks stay exact); 0 keeps every change. Default: 0 up\n"
+    "                      to 250000 trace events, else the window in 10000 buckets\n"
+    "  --min-size S        csv, jsonl: only allocations of at least S (1M, 512KiB) make rows; perfetto: each one\n"
+    "                      is an instant event too; telemetry-v2: their records are never thinned\n"
     "  Sizes are raw bytes. Every field is described in docs/exports.md.\n";
 
 constexpr const char* kFormats = "csv, jsonl, perfetto, telemetry-v2, folded, memory-viz";
 
+// What a format reads: the command's replay of the window (a stream), or passes of its own.
 struct Format {
   const char* name;
   void (*write)(Context&);
+  bool streams, thinned, sized;  // reads ctx.replay; takes --resolution; takes --min-size
 };
-constexpr Format kFormatTable[] = {
-    {"csv", write_csv}, {"jsonl", write_jsonl}, {"perfetto", write_perfetto}, {"telemetry-v2", write_telemetry_v2},
-    {"folded", write_folded}, {"memory-viz", write_memory_viz}};
+constexpr Format kFormatTable[] = {{"csv", write_csv, true, false, true},
+                                   {"jsonl", write_jsonl, true, false, true},
+                                   {"perfetto", write_perfetto, true, true, true},
+                                   {"telemetry-v2", write_telemetry_v2, true, true, true},
+                                   {"folded", write_folded, false, false, false},
+                                   {"memory-viz", write_memory_viz, false, false, false}};
+
+// The default resolution (docs/exports.md §Resolution): every change up to kThinAbove trace events,
+// which keeps a perfetto file near 30 MB; above, the window in kDefaultBuckets buckets, which keeps
+// 10^7 events under 20 MB (tests/bench/report_bench.cpp measures it).
+constexpr uint64_t kThinAbove = 250'000, kDefaultBuckets = 10'000;
 
 struct Args {
   std::string dir, output;
   const Format* format = nullptr;
   std::optional<uint64_t> world_size;
-  bool help = false;
+  reader::Window window;
+  std::optional<uint64_t> resolution_ns, min_size;
 };
 
 int usage_error(const std::string& what) {
@@ -59,22 +80,9 @@ int usage_error(const std::string& what) {
   return 2;
 }
 
-// "--name value" or "--name=value": the value, advancing i past it; nullopt when it is missing.
-std::optional<std::string> option_value(int argc, char** argv, int& i, const char* name) {
-  const char* arg = argv[i];
-  const size_t n = std::strlen(name);
-  if (std::strncmp(arg, name, n) == 0 && arg[n] == '=') return std::string(arg + n + 1);
-  if (i + 1 >= argc) return std::nullopt;
-  return std::string(argv[++i]);
-}
-
-bool is_option(const char* arg, const char* name) {
-  const size_t n = std::strlen(name);
-  return std::strncmp(arg, name, n) == 0 && (arg[n] == '\0' || arg[n] == '=');
-}
-
 // Parses the command line; returns an exit status when it is done (help or an error).
 std::optional<int> parse(int argc, char** argv, Args& a) {
+  if (auto status = take_window_args("export", argc, argv, a.window)) return status;
   for (int i = 0; i < argc; ++i) {
     const char* arg = argv[i];
     if (!std::strcmp(arg, "--help") || !std::strcmp(arg, "-h")) {
@@ -100,8 +108,20 @@ std::optional<int> parse(int argc, char** argv, Args& a) {
         return usage_error("--world-size needs a positive integer");
       }
       a.world_size = n;
+    } else if (is_option(arg, "--resolution")) {
+      auto v = option_value(argc, argv, i, "--resolution");
+      a.resolution_ns = v && *v == "0" ? std::optional<uint64_t>(0) : v ? parse_duration_ns(*v) : std::nullopt;
+      if (!a.resolution_ns) {
+        return usage_error("--resolution '" + v.value_or("") + "' is not a duration; accepted: 0 (every change) or " +
+                           kDurationForm);
+      }
+    } else if (is_option(arg, "--min-size")) {
+      auto v = option_value(argc, argv, i, "--min-size");
+      a.min_size = v ? parse_byte_size(*v) : std::nullopt;
+      if (!a.min_size) return usage_error("--min-size '" + v.value_or("") + "' is not a size; accepted: " + kSizeForm);
     } else if (arg[0] == '-' && arg[1] != '\0') {
-      return usage_error(std::string("unknown option '") + arg + "'; accepted: --format, -o, --world-size, --help");
+      return usage_error(std::string("unknown option '") + arg +
+                         "'; accepted: --format, -o, --world-size, --since, --until, --resolution, --min-size, --help");
     } else if (a.dir.empty()) {
       a.dir = arg;
     } else {
@@ -116,6 +136,12 @@ std::optional<int> parse(int argc, char** argv, Args& a) {
   if (a.world_size && std::strcmp(a.format->name, "telemetry-v2") != 0) {
     return usage_error("--world-size applies to --format telemetry-v2 only");
   }
+  if (a.resolution_ns && !a.format->thinned) {
+    return usage_error("--resolution applies to perfetto and telemetry-v2 only");
+  }
+  if (a.min_size && !a.format->sized) {
+    return usage_error("--min-size applies to csv, jsonl, perfetto and telemetry-v2 only");
+  }
   return std::nullopt;
 }
 
@@ -126,18 +152,32 @@ int export_main(int argc, char** argv) {
   if (auto status = parse(argc, argv, args)) return *status;
 
   std::string error;
-  auto run = reader::open_run_directory(args.dir, error);
+  reader::Progress progress("gpumemprof export");
+  auto run = reader::open_run_directory(args.dir, error, &progress);
   if (!run) return usage_error(error);
-  const std::string trace_path = run->path + "/" + kTraceFileName;
-  struct stat st {};
-  if (stat(trace_path.c_str(), &st) != 0) {
+  if (!reader::has_trace(run->path)) {
     return usage_error(run->path + " has no trace.gmpt, so there are no events to export");
   }
   Replay replay;
-  if (!replay.open(trace_path, error)) return usage_error(error);
+  if (!replay.open(run->path, args.window, &progress, error)) return usage_error(error);
+  if (args.format->streams) progress.expect(replay.records_in_file());
 
   Output out;
-  Context ctx{*run, replay, out, {}, {}};
+  Context ctx{*run, replay, out};
+  ctx.progress = &progress;
+  ctx.min_size = args.min_size;
+  if (args.resolution_ns) {
+    ctx.resolution_ns = *args.resolution_ns;
+  } else if (args.format->thinned && replay.records_in_file() > kThinAbove) {
+    const uint64_t end = args.window.until_ns.value_or(run->figures.duration_ns);
+    const uint64_t length = end > args.window.since_ns ? end - args.window.since_ns : 0;
+    ctx.resolution_ns = (length + kDefaultBuckets - 1) / kDefaultBuckets;
+    if (ctx.resolution_ns > 0) {
+      ctx.notes.push_back("counter points thinned to a resolution of " + std::to_string(ctx.resolution_ns) + " ns" +
+                          " (the trace holds " + std::to_string(replay.records_in_file()) +
+                          " events; --resolution 0 keeps every change)");
+    }
+  }
   if (std::strcmp(args.format->name, "telemetry-v2") == 0) {
     auto identity = telemetry_identity(run->manifest, args.world_size, ctx.notes, error);
     if (!identity) return usage_error(error);
@@ -160,7 +200,7 @@ int export_main(int argc, char** argv) {
     std::fprintf(stderr,
                  "gpumemprof export: note: %s ends in a partial %llu-byte record (the process was killed "
                  "mid-write); exported the %llu whole events before it\n",
-                 trace_path.c_str(), static_cast<unsigned long long>(replay.truncated_bytes()),
+                 replay.trace_path().c_str(), static_cast<unsigned long long>(replay.truncated_bytes()),
                  static_cast<unsigned long long>(replay.events_read()));
   }
   for (const std::string& note : ctx.notes) std::fprintf(stderr, "gpumemprof export: note: %s\n", note.c_str());

@@ -1,7 +1,8 @@
 // folded: the stacks of the memory live at each device's allocated peak, one line per stack,
 // weighted by its bytes and rooted at "GPU N", for flamegraph.pl, inferno-flamegraph and
 // speedscope. Unlike the other formats it is not a per-event stream: it runs the report's
-// analysis (two streaming passes) and writes the folded flame graphs of docs/attribution.md.
+// analysis (two streaming passes, over the window: the peaks inside it) and writes the folded
+// flame graphs of docs/attribution.md.
 #include "export_formats.h"
 #include "folded.h"
 #include "run_analysis.h"
@@ -10,7 +11,10 @@ namespace gmp::tool::exporter {
 
 void write_folded(Context& ctx) {
   std::string error;
-  auto run = analysis::analyze_run(ctx.run.path, analysis::Options{}, error);
+  analysis::Options options;
+  options.window = ctx.replay.window();
+  options.progress = ctx.progress;
+  auto run = analysis::analyze_run(ctx.run.path, options, error);
   if (!run) {
     ctx.error = error;
     return;

@@ -15,10 +15,11 @@
 
 namespace gmp::tool::exporter {
 
-// telemetry-v2's distributed identity. The manifest records the rank (from RANK and the like)
-// but not the world size, which --world-size supplies.
+// telemetry-v2's distributed identity, from the manifest's launcher fields (rank, local rank,
+// world size, job id); --world-size supplies or overrides the world size.
 struct Identity {
   uint64_t rank = 0, local_rank = 0, world_size = 1;
+  std::string job_id;  // "": null
 };
 
 struct Context {
@@ -26,13 +27,17 @@ struct Context {
   Replay& replay;
   Output& out;
   Identity identity;               // telemetry-v2 only
+  uint64_t resolution_ns = 0;      // perfetto, telemetry-v2: counter points thinned (export_thinning.h); 0 none
+  std::optional<uint64_t> min_size;  // csv, jsonl, perfetto, telemetry-v2: allocations kept in full detail
+  reader::Progress* progress = nullptr;  // for the formats that replay the trace again
   std::vector<std::string> notes;  // said on stderr after the export
   std::string error;               // set by a format that found the input unreadable: the export exits 2
   std::string written;             // what was written, when not "N trace events"
 };
 
 // The identity for telemetry-v2 from the manifest and --world-size; nullopt with `error` when they
-// contradict (a rank outside the world). A missing world size is rank + 1, with a note.
+// contradict (a rank outside the world). A missing world size is rank + 1, with a note; a missing
+// local rank is the rank.
 std::optional<Identity> telemetry_identity(const ManifestRecord& manifest, std::optional<uint64_t> world_size,
                                            std::vector<std::string>& notes, std::string& error);
 

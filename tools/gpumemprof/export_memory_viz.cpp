@@ -88,9 +88,13 @@ using Segments = std::map<uint64_t, Segment>;  // by address, never overlapping
 class VizReplay {
  public:
   using Sink = std::function<void(const Entry&)>;
-  VizReplay(bool framework, Sink sink) : framework_(framework), sink_(std::move(sink)) {}
+  // Entries of events before `since_ns` build the model but are not delivered: the viewer replays
+  // the entries backwards from the final segments, so a window's entries are a suffix it accepts.
+  VizReplay(bool framework, uint64_t since_ns, Sink sink)
+      : framework_(framework), since_ns_(since_ns), sink_(std::move(sink)) {}
 
   void apply(const Event& e, const Replay& r) {
+    quiet_ = r.since_start(e.timestamp_ns) < since_ns_;
     const uint64_t t = r.since_start(e.timestamp_ns) / 1000;
     if (!framework_) {
       driver_event(e, r.accounted_device(), t);
@@ -106,8 +110,11 @@ class VizReplay {
  private:
   using Blocks = std::map<uint64_t, Block>;
 
+  void deliver(const Entry& e) {
+    if (!quiet_) sink_(e);
+  }
   void emit(Action a, int device, uint64_t addr, uint64_t size, uint64_t stream, uint64_t t, uint32_t stack) {
-    sink_(Entry{a, device, addr, size, stream, t, stack});
+    deliver(Entry{a, device, addr, size, stream, t, stack});
   }
 
   void framework_event(const Event& e, uint64_t t) {
@@ -143,7 +150,7 @@ class VizReplay {
         release_range(e.address, e.address + e.size, t, e.stack_id);
         break;
       case Op::FrameworkOom:
-        if (e.device >= 0) sink_(Entry{Action::Oom, e.device, 0, e.size, e.stream, t, e.stack_id, e.value});
+        if (e.device >= 0) deliver(Entry{Action::Oom, e.device, 0, e.size, e.stream, t, e.stack_id, e.value});
         break;
       default:
         break;
@@ -171,7 +178,7 @@ class VizReplay {
       case Op::Alloc:
       case Op::VmmCreate:
         if (e.result == kOutOfMemory && e.kind != Kind::HostPinned && e.device >= 0) {
-          sink_(Entry{Action::Oom, e.device, 0, e.size, e.stream, t, e.stack_id, device_free_[e.device]});
+          deliver(Entry{Action::Oom, e.device, 0, e.size, e.stream, t, e.stack_id, device_free_[e.device]});
         } else if (e.result == 0 && e.op == Op::Alloc && device_memory) {
           driver_alloc(e, Segment{e.size, e.stream, e.device, e.stack_id, false, false, e.object}, t);
         }
@@ -347,6 +354,8 @@ class VizReplay {
   }
 
   bool framework_;
+  uint64_t since_ns_;
+  bool quiet_ = false;  // the event being applied lies before the window
   Sink sink_;
   Segments segments_;
   std::unordered_map<int, uint64_t> device_free_;  // the driver's free bytes at the latest failure
@@ -501,24 +510,41 @@ struct Survey {
   }
 };
 
+// The viewer's model needs every event from the start: each pass replays the run up to the
+// window's end, and the VizReplay leaves out the entries before its start.
+bool open_model_replay(Context& ctx, Replay& replay) {
+  if (!replay.open(ctx.run.path, reader::Window{0, ctx.replay.window().until_ns},
+                   ctx.progress, ctx.error)) {
+    return false;
+  }
+  if (ctx.progress != nullptr) ctx.progress->expect(replay.records_in_file());
+  return true;
+}
+
 }  // namespace
 
 void write_memory_viz(Context& ctx) {
+  const uint64_t since = ctx.replay.window().since_ns;
   // First pass: both readings of the run; the accounting then says which one applies.
   Survey framework_survey, driver_survey;
-  VizReplay framework_replay(true, framework_survey.sink()), driver_replay(false, driver_survey.sink());
-  while (ctx.replay.next()) {
-    framework_replay.apply(ctx.replay.event(), ctx.replay);
-    driver_replay.apply(ctx.replay.event(), ctx.replay);
+  VizReplay framework_replay(true, since, framework_survey.sink()), driver_replay(false, since, driver_survey.sink());
+  Replay survey_replay;
+  if (!open_model_replay(ctx, survey_replay)) return;
+  while (survey_replay.next()) {
+    framework_replay.apply(survey_replay.event(), survey_replay);
+    driver_replay.apply(survey_replay.event(), survey_replay);
   }
-  if (ctx.replay.failed()) return;  // the command reports it
-  const bool framework = ctx.replay.accounting().framework().attached;
+  if (survey_replay.failed()) {
+    ctx.error = survey_replay.error();
+    return;
+  }
+  const bool framework = survey_replay.accounting().framework().attached;
   const VizReplay& final_state = framework ? framework_replay : driver_replay;
   const Survey& survey = framework ? framework_survey : driver_survey;
 
   // device_traces has a list for every device up to the highest one the run used.
   int devices = survey.entries.empty() ? 0 : survey.entries.rbegin()->first + 1;
-  for (const auto& [device, _] : ctx.replay.accounting().devices()) devices = std::max(devices, device + 1);
+  for (const auto& [device, _] : survey_replay.accounting().devices()) devices = std::max(devices, device + 1);
   for (const auto& [_, s] : final_state.segments()) devices = std::max(devices, s.device + 1);
 
   const reader::Attribution attribution = reader::read_attribution(ctx.run.path + "/" + kAttributionFile);
@@ -550,8 +576,8 @@ void write_memory_viz(Context& ctx) {
     auto count = survey.entries.find(device);
     if (count != survey.entries.end()) {  // one more pass over the trace, writing this device's entries
       Replay replay;
-      if (!replay.open(ctx.run.path + "/" + kTraceFileName, ctx.error)) return;
-      VizReplay writer(framework, [&](const Entry& e) {
+      if (!open_model_replay(ctx, replay)) return;
+      VizReplay writer(framework, since, [&](const Entry& e) {
         if (e.device != device) return;
         write_entry(w, frames, e);
         ctx.out.written();

@@ -11,12 +11,14 @@
 //   instant events ("ph":"i", process scope) for OOM failures, OOM bundles, recoveries and alerts.
 // Timestamps are microseconds since the profiler started, with nanosecond decimals.
 #include <map>
+#include <optional>
 #include <set>
 #include <utility>
 
 #include "bytes_text.h"
 #include "export_formats.h"
 #include "format.h"
+#include "export_thinning.h"
 #include "json_views.h"
 
 namespace gmp::tool::exporter {
@@ -24,64 +26,82 @@ namespace {
 
 class TraceEvents {
  public:
-  TraceEvents(Context& ctx, uint64_t pid) : ctx_(ctx), b_(ctx.out.buffer()), pid_(pid) {}
+  TraceEvents(Context& ctx, uint64_t pid)
+      : ctx_(ctx), pid_(pid),
+        thinner_(ctx.resolution_ns, ctx.replay.window().since_ns, [this](const std::string& text) { write(text); }) {}
 
   // Starts one trace event with its common members; the caller adds the rest and closes it.
-  JsonObject begin(char phase, std::string_view name, std::string_view cat, uint64_t ts_ns) {
-    b_ += first_ ? "\n" : ",\n";
-    first_ = false;
-    JsonObject o(b_);
+  JsonObject begin(char phase, std::string_view name, std::string_view cat, uint64_t ts_ns, uint64_t tid) {
+    rec_.clear();
+    JsonObject o(rec_);
     const char ph[2] = {phase, '\0'};
     o.str("ph", ph).str("name", name).str("cat", cat).key("ts");
-    append_micros(b_, ts_ns);
-    o.u64("pid", pid_).u64("tid", pid_);
+    append_micros(rec_, ts_ns);
+    o.u64("pid", pid_).u64("tid", tid);
     return o;
-  }
-  void end(JsonObject& o) {
-    o.close();
-    ctx_.out.written();
   }
 
   void process_name(std::string_view name) {
-    b_ += first_ ? "\n" : ",\n";
-    first_ = false;
-    JsonObject o(b_);
+    rec_.clear();
+    JsonObject o(rec_);
     o.str("ph", "M").str("name", "process_name").u64("pid", pid_).u64("tid", pid_).key("args");
-    JsonObject args(b_);
+    JsonObject args(rec_);
     args.str("name", name).close();
     o.close();
+    write(rec_);
   }
 
-  // A counter point; `args` fills the counter's named values.
+  // A point of counter track `track` (a key of its name); `values` are what its args show, which
+  // `fill` writes.
   template <typename Fill>
-  void counter(std::string_view name, uint64_t ts_ns, Fill&& fill) {
-    JsonObject o = begin('C', name, "memory", ts_ns);
+  void counter(uint64_t track, std::string_view name, uint64_t ts_ns, std::span<const uint64_t> values, Fill&& fill) {
+    JsonObject o = begin('C', name, "memory", ts_ns, pid_);
     o.key("args");
-    JsonObject args(b_);
+    JsonObject args(rec_);
     fill(args);
     args.close();
-    end(o);
+    o.close();
+    thinner_.point(track, ts_ns, values, rec_);
   }
 
-  // A process-scoped instant event (drawn on the process's own track in Perfetto).
+  // An instant event: process-scoped (drawn on the process's own track in Perfetto), or on the
+  // track of thread `tid`.
   template <typename Fill>
-  void instant(std::string_view name, std::string_view cat, const Event& e, uint64_t ts_ns, Fill&& fill) {
+  void instant(std::string_view name, std::string_view cat, const Event& e, uint64_t ts_ns, Fill&& fill,
+               std::optional<uint64_t> tid = std::nullopt) {
     // tid = pid: process-scoped markers need no thread, and collector events carry thread 0.
-    JsonObject o = begin('i', name, cat, ts_ns);
-    o.str("s", "p").key("args");
-    JsonObject args(b_);
+    JsonObject o = begin('i', name, cat, ts_ns, tid.value_or(pid_));
+    o.str("s", tid ? "t" : "p").key("args");
+    JsonObject args(rec_);
     args.i64("device", e.device);
     fill(args);
     args.close();
-    end(o);
+    o.close();
+    write(rec_);
   }
 
+  void finish() { thinner_.finish(); }
+
  private:
+  void write(const std::string& text) {
+    std::string& b = ctx_.out.buffer();
+    b += first_ ? "\n" : ",\n";
+    first_ = false;
+    b += text;
+    ctx_.out.written();
+  }
+
   Context& ctx_;
-  std::string& b_;
   uint64_t pid_;
+  Thinner thinner_;
+  std::string rec_;  // the event being written
   bool first_ = true;
 };
+
+// Counter tracks' keys for the thinner: per device and figure, and the one pinned track.
+enum class Track : uint64_t { Memory, Framework, Nvml };
+uint64_t track_key(int device, Track t) { return static_cast<uint64_t>(device) * 4 + static_cast<uint64_t>(t); }
+constexpr uint64_t kPinnedTrack = UINT64_MAX;
 
 std::string gpu_track(int device, const char* what) { return "GPU " + std::to_string(device) + " " + what; }
 
@@ -97,7 +117,7 @@ void write_header(Context& ctx, uint64_t pid) {
   other.str("tool", "gpumemprof").str("run_directory", ctx.run.path).u64("pid", pid);
   const ManifestRecord& m = ctx.run.manifest;  // what it names, under the manifest's own keys
   const std::pair<const char*, std::string> named[] = {
-      {"exe", m.exe}, {"host", m.host}, {"rank", m.rank.value_or("")}, {"start_time_utc", m.start_time_utc}};
+      {"exe", m.exe}, {"host", m.host}, {"rank", m.rank ? std::to_string(*m.rank) : ""}, {"start_time_utc", m.start_time_utc}};
   for (const auto& [key, v] : named) {
     if (!v.empty()) other.str(key, v);
   }
@@ -143,6 +163,38 @@ void write_markers(TraceEvents& out, const Event& e, uint64_t ts) {
   }
 }
 
+// The device's memory track and, where its framework allocator is seen, its PyTorch track: a
+// point where `after` differs from `previous`, or where a track starts (no `previous`).
+void write_figures(TraceEvents& out, int device, uint64_t ts, const Figures& after, const Figures* previous) {
+  const Figures& before = previous != nullptr ? *previous : after;
+  if (previous == nullptr || after.driver_differs(before)) {
+    const uint64_t v[] = {after.allocated, after.reserved};
+    out.counter(track_key(device, Track::Memory), gpu_track(device, "memory"), ts, v,
+                [&](JsonObject& a) { a.u64("allocated", v[0]).u64("reserved", v[1]); });
+  }
+  // From the bridge's attach (a point at its first figures) to a detach (a point at zero).
+  if ((after.framework || before.framework) &&
+      (previous == nullptr || after.framework_differs(before) || after.framework != before.framework)) {
+    const uint64_t v[] = {after.framework_allocated, after.framework_reserved};
+    out.counter(track_key(device, Track::Framework), gpu_track(device, "PyTorch"), ts, v,
+                [&](JsonObject& a) { a.u64("allocated", v[0]).u64("reserved", v[1]); });
+  }
+}
+
+void write_pinned(TraceEvents& out, uint64_t ts, uint64_t bytes) {
+  const uint64_t v[] = {bytes};
+  out.counter(kPinnedTrack, "Pinned host memory", ts, v, [&](JsonObject& a) { a.u64("bytes", bytes); });
+}
+
+// --min-size: an allocation or release of at least that many bytes, on its thread's track.
+void write_allocation(TraceEvents& out, const Event& e, uint64_t ts, uint64_t bytes) {
+  const std::string name = std::string(op_name(e.op)) + " " + bytes_text(bytes);
+  out.instant(name, "allocation", e, ts, [&](JsonObject& a) {
+    a.u64("size", bytes).u64("address", e.address).str("api", api_name(e.api)).str("kind", kind_name(e.kind));
+    a.u64("stack_id", e.stack_id);
+  }, e.thread_id);
+}
+
 }  // namespace
 
 void write_perfetto(Context& ctx) {
@@ -155,45 +207,45 @@ void write_perfetto(Context& ctx) {
   std::set<int> started;                                  // devices whose memory track has begun
   std::map<int, std::pair<uint64_t, uint64_t>> nvml_last;  // device -> (device used, process used)
   Replay& replay = ctx.replay;
+  if (!replay.begin_window()) return;
+  // A window's tracks start at the state where it starts.
+  if (const uint64_t since = replay.window().since_ns; since > 0) {
+    for (const auto& [device, f] : replay.all_figures()) {
+      started.insert(device);
+      write_figures(out, device, since, f, nullptr);
+    }
+    if (const uint64_t pinned = replay.accounting().host_pinned().current; pinned > 0) write_pinned(out, since, pinned);
+  }
   while (replay.next()) {
     const Event& e = replay.event();
     const uint64_t ts = replay.since_start(e.timestamp_ns);
     if (e.op == Op::DeviceInfo && e.device >= 0 && started.insert(e.device).second) {
-      out.counter(gpu_track(e.device, "memory"), ts, [](JsonObject& a) { a.u64("allocated", 0).u64("reserved", 0); });
+      write_figures(out, e.device, ts, Figures{}, nullptr);
     }
     for (const Replay::Change& c : replay.changes()) {
       started.insert(c.device);
-      if (c.after.driver_differs(c.before)) {
-        out.counter(gpu_track(c.device, "memory"), ts, [&](JsonObject& a) {
-          a.u64("allocated", c.after.allocated).u64("reserved", c.after.reserved);
-        });
-      }
-      // From the bridge's attach (a point at its first figures) to a detach (a point at zero).
-      if ((c.after.framework || c.before.framework) &&
-          (c.after.framework_differs(c.before) || c.after.framework != c.before.framework)) {
-        out.counter(gpu_track(c.device, "PyTorch"), ts, [&](JsonObject& a) {
-          a.u64("allocated", c.after.framework_allocated).u64("reserved", c.after.framework_reserved);
-        });
-      }
+      write_figures(out, c.device, ts, c.after, &c.before);
     }
-    if (replay.pinned_changed()) {
-      const uint64_t bytes = replay.accounting().host_pinned().current;
-      out.counter("Pinned host memory", ts, [&](JsonObject& a) { a.u64("bytes", bytes); });
-    }
+    if (replay.pinned_changed()) write_pinned(out, ts, replay.accounting().host_pinned().current);
     if (e.op == Op::Sample && e.device >= 0) {
       const bool process_known = e.value != UINT64_MAX;
       const std::pair<uint64_t, uint64_t> now{e.size, process_known ? e.value : UINT64_MAX};
       auto [it, inserted] = nvml_last.try_emplace(e.device, now);
       if (inserted || it->second != now) {
         it->second = now;
-        out.counter(gpu_track(e.device, "NVML"), ts, [&](JsonObject& a) {
+        const uint64_t v[] = {e.size, process_known ? e.value : 0};
+        out.counter(track_key(e.device, Track::Nvml), gpu_track(e.device, "NVML"), ts, v, [&](JsonObject& a) {
           a.u64("device_used", e.size);
           if (process_known) a.u64("process_used", e.value);
         });
       }
     }
+    if (ctx.min_size) {
+      if (auto bytes = replay.allocation_size(); bytes && *bytes >= *ctx.min_size) write_allocation(out, e, ts, *bytes);
+    }
     write_markers(out, e, ts);
   }
+  out.finish();
   ctx.out.buffer() += "\n]}\n";
 }
 

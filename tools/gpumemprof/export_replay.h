@@ -1,15 +1,15 @@
-// The trace replayed one event at a time through the collector's own accounting, so that every
-// export states the same allocated and reserved figures as summary.json. Memory stays bounded by
-// the live allocations: events are read in blocks and never kept.
+// The trace replayed one event at a time through the collector's own accounting (the tools' one
+// replay, reader::TraceReplay, with its window), so that every export states the same allocated and
+// reserved figures as summary.json, and which figures each event changed.
 #pragma once
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
-#include "accounting.h"
-#include "trace_reader.h"
+#include "trace_replay.h"
 
 namespace gmp::tool::exporter {
 
@@ -29,18 +29,22 @@ struct Figures {
 class Replay {
  public:
   // False with a one-line `error` when the trace cannot be read.
-  bool open(const std::string& trace_path, std::string& error);
+  bool open(const std::string& trace_path, const reader::Window& window, reader::Progress* progress,
+            std::string& error);
 
-  // Reads the next event and applies it; false at the end of the trace, or where it turns out
-  // unreadable (failed(), with error()).
+  // Applies the events before the window (reader::TraceReplay::begin_window); figures() are then
+  // those at its start. False when the trace turned out unreadable.
+  bool begin_window();
+  // Reads the window's next event and applies it; false at the end of the window, or where the
+  // trace turns out unreadable (failed(), with error()).
   bool next();
   bool failed() const { return trace_.failed(); }
   const std::string& error() const { return trace_.error(); }
-  const Event& event() const { return event_; }
-  const Accounting& accounting() const { return acc_; }
+  const Event& event() const { return trace_.event(); }
+  const Accounting& accounting() const { return trace_.accounting(); }
   const TraceHeader& header() const { return trace_.header(); }
-  uint64_t start_ns() const { return trace_.header().start_monotonic_ns; }
-  uint64_t since_start(uint64_t ts) const { return ts > start_ns() ? ts - start_ns() : 0; }
+  const reader::Window& window() const { return trace_.window(); }
+  uint64_t since_start(uint64_t ts) const { return trace_.since_start(ts); }
 
   // Devices whose figures (at either level) the last event changed (usually none or one; a VMM
   // unmap can span devices), with their figures before and after it.
@@ -55,18 +59,27 @@ class Replay {
   // before the driver call, without a device) the device it released memory on; -1 when none.
   int accounted_device() const;
   Figures figures(int device) const;  // current; zero for a device not seen yet
+  const std::map<int, Figures>& all_figures() const { return last_; }
+  // The bytes of the allocation the last event made or released: its size, or for a release
+  // recorded without one the fall in its device's allocated bytes (tensors': the framework's).
+  // Events of no allocation (samples, pools, markers) return nothing.
+  std::optional<uint64_t> allocation_size() const;
 
-  uint64_t events_read() const { return trace_.events_read(); }
+  uint64_t events_read() const { return events_; }  // the window's, so far
   uint64_t truncated_bytes() const { return trace_.truncated_bytes(); }
+  const std::string& trace_path() const { return trace_.trace_path(); }  // the segment read last
+  uint64_t records_in_file() const { return trace_.records_in_file(); }
 
  private:
-  reader::TraceReader trace_;
-  Accounting acc_;
-  Event event_{};
+  void take_figures();
+
+  reader::TraceReplay trace_;
   std::map<int, Figures> last_;  // after the previous event
   std::vector<Change> changes_;
   uint64_t pinned_last_ = 0;
   bool pinned_changed_ = false;
+  bool begun_ = false;
+  uint64_t events_ = 0;
 };
 
 }  // namespace gmp::tool::exporter

@@ -39,6 +39,16 @@ void append_csv_value(std::string& b, const Event& e, EventField f, const EventF
   else append_u64(b, std::get<uint64_t>(v));
 }
 
+// The next event that makes a row: with --min-size, events of smaller allocations make none.
+bool next_row(Context& ctx) {
+  while (ctx.replay.next()) {
+    if (!ctx.min_size) return true;
+    const auto bytes = ctx.replay.allocation_size();
+    if (!bytes || *bytes >= *ctx.min_size) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 void write_event_fields(JsonObject& o, const Event& e, uint64_t t_ns, std::span<const EventField> fields) {
@@ -55,7 +65,7 @@ void write_csv(Context& ctx) {
   std::string& b = ctx.out.buffer();
   const bool framework_columns = ctx.run.figures.framework.has_value();
   b += csv_header(framework_columns);
-  while (ctx.replay.next()) {
+  while (next_row(ctx)) {
     const Event& e = ctx.replay.event();
     const uint64_t t_ns = ctx.replay.since_start(e.timestamp_ns);
     for (const EventField f : kCsvFields) {
@@ -83,7 +93,7 @@ void write_csv(Context& ctx) {
 
 void write_jsonl(Context& ctx) {
   std::string& b = ctx.out.buffer();
-  while (ctx.replay.next()) {
+  while (next_row(ctx)) {
     const Event& e = ctx.replay.event();
     JsonObject o(b);
     write_event_fields(o, e, ctx.replay.since_start(e.timestamp_ns), kEventFields);

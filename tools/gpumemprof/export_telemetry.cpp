@@ -24,6 +24,7 @@
 #include <map>
 
 #include "export_formats.h"
+#include "export_thinning.h"
 #include "json_views.h"
 
 namespace gmp::tool::exporter {
@@ -53,7 +54,9 @@ const char* source_name(DeviceView::Source s) {
 
 class TelemetryWriter {
  public:
-  explicit TelemetryWriter(Context& ctx) : ctx_(ctx), b_(ctx.out.buffer()) {
+  explicit TelemetryWriter(Context& ctx)
+      : ctx_(ctx), b_(ctx.out.buffer()),
+        thinner_(ctx.resolution_ns, ctx.replay.window().since_ns, [this](const std::string& text) { write(text); }) {
     pid_ = process_id(ctx);
     host_ = ctx.run.manifest.host;
     if (host_.empty()) host_ = "unknown";  // the schema wants a non-empty host
@@ -72,6 +75,7 @@ class TelemetryWriter {
       if ((e.op == Op::Alloc || e.op == Op::VmmCreate) && e.result == kOutOfMemory && e.device >= 0) on_oom(e);
       if (e.op == Op::FrameworkOomFigures && e.device >= 0) on_framework_oom(e);
     }
+    thinner_.finish();
     b_ += first_ ? "]\n" : "\n]\n";
   }
 
@@ -101,6 +105,14 @@ class TelemetryWriter {
     std::string context = std::string(api_name(e.api)) + " " + std::string(op_name(e.op));
     if (e.size != 0) context += " of " + std::to_string(e.size) + " bytes";
     record(e, c.device, grew ? "allocation" : "deallocation", d_alloc, context, [](JsonObject&) {});
+    // The figure rows go through the resolution; --min-size keeps larger allocations' rows whole.
+    const auto bytes = ctx_.replay.allocation_size();
+    if (ctx_.min_size && bytes && *bytes >= *ctx_.min_size) {
+      write(rec_);
+      return;
+    }
+    const uint64_t v[] = {c.after.allocated, c.after.reserved, c.after.framework_allocated, c.after.framework_reserved};
+    thinner_.point(static_cast<uint64_t>(c.device), ctx_.replay.since_start(e.timestamp_ns), v, rec_);
   }
 
   void on_sample(const Event& e) {
@@ -109,6 +121,7 @@ class TelemetryWriter {
       if (known) m.u64("nvml_process_used_bytes", e.value);
       else m.null("nvml_process_used_bytes");
     });
+    write(rec_);
   }
 
   void on_alert(const Event& e) {
@@ -117,6 +130,7 @@ class TelemetryWriter {
     record(e, e.device, critical ? "critical" : "warning", 0, type + " alert fired", [&](JsonObject& m) {
       m.str("alert_type", type).u64("alert_threshold_bytes", e.address);
     });
+    write(rec_);
   }
 
   void on_oom(const Event& e) {
@@ -125,6 +139,7 @@ class TelemetryWriter {
     record(e, e.device, "error", 0, context, [&](JsonObject& m) {
       m.boolean("oom", true).str("cuda_error", cuda_error_name(e.result)).u64("requested_bytes", e.size);
     });
+    write(rec_);
   }
 
   void on_framework_oom(const Event& e) {
@@ -134,8 +149,17 @@ class TelemetryWriter {
       m.u64("framework_capacity_bytes", e.stream).u64("framework_allocated_bytes", e.object);
       m.u64("framework_reserved_bytes", e.address);
     });
+    write(rec_);
   }
 
+  void write(const std::string& text) {
+    b_ += first_ ? "\n" : ",\n";
+    first_ = false;
+    b_ += text;
+    ctx_.out.written();
+  }
+
+  // Renders one record into rec_.
   template <typename Extra>
   void record(const Event& e, int device, std::string_view type, int64_t change, const std::string& context,
               Extra&& extra) {
@@ -159,9 +183,8 @@ class TelemetryWriter {
     std::optional<uint64_t> free;
     if (view.source != DeviceView::Source::Tracked && total) free = *total - used;
 
-    b_ += first_ ? "\n" : ",\n";
-    first_ = false;
-    JsonObject o(b_);
+    rec_.clear();
+    JsonObject o(rec_);
     o.u64("schema_version", 2)
         .u64("timestamp_ns", ctx_.replay.header().start_realtime_ns + ctx_.replay.since_start(e.timestamp_ns))
         .str("event_type", type)
@@ -169,7 +192,7 @@ class TelemetryWriter {
         .u64("sampling_interval_ms", sampling_ms_)
         .u64("pid", pid_)
         .str("host", host_)
-        .null("job_id")
+        .str_or_null("job_id", ctx_.identity.job_id)
         .u64("rank", ctx_.identity.rank)
         .u64("local_rank", ctx_.identity.local_rank)
         .u64("world_size", ctx_.identity.world_size)
@@ -185,7 +208,7 @@ class TelemetryWriter {
     if (total) o.u64("device_total_bytes", *total);
     else o.null("device_total_bytes");
     o.str("context", context).key("metadata");
-    JsonObject m(b_);
+    JsonObject m(rec_);
     m.str("backend", "cuda")
         .str("sampling_source", "gpumemprof-shim")
         .boolean("supports_device_total", total.has_value())
@@ -199,7 +222,6 @@ class TelemetryWriter {
     extra(m);
     m.close();
     o.close();
-    ctx_.out.written();
   }
 
   Context& ctx_;
@@ -207,6 +229,8 @@ class TelemetryWriter {
   uint64_t pid_ = 0, sampling_ms_ = 0;
   std::string host_;
   std::map<int, DeviceView> views_;
+  Thinner thinner_;
+  std::string rec_;  // the record being written
   bool first_ = true;
 };
 
@@ -215,16 +239,17 @@ class TelemetryWriter {
 std::optional<Identity> telemetry_identity(const ManifestRecord& manifest, std::optional<uint64_t> world_size,
                                            std::vector<std::string>& notes, std::string& error) {
   Identity id;
-  const std::string rank_text = manifest.rank.value_or("0");
-  const char* end = rank_text.data() + rank_text.size();
-  if (auto [p, ec] = std::from_chars(rank_text.data(), end, id.rank); ec != std::errc() || p != end) {
-    notes.push_back("the manifest's rank '" + rank_text + "' is not a number; exported as rank 0");
-    id.rank = 0;
-  }
-  id.local_rank = id.rank;  // not recorded; the Python loader defaults it to the rank as well
+  id.job_id = manifest.job_id;
+  id.rank = manifest.rank.value_or(0);
+  // Not recorded (no launcher, or a manifest before the launcher fields): the Python loader
+  // defaults the local rank to the rank as well.
+  id.local_rank = manifest.local_rank.value_or(id.rank);
+  const char* source = world_size ? "--world-size" : "the manifest's world size";
+  world_size = world_size ? world_size : manifest.world_size;
   if (world_size) {
     if (*world_size <= id.rank) {
-      error = "--world-size " + std::to_string(*world_size) + " is not above the run's rank " + std::to_string(id.rank);
+      error = std::string(source) + " " + std::to_string(*world_size) + " is not above the run's rank " +
+              std::to_string(id.rank);
       return std::nullopt;
     }
     id.world_size = *world_size;

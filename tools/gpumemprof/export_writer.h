@@ -61,6 +61,7 @@ class JsonObject {
   JsonObject& str(std::string_view k, std::string_view v) { key(k); append_json_string(out_, v); return *this; }
   JsonObject& boolean(std::string_view k, bool v) { key(k); out_ += v ? "true" : "false"; return *this; }
   JsonObject& null(std::string_view k) { key(k); out_ += "null"; return *this; }
+  JsonObject& str_or_null(std::string_view k, std::string_view v) { return v.empty() ? null(k) : str(k, v); }
   void close() { out_ += '}'; }
 
  private:

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "bytes_text.h"
+#include "command_args.h"
 #include "commands.h"
 #include "format.h"
 #include "html_report.h"
@@ -17,21 +18,18 @@ namespace gmp::tool {
 namespace {
 
 constexpr const char* kUsage =
-    "usage: gpumemprof html DIR -o FILE\n"
+    "usage: gpumemprof html DIR -o FILE [--since T] [--until T]\n"
     "  Writes a self-contained HTML report of the run directory DIR: per device a timeline of allocated,\n"
     "  reserved and NVML memory with alerts and OOMs marked, what was live at the peak, leaks at exit,\n"
     "  failed allocations and OOM bundles, alerts. One file, no network access; open it in any browser.\n"
     "  The figures are embedded as JSON (<script id=\"gmp-data\">). See docs/html-report.md.\n"
-    "  -o, --output FILE   the file to write ('-' is stdout); required\n";
+    "  -o, --output FILE   the file to write ('-' is stdout); required\n"
+    "  --since T, --until T  the report of this window of the run (times since the profiler started: 1.5s,\n"
+    "                      250ms, 2m); summary.json's counts stay the whole run's, marked so\n";
 
 int usage_error(const std::string& what) {
   std::fprintf(stderr, "gpumemprof html: %s\n", what.c_str());
   return 2;
-}
-
-bool is_option(const char* arg, const char* name) {
-  const size_t n = std::strlen(name);
-  return std::strncmp(arg, name, n) == 0 && (arg[n] == '\0' || arg[n] == '=');
 }
 
 // Writes `text` to `path` ("-": stdout, which main.cpp checks for every command) through a
@@ -69,6 +67,8 @@ int write_output(const std::string& path, const std::string& text, std::string& 
 int html_main(int argc, char** argv) {
   std::string dir, output;
   bool have_output = false;
+  analysis::Options options;
+  if (auto status = take_window_args("html", argc, argv, options.window)) return *status;
   for (int i = 0; i < argc; ++i) {
     const char* arg = argv[i];
     if (!std::strcmp(arg, "--help") || !std::strcmp(arg, "-h")) {
@@ -87,7 +87,7 @@ int html_main(int argc, char** argv) {
       if (output.empty()) return usage_error("-o needs a file name ('-' for stdout)");
       have_output = true;
     } else if (arg[0] == '-' && arg[1] != '\0') {
-      return usage_error(std::string("unknown option '") + arg + "'; accepted: -o, --output, --help");
+      return usage_error(std::string("unknown option '") + arg + "'; accepted: -o, --output, --since, --until, --help");
     } else if (dir.empty()) {
       dir = arg;
     } else {
@@ -98,7 +98,9 @@ int html_main(int argc, char** argv) {
   if (!have_output) return usage_error("-o FILE is required (the HTML file to write, '-' for stdout)");
 
   std::string error;
-  auto run = analysis::analyze_run(dir, analysis::Options{}, error);
+  reader::Progress progress("gpumemprof html");
+  options.progress = &progress;
+  auto run = analysis::analyze_run(dir, options, error);
   if (!run) return usage_error(error);
   const std::string page = render_html_report(*run);
   if (const int status = write_output(output, page, error)) {

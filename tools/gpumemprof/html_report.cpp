@@ -11,9 +11,11 @@
 
 #include "analysis_json.h"
 #include "call_sites.h"
+#include "command_args.h"
 #include "format.h"
 #include "framework_notes.h"
 #include "html_escape.h"
+#include "json_fields.h"
 
 namespace gmp::tool {
 namespace {
@@ -133,14 +135,21 @@ class Page {
       fact("PID", v);
     }
     std::string host = manifest_.host;
-    const std::string rank = manifest_.rank.value_or("");
-    if (!rank.empty()) host += (host.empty() ? "" : ", ") + std::string("rank ") + rank;
+    if (manifest_.rank) {
+      host += (host.empty() ? "" : ", ") + std::string("rank ") + u64s(*manifest_.rank);
+      if (manifest_.world_size) host += " of " + u64s(*manifest_.world_size);
+    }
     if (!host.empty()) fact("Host", escape(host));
     const std::string& started = manifest_.start_time_utc;
     if (!started.empty()) fact("Started", escape(started));
     fact("Duration", escape(at(run_.duration_ns)) +
                          " <span class=\"muted\">from the profiler's start to the last event; "
                          "all times below are since that start</span>");
+    if (!run_.window.whole()) {
+      fact("Window", "<strong class=\"window\">" + escape(window_text(run_.window)) +
+                         "</strong> <span class=\"muted\">peaks, timelines, markers and live sets are this window's; "
+                         "\"at exit\" means at its end; figures marked whole run are summary.json's</span>");
+    }
     fact("Run directory", "<code>" + escape(run_.run.path) + "</code>");
     const reader::EventCounts& events = run_.run.events;
     const bool short_of_events = !events.final_flush || events.trace_incomplete() || events.lost > 0;
@@ -199,12 +208,15 @@ class Page {
          bytes_text(run_.leaks.total.bytes), count_of(run_.leaks.total.count, "allocation"),
          run_.leaks.total.count ? "warn" : "");
     const uint64_t failed = failed_allocations();
-    card("Failed allocations", u64s(failed), count_of(summary_.oom.bundles_written, "OOM bundle"),
+    card("Failed allocations" + whole_run(), u64s(failed), count_of(summary_.oom.bundles_written, "OOM bundle"),
          failed ? "bad" : "");
     const uint64_t alerts = summary_.alerts.fired();
-    card("Alerts", u64s(alerts), alerts ? "fired" : "none fired", alerts ? "warn" : "");
+    card("Alerts" + whole_run(), u64s(alerts), alerts ? "fired" : "none fired", alerts ? "warn" : "");
     out_ += "</div>\n</header>\n";
   }
+
+  // The label of summary.json's counts in a window's page, which are the whole run's.
+  std::string whole_run() const { return run_.window.whole() ? "" : " (whole run)"; }
 
   void nav() {
     out_ += "<nav>";
@@ -421,7 +433,8 @@ class Page {
       call_sites(run_.leak_sites);
     }
     const analysis::LiveSet& p = run_.pinned_at_exit;
-    const uint64_t pinned_peak = summary_.host_pinned_bytes.peak;
+    // A window's peak is its own; a whole run's summary.json's (a trace short of events understates it).
+    const uint64_t pinned_peak = run_.window.whole() ? summary_.host_pinned_bytes.peak : run_.host_pinned.peak;
     if (pinned_peak == 0 && p.total.count == 0) {
       out_ += "<p class=\"muted\">No pinned host memory was allocated.</p>\n";
     } else {
@@ -477,7 +490,7 @@ class Page {
     out_ += "<section id=\"failures\">\n<h2>Failed allocations and out-of-memory</h2>\n";
     const uint64_t failed = failed_allocations();
     const uint64_t bundles = summary_.oom.bundles_written;
-    out_ += "<p><strong>" + count_of(failed, "failed allocation") + "</strong>; " +
+    out_ += "<p><strong>" + count_of(failed, "failed allocation") + "</strong>" + whole_run() + "; " +
             count_of(summary_.oom.failures, "out-of-memory failure") + ", " + count_of(bundles, "OOM bundle") +
             " written, " + u64s(summary_.oom.recovered) + " recovered by a retry.</p>\n";
     marker_rows(
@@ -500,7 +513,8 @@ class Page {
     const Summary::Alerts& a = summary_.alerts;
     const std::string counts = u64s(a.warning) + " warning, " + u64s(a.critical) + " critical, " +
                                u64s(a.fragmentation) + " fragmentation, " + u64s(a.growth) + " growth";
-    out_ += "<p>Fired: " + counts + ". Thresholds and hysteresis are described in docs/alerts.md.</p>\n";
+    out_ += "<p>Fired" + whole_run() + ": " + counts +
+            ". Thresholds and hysteresis are described in docs/alerts.md.</p>\n";
     const size_t n = marker_rows(
         [](const Marker& m) { return m.type == Marker::Type::AlertFired || m.type == Marker::Type::AlertCleared; },
         {"allocated", "reserved", "threshold"}, [](const Marker& m) {
@@ -528,7 +542,7 @@ nlohmann::json html_report_data(const analysis::RunAnalysis& run) {
       {"exe", m.exe},
       {"pid", m.pid.value_or(0)},
       {"host", m.host},
-      {"rank", m.rank.value_or("")},
+      {"rank", reader::or_null(m.rank)},
       {"start_time_utc", m.start_time_utc},
       {"duration_ns", run.duration_ns},
       {"rebuilt_from_trace", run.run.summary_rebuilt},

@@ -25,6 +25,7 @@
 #include "symbolizer.h"
 #include "run_directory_files.h"
 #include "trace_format.h"
+#include "trace_reader.h"
 
 namespace gmp::tool {
 namespace {
@@ -238,7 +239,7 @@ int oom_main(int argc, char** argv) {
   Result r;
   r.path = path;
   const bool bundle_like = reader::looks_like_oom_bundle(path);
-  const bool run_like = exists(path + "/" + kTraceFileName) || exists(path + "/" + kManifestFile) ||
+  const bool run_like = reader::has_trace(path) || exists(path + "/" + kManifestFile) ||
                         is_dir(path + "/" + kOomSubdirectory);
   if (bundle_like) {
     r.source = Source::Bundle;
@@ -261,7 +262,7 @@ int oom_main(int argc, char** argv) {
     if (!run) {
       // A run directory's own files that are there but unreadable are an error, as for every
       // command; a directory holding bundles and nothing else is explained from the bundles.
-      if (bundles.empty() || exists(path + "/" + kManifestFile) || exists(path + "/" + kTraceFileName)) {
+      if (bundles.empty() || exists(path + "/" + kManifestFile) || reader::has_trace(path)) {
         return fail(bundles.empty() ? error + "; " + kExpected : error);
       }
       r.notes.push_back(error + "; explaining the bundles alone");

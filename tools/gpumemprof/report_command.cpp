@@ -19,7 +19,7 @@ namespace gmp::tool {
 namespace {
 
 constexpr const char* kUsage =
-    "usage: gpumemprof report DIR [--json]\n"
+    "usage: gpumemprof report DIR [--json] [--since T] [--until T]\n"
     "  Per device: peak allocated and reserved memory and when; what was live at the allocated peak, by\n"
     "  kind and the largest allocations; allocations live at exit (leaks); failed allocations and OOM\n"
     "  bundles; alerts; NVML's view of the process; lost events. With GPUMEMPROF_STACKS, the memory live at\n"
@@ -30,11 +30,16 @@ constexpr const char* kUsage =
     "  Where PyTorch's caching allocator was seen from inside (the framework bridge), both levels: tensors\n"
     "  (allocated) against PyTorch's cache (reserved), what is cached, pending and outside PyTorch, the tensors\n"
     "  live at their peak by call site, and tensors as leaks (docs/report.md).\n"
-    "  --json  the same as one JSON object: summary.json's figures plus an \"analysis\" object\n";
+    "  --json  the same as one JSON object: summary.json's figures plus an \"analysis\" object\n"
+    "  --since T, --until T  the figures of this window of the run (times since the profiler started: 1.5s,\n"
+    "          250ms, 2m): peaks inside it, what was live at its end; summary.json's figures stay the whole run's\n";
 
 constexpr size_t kMarkersShown = 20;
 
 using ull = unsigned long long;
+
+// The label of summary.json's figures in a window's report, which are the whole run's.
+const char* whole_run(const analysis::RunAnalysis& run) { return run.window.whole() ? "" : " (whole run)"; }
 
 void print_allocation(const analysis::RunAnalysis& run, const LiveAllocation& a, bool with_device) {
   const uint64_t start_ns = run.start_ns;
@@ -138,8 +143,8 @@ void print_device(const analysis::RunAnalysis& run, const analysis::DeviceAnalys
     std::printf("  NVML: device used at most %s by all processes (this process's share not reported)\n",
                 bytes_text(d.nvml_device_used_peak).c_str());
   }
-  std::printf("  allocations %llu, frees %llu, failed allocations %llu\n", (ull)s.alloc_count, (ull)s.free_count,
-              (ull)s.failed_alloc_count);
+  std::printf("  allocations %llu, frees %llu, failed allocations %llu%s\n", (ull)s.alloc_count, (ull)s.free_count,
+              (ull)s.failed_alloc_count, run.window.whole() ? "" : " (from the run's start to the window's end)");
 }
 
 void print_markers(const analysis::RunAnalysis& run, bool (*wanted)(analysis::Marker::Type)) {
@@ -188,14 +193,16 @@ void print_leaks(const analysis::RunAnalysis& run) {
   if (fw != nullptr) {
     const analysis::LiveSet& t = run.tensor_leaks;
     const std::string name = analysis::framework_display_name(run);
-    std::printf("leaks: %s (%s) still allocated at exit\n", counted(t.total.count, "tensor").c_str(),
-                bytes_text(t.total.bytes).c_str());
+    std::printf("%s: %s (%s) still allocated%s\n", run.window.whole() ? "leaks" : "at the window's end",
+                counted(t.total.count, "tensor").c_str(), bytes_text(t.total.bytes).c_str(),
+                run.window.whole() ? " at exit" : "");
     if (t.total.count > 0) print_largest(run, t, run.tensor_leak_sites, true);
-    std::printf("  %s held %s cached at exit in %s (its cache, not a leak)\n", name.c_str(),
-                bytes_text(fw->cached_at_exit_bytes).c_str(), counted(fw->cached_at_exit_count, "segment").c_str());
+    std::printf("  %s held %s cached at exit%s in %s (its cache, not a leak)\n", name.c_str(),
+                bytes_text(fw->cached_at_exit_bytes).c_str(), whole_run(run),
+                counted(fw->cached_at_exit_count, "segment").c_str());
     std::printf("  outside %s: ", name.c_str());
   } else {
-    std::printf("leaks: ");
+    std::printf(run.window.whole() ? "leaks: " : "at the window's end: ");
   }
   std::printf("live at exit %s, %s\n", counted(run.leaks.total.count, "allocation").c_str(),
               bytes_text(run.leaks.total.bytes).c_str());
@@ -208,6 +215,17 @@ void print_leaks(const analysis::RunAnalysis& run) {
 void print_text(const analysis::RunAnalysis& run) {
   const Summary& s = run.run.figures;
   std::printf("gpumemprof report: %s\n", run.run.path.c_str());
+  if (!run.window.whole()) {
+    std::printf("  window: %s since the profiler started; peaks, live sets, markers and ranges are the window's,\n"
+                "  figures marked (whole run) are summary.json's\n",
+                window_text(run.window).c_str());
+  }
+  if (const auto& t = s.trace; t && t->segments_dropped > 0) {
+    std::printf("  trace: kept from %s on; its oldest %llu segments (%llu events) were deleted to stay within\n"
+                "  GPUMEMPROF_TRACE_MAX=%s\n",
+                human_duration_ns(t->kept_from_ns).c_str(), (ull)t->segments_dropped, (ull)t->events_dropped,
+                bytes_text(t->max_bytes).c_str());
+  }
   if (run.run.has_manifest) {
     const std::string& exe = run.run.manifest.exe;
     std::printf("  process %s (pid %llu), %s of CUDA activity\n", exe.empty() ? "?" : exe.c_str(),
@@ -229,34 +247,41 @@ void print_text(const analysis::RunAnalysis& run) {
   if (run.devices.empty()) std::printf("\nno device memory was allocated\n");
   for (const auto& [ordinal, d] : run.devices) print_device(run, d);
 
-  std::printf("\npinned host memory  peak %s, final %s\n", bytes_text(s.host_pinned_bytes.peak).c_str(),
-              bytes_text(s.host_pinned_bytes.current).c_str());
+  // Whole runs keep summary.json's figure, which a trace that lacks events understates.
+  const Counter& pinned = run.window.whole() ? s.host_pinned_bytes : run.host_pinned;
+  std::printf("\npinned host memory  peak %s, final %s\n", bytes_text(pinned.peak).c_str(),
+              bytes_text(pinned.current).c_str());
   print_leaks(run);
   const uint64_t failed = s.failed_allocations.size();
   uint64_t failed_total = 0;
   for (const auto& [_, d] : run.devices) failed_total += d.final_stats.failed_alloc_count;
-  std::printf("failed allocations: %llu\n", (ull)std::max<uint64_t>(failed, failed_total));
+  std::printf("failed allocations%s: %llu\n", whole_run(run), (ull)std::max<uint64_t>(failed, failed_total));
   print_markers(run, is_failure);
   const uint64_t bundles = s.oom.bundles_written;
-  std::printf("OOM: %s, %s, %llu recovered\n", counted(s.oom.failures, "out-of-memory failure").c_str(),
+  std::printf("OOM%s: %s, %s, %llu recovered\n", whole_run(run),
+              counted(s.oom.failures, "out-of-memory failure").c_str(),
               counted(bundles, "bundle").c_str(), (ull)s.oom.recovered);
   print_markers(run, is_oom_event);
   if (bundles > 0) std::printf("    explain with: gpumemprof oom %s\n", run.run.path.c_str());
-  std::printf("alerts: %s fired\n", counted(s.alerts.fired(), "alert").c_str());
+  std::printf("alerts%s: %s fired\n", whole_run(run), counted(s.alerts.fired(), "alert").c_str());
   print_markers(run, is_alert);
   if (run.markers_dropped > 0)
     std::printf("  (%llu more events of these kinds were not kept)\n", (ull)run.markers_dropped);
   print_ranges(run);
   print_marks(run);
   print_pauses(run);
-  std::printf("events: %s\n", reader::event_counts_line(run.run.events).c_str());
+  std::printf("events%s: %s\n", whole_run(run), reader::event_counts_line(run.run.events).c_str());
 }
 
 }  // namespace
 
 int report_main(int argc, char** argv) {
   PathArgs args;
-  if (auto status = parse_path_args("report", kUsage, argc, argv, args)) return *status;
+  analysis::Options options;
+  if (auto status = take_window_args("report", argc, argv, options.window)) return *status;
+  if (auto status = parse_path_args("report", kUsage, argc, argv, args, "--json, --since, --until, --help")) {
+    return *status;
+  }
   if (args.paths.size() > 1) {
     std::fprintf(stderr, "gpumemprof report: one run directory expected, got '%s' too\n", args.paths[1].c_str());
     return 2;
@@ -270,7 +295,9 @@ int report_main(int argc, char** argv) {
   const std::string& dir = args.paths[0];
   const bool json = args.json;
   std::string error;
-  auto run = analysis::analyze_run(dir, analysis::Options{}, error);
+  reader::Progress progress("gpumemprof report");
+  options.progress = &progress;
+  auto run = analysis::analyze_run(dir, options, error);
   if (!run) {
     std::fprintf(stderr, "gpumemprof report: %s\n", error.c_str());
     return 2;

@@ -26,6 +26,8 @@
 #include "format.h"
 #include "run_directory_reader.h"
 #include "run_directory_files.h"
+#include "trace_format.h"
+#include "value_text.h"
 
 namespace gmp::tool {
 namespace {
@@ -44,6 +46,8 @@ constexpr const char* kUsage =
     "  --on-alert 'CMD ARGS'    command started on every alert (no shell)\n"
     "  --oom-dir DIR            where OOM bundles go (default <run dir>/oom)\n"
     "  --log-level LEVEL        trace, debug, info, warn (default), error, critical, off\n"
+    "  --trace-max SIZE         disk the trace may take, 0 = unbounded (default 1GiB); past it the\n"
+    "                           oldest events are dropped, the summary stays exact\n"
     "  --shim PATH              libgpumemprof.so to preload (default: next to this program)\n"
     "Exit status: the command's (a command killed by a signal kills gpumemprof with it); 2 for a\n"
     "bad command line.\n";
@@ -53,6 +57,7 @@ const std::map<std::string, std::string> kEnvOptions = {
     {"--warn-percent", "GPUMEMPROF_WARN_PERCENT"}, {"--critical-percent", "GPUMEMPROF_CRITICAL_PERCENT"},
     {"--sample-ms", "GPUMEMPROF_SAMPLE_MS"},       {"--on-alert", "GPUMEMPROF_ON_ALERT"},
     {"--oom-dir", "GPUMEMPROF_OOM_DIR"},           {"--log-level", "GPUMEMPROF_LOG_LEVEL"},
+    {"--trace-max", "GPUMEMPROF_TRACE_MAX"},
 };
 
 volatile sig_atomic_t g_child = 0;
@@ -149,6 +154,14 @@ int run_main(int argc, char** argv) {
       return 2;
     }
     const std::string v = argv[++i];
+    if (a == "--trace-max") {
+      const auto max = parse_size(v);
+      if (!max || (*max != 0 && *max < kMinTraceMax)) {
+        std::fprintf(stderr, "gpumemprof run: --trace-max '%s': expected 0 (unbounded) or a size of at least 1MiB "
+                     "such as 512M, 1GiB or 20G\n", v.c_str());
+        return 2;
+      }
+    }
     if (a == "-o" || a == "--output") root = v;
     else if (a == "--shim") shim = v;
     else env.emplace_back(kEnvOptions.at(a), v);

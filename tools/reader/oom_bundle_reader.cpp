@@ -9,6 +9,7 @@
 #include "json_input.h"
 #include "run_directory_files.h"
 #include "trace_format.h"
+#include "trace_reader.h"
 
 namespace gmp::reader {
 namespace {
@@ -172,7 +173,7 @@ std::optional<OomBundle> read_oom_bundle(const std::string& dir, std::string& er
 bool looks_like_oom_bundle(const std::string& dir) {
   struct stat st {};
   if (stat((dir + "/" + kOomMetadataFile).c_str(), &st) == 0) return true;
-  if (last_component(dir).rfind(kOomBundlePrefix, 0) == 0 && stat((dir + "/" + kTraceFileName).c_str(), &st) != 0)
+  if (last_component(dir).rfind(kOomBundlePrefix, 0) == 0 && !has_trace(dir))
     return true;
   std::string problem;
   auto text = read_text(dir + "/" + kOomManifestFile, problem);

@@ -2,10 +2,9 @@
 
 #include <sys/stat.h>
 
-#include "accounting.h"
 #include "json_input.h"
 #include "summary.h"
-#include "trace_reader.h"
+#include "trace_replay.h"
 #include "run_directory_files.h"
 #include "trace_format.h"
 
@@ -13,11 +12,12 @@ namespace gmp::reader {
 namespace {
 
 // The summary the events of `trace` (opened, nothing read yet) imply; nullopt with `error` when
-// the trace turns out unreadable.
-std::optional<Summary> replay_summary(TraceReader& trace, const ManifestRecord& manifest, std::string& error) {
-  Accounting acc;
-  Event e;
-  while (trace.next(e)) acc.apply(e);
+// the trace turns out unreadable. A trace whose oldest segments were deleted starts from its
+// checkpoint, which carries the whole run's figures up to there: the summary is the whole run's.
+std::optional<Summary> replay_summary(TraceReplay& trace, const ManifestRecord& manifest, std::string& error) {
+  trace.keep_run_peaks();
+  while (trace.next()) {
+  }
   if (trace.failed()) {
     error = trace.error();
     return std::nullopt;
@@ -25,27 +25,20 @@ std::optional<Summary> replay_summary(TraceReader& trace, const ManifestRecord& 
   SummaryContext ctx;
   ctx.clean_exit = false;
   ctx.ended_by = kEndedByUnknown;  // no summary.json: how the process ended is not known
-  ctx.start_monotonic_ns = trace.header().start_monotonic_ns;
+  ctx.start_monotonic_ns = trace.start_ns();
   for (const DeviceEntry& d : manifest.devices) {
     if (d.ordinal && d.name) ctx.device_names[*d.ordinal] = *d.name;
   }
-  return build_summary(acc, ctx);
+  return build_summary(trace.accounting(), ctx);
 }
 
-bool exists(const std::string& path) {
-  struct stat st {};
-  return lstat(path.c_str(), &st) == 0;
-}
 
 }  // namespace
 
 std::optional<nlohmann::json> rebuild_summary(const std::string& trace_path, const nlohmann::json& manifest,
                                               uint64_t* truncated_bytes, std::string& error) {
-  TraceReader trace;
-  if (!trace.open(trace_path)) {
-    error = trace.error();
-    return std::nullopt;
-  }
+  TraceReplay trace;
+  if (!trace.open(trace_path, error)) return std::nullopt;
   ManifestRecord record;
   from_json(manifest, record);
   auto summary = replay_summary(trace, record, error);
@@ -54,7 +47,7 @@ std::optional<nlohmann::json> rebuild_summary(const std::string& trace_path, con
   return to_json(*summary);
 }
 
-std::optional<RunDirectory> open_run_directory(const std::string& path, std::string& error) {
+std::optional<RunDirectory> open_run_directory(const std::string& path, std::string& error, Progress* progress) {
   struct stat st {};
   if (stat(path.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
     error = path + " is not a directory";
@@ -66,8 +59,8 @@ std::optional<RunDirectory> open_run_directory(const std::string& path, std::str
   auto manifest = read_json_file(path + "/" + kManifestFile, error, missing);
   if (!manifest && !missing) return std::nullopt;
   if (manifest) run.has_manifest = from_json(*manifest, run.manifest);
-  const std::string trace_path = path + "/" + kTraceFileName;
-  const bool has_trace = exists(trace_path);
+  const std::string& trace_path = path;  // its segments (trace_reader.h)
+  const bool has_trace = reader::has_trace(path);
   if (!manifest && !has_trace) {
     error = path + " is not a gpumemprof run directory (no manifest.json and no trace.gmpt)";
     return std::nullopt;
@@ -75,11 +68,8 @@ std::optional<RunDirectory> open_run_directory(const std::string& path, std::str
   auto summary = read_json_file(path + "/" + kSummaryFile, error, missing);
   if (!summary && !missing) return std::nullopt;
   // Every file is checked, and the records counted, before anything is replayed.
-  TraceReader trace;
-  if (has_trace && !trace.open(trace_path)) {
-    error = trace.error();
-    return std::nullopt;
-  }
+  TraceReplay trace;
+  if (has_trace && !trace.open(trace_path, error)) return std::nullopt;
   // A summary.json that is not an object says nothing: as if there were none.
   std::optional<Summary> read;
   if (summary && summary->is_object()) read = summary_from_json(*summary);
@@ -95,6 +85,8 @@ std::optional<RunDirectory> open_run_directory(const std::string& path, std::str
     error = path + ": " + run.rebuild_reason + " and there is no trace.gmpt to rebuild it from";
     return std::nullopt;
   }
+  if (progress != nullptr) progress->expect(trace.records_in_file());
+  trace.set_progress(progress);
   auto rebuilt = replay_summary(trace, run.manifest, error);
   if (!rebuilt) return std::nullopt;
   run.trace_truncated_bytes = trace.truncated_bytes();

@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "manifest_record.h"
+#include "progress.h"
 #include "summary_figures.h"
 
 namespace gmp::reader {
@@ -31,8 +32,10 @@ struct RunDirectory {
   EventCounts events;  // summary.json's counts against the records trace.gmpt holds
 };
 
-// Opens `path`; nullopt with `error` (one line) when it is not a readable run directory.
-std::optional<RunDirectory> open_run_directory(const std::string& path, std::string& error);
+// Opens `path`; nullopt with `error` (one line) when it is not a readable run directory. A summary
+// rebuilt from the trace ticks `progress`.
+std::optional<RunDirectory> open_run_directory(const std::string& path, std::string& error,
+                                               Progress* progress = nullptr);
 
 // Replays a trace through the accounting and returns the summary it implies (clean_exit false).
 std::optional<nlohmann::json> rebuild_summary(const std::string& trace_path, const nlohmann::json& manifest,

@@ -1,0 +1,62 @@
+#include "launcher_env.h"
+
+#include <array>
+#include <cstring>
+
+#include "value_text.h"
+
+namespace gmp {
+namespace {
+
+struct Launcher {
+  const char* name;
+  const char* rank;        // set by this launcher and no other: decides which launcher it is
+  const char* local_rank;  // nullptr: this launcher does not say
+  const char* world_size;
+};
+
+// Checked in this order (launcher_env.h says why torchrun is first).
+constexpr std::array<Launcher, 6> kLaunchers{{
+    {"torchrun", "RANK", "LOCAL_RANK", "WORLD_SIZE"},
+    {"openmpi", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_SIZE"},
+    {"mvapich", "MV2_COMM_WORLD_RANK", "MV2_COMM_WORLD_LOCAL_RANK", "MV2_COMM_WORLD_SIZE"},
+    {"pmix", "PMIX_RANK", nullptr, nullptr},
+    {"pmi", "PMI_RANK", "MPI_LOCALRANKID", "PMI_SIZE"},
+    {"slurm", "SLURM_PROCID", "SLURM_LOCALID", "SLURM_NTASKS"},
+}};
+
+std::optional<uint64_t> number(const EnvLookup& getenv, const char* name) {
+  const char* v = name == nullptr ? nullptr : getenv(name);
+  return v == nullptr ? std::nullopt : parse_uint(v);
+}
+
+std::string job_id(const EnvLookup& getenv) {
+  for (const char* name : {"SLURM_JOB_ID", "PBS_JOBID", "LSB_JOBID", "TORCHELASTIC_RUN_ID", "PMIX_NAMESPACE",
+                           "OMPI_MCA_ess_base_jobid"}) {
+    const char* v = getenv(name);
+    // torchrun's run id is "none" unless --rdzv-id was given: no job id at all.
+    if (v != nullptr && *v != '\0' && std::strcmp(v, "none") != 0) return v;
+  }
+  return "";
+}
+
+}  // namespace
+
+JobIdentity job_identity(const EnvLookup& getenv) {
+  JobIdentity id;
+  id.job_id = job_id(getenv);
+  for (const Launcher& l : kLaunchers) {
+    const char* r = getenv(l.rank);
+    if (r == nullptr || *r == '\0') continue;
+    id.launcher = l.name;
+    id.rank = number(getenv, l.rank);
+    id.local_rank = number(getenv, l.local_rank);
+    id.world_size = number(getenv, l.world_size);
+    // Slurm's SLURM_NTASKS is missing in some allocations; SLURM_NPROCS is its older name.
+    if (!id.world_size && std::strcmp(l.name, "slurm") == 0) id.world_size = number(getenv, "SLURM_NPROCS");
+    break;
+  }
+  return id;
+}
+
+}  // namespace gmp

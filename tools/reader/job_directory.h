@@ -1,0 +1,31 @@
+// A job as the tools see it: a directory holding the run directories of several processes, as
+// `gpumemprof run -o ROOT` leaves them (one per rank of a torchrun, mpirun or srun job, or one per
+// process of anything else). Read by the job view (report, html, export of a ROOT) and `check`.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "run_directory_reader.h"
+
+namespace gmp::reader {
+
+// One run directory of a job: opened, or the one line saying why it could not be.
+struct JobMember {
+  std::string path;
+  std::optional<RunDirectory> run;
+  std::string error;  // when `run` is nullopt
+};
+
+// True when `path` holds a manifest.json or a trace: what open_run_directory() takes for a run.
+bool looks_like_run_directory(const std::string& path);
+
+// The run directories under `root`, searched down to kJobSearchDepth levels without descending into
+// a run directory (so a run's oom/ is never taken for a run), each opened, in the order of rank
+// (processes without one after those with one), then host, then pid, then path. nullopt with
+// `error` (one line) when `root` is not a readable directory or holds no run directory.
+inline constexpr int kJobSearchDepth = 3;
+std::optional<std::vector<JobMember>> open_job_directory(const std::string& root, std::string& error);
+
+}  // namespace gmp::reader
