@@ -31,7 +31,20 @@ inline uint64_t realtime_ns() {
 
 extern bool g_event_clock_is_tsc;  // fixed before the first event is recorded
 
-inline uint64_t event_ticks() { return g_event_clock_is_tsc ? __rdtsc() : now_ns(); }
+// An event's time, read only once everything this thread did before has completed (rdtsc alone
+// may run ahead of earlier loads): the ring orders threads by these times (ring.h), so a thread
+// that saw another's published event must read a later time than that event's.
+inline uint64_t event_ticks() {
+  _mm_lfence();
+  return g_event_clock_is_tsc ? __rdtsc() : now_ns();
+}
+
+// The ring's horizon: event_ticks(), and no later load of this thread runs before it.
+inline uint64_t horizon_ticks() {
+  const uint64_t t = event_ticks();
+  _mm_lfence();
+  return t;
+}
 
 // True when the CPU's TSC runs at a constant rate in every power state (CPUID 0x80000007 EDX[8]).
 bool invariant_tsc_available();

@@ -79,17 +79,19 @@ void Collector::drain_until(uint64_t target, uint64_t deadline_ns, uint64_t stal
   // A producer that claimed a slot publishes it within nanoseconds unless it was stopped (a signal
   // handler on that very thread, a thread killed mid-push): then the wait is bounded.
   uint64_t last_progress = now_ns();
+  uint64_t missing = 0;
   while (ring_.consumed() < target) {
     const uint64_t now = now_ns();
     if (drain_once() > 0) {
       last_progress = now;
     } else if (now > deadline_ns || now - last_progress > stall_ns) {
-      lost_.store(target - ring_.consumed(), std::memory_order_relaxed);
+      missing = target - ring_.consumed();
       break;
     } else {
       sleep_ns(20'000);
     }
   }
+  lost_.store(missing + ring_.dropped(), std::memory_order_relaxed);
   trace_.flush();
 }
 

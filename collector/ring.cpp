@@ -1,18 +1,23 @@
 #include "ring.h"
 
 #include <linux/futex.h>
-#include <sched.h>
+#include <pthread.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <climits>
-
 #include <new>
 
 namespace gmp {
+
+thread_local RingThreadCache t_ring_cache __attribute__((tls_model("initial-exec"))){0, nullptr};
+
 namespace {
+
+std::atomic<uint64_t> g_next_ring_id{1};
 
 // FUTEX_WAIT on `word` while it equals `seen`, for at most `ns`; true when woken.
 bool futex_wait(std::atomic<uint32_t>& word, uint32_t seen, uint64_t ns) {
@@ -25,42 +30,115 @@ void futex_wake(std::atomic<uint32_t>& word, int count) {
   syscall(SYS_futex, reinterpret_cast<uint32_t*>(&word), FUTEX_WAKE_PRIVATE, count, nullptr, nullptr, 0);
 }
 
+// A thread that exits hands its buffer on; the events still in it are read where they are.
+void release_buffer(void* p) {
+  auto* b = static_cast<Ring::Buffer*>(p);
+  if (t_ring_cache.buffer == b) t_ring_cache = {0, nullptr};
+  b->owned.store(false, std::memory_order_release);
+}
+
+pthread_key_t buffer_key() {
+  static const pthread_key_t key = [] {
+    pthread_key_t k;
+    pthread_key_create(&k, release_buffer);
+    return k;
+  }();
+  return key;
+}
+
+constexpr size_t kHeaderBytes = (sizeof(Ring::Buffer) + 63) / 64 * 64;
+
 }  // namespace
 
-Ring::Ring(size_t capacity_pow2) : mask_(capacity_pow2 - 1), bytes_(capacity_pow2 * sizeof(Slot)) {
+Ring::Ring(size_t capacity_pow2)
+    : id_(g_next_ring_id.fetch_add(1, std::memory_order_relaxed)), mask_(capacity_pow2 - 1),
+      bytes_(kHeaderBytes + capacity_pow2 * sizeof(Slot)) {
+  buffer_key();  // created now, not on a thread's first event (which may be in a signal handler)
+  // The first buffer now, for the thread that starts the session: a ring that cannot have even one
+  // is an error at start (profiling off, said once), not events dropped one by one.
+  if (add_buffer(false) == nullptr) throw std::bad_alloc();
+}
+
+Ring::~Ring() {
+  for (Buffer* b = buffers_.load(std::memory_order_acquire); b != nullptr;) {
+    Buffer* next = b->next;
+    b->~Buffer();
+    munmap(b, bytes_);
+    b = next;
+  }
+}
+
+Ring::Buffer* Ring::add_buffer(bool owned) {
   void* p = mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (p == MAP_FAILED) throw std::bad_alloc();
-  slots_ = static_cast<Slot*>(p);
+  if (p == MAP_FAILED) return nullptr;
+  // Slots start zeroed (fresh pages), which no position + 1 ever equals.
+  Buffer* b = new (p) Buffer;
+  b->owned.store(owned, std::memory_order_relaxed);
+  b->ring = this;
+  b->slots = reinterpret_cast<Slot*>(static_cast<char*>(p) + kHeaderBytes);
+  b->mask = mask_;
+  b->next = buffers_.load(std::memory_order_relaxed);
+  while (!buffers_.compare_exchange_weak(b->next, b, std::memory_order_release, std::memory_order_relaxed)) {
+  }
+  buffer_count_.fetch_add(1, std::memory_order_relaxed);
+  return b;
 }
 
-Ring::~Ring() { munmap(slots_, bytes_); }
-
-Event* Ring::claim(uint64_t* pos) {
-  const uint64_t p = head_.fetch_add(1, std::memory_order_relaxed);
-  if (p - tail_.load(std::memory_order_acquire) > mask_) wait_for_room(p);
-  // A slot is last touched a whole lap ago, so writing it misses to memory, and the next locked
-  // instruction (our fetch_add, a mutex in the driver) would wait for that store. Requesting the
-  // next slot's lines now lets the miss overlap the application's work instead.
-  const char* next = reinterpret_cast<const char*>(&slots_[(p + 1) & mask_]);
-  __builtin_prefetch(next, 1, 3);
-  __builtin_prefetch(next + sizeof(Slot) - 1, 1, 3);
-  *pos = p;
-  return &slots_[p & mask_].event;
+Ring::Buffer* Ring::attach() {
+  Buffer* b = nullptr;
+  for (Buffer* it = buffers_.load(std::memory_order_acquire); it != nullptr && b == nullptr; it = it->next) {
+    bool expected = false;
+    if (!it->owned.load(std::memory_order_relaxed) &&
+        it->owned.compare_exchange_strong(expected, true, std::memory_order_acquire)) {
+      b = it;
+    }
+  }
+  if (b == nullptr && (b = add_buffer(true)) == nullptr) {
+    dropped_.fetch_add(1, std::memory_order_relaxed);
+    return nullptr;
+  }
+  b->soft_limit.store(0, std::memory_order_relaxed);  // the first claim looks at the consumer
+  pthread_setspecific(buffer_key(), b);
+  t_ring_cache = {id_, b};
+  return b;
 }
 
-void Ring::wait_for_room(uint64_t pos) {
+void Ring::room_for(Buffer* b, uint64_t pos) {
+  Ring* r = b->ring;
+  const uint64_t half = (b->mask + 1) / 2;
+  uint64_t tail = b->tail.load(std::memory_order_acquire);
+  // Half full: have the consumer drain now rather than at the end of its sleep.
+  if (pos - tail >= half && r->consumer_asleep_.load(std::memory_order_relaxed)) r->wake_consumer();
+  if (pos - tail > b->mask) {
+    r->wait_for_room(b, pos);
+    tail = b->tail.load(std::memory_order_acquire);
+  }
+  // Any tail seen + half is a safe limit (the tail only grows), even if a signal handler on this
+  // thread stores its own in between.
+  b->soft_limit.store(pos - tail >= half ? pos + 1 : tail + half, std::memory_order_relaxed);
+}
+
+void Ring::wait_for_room(Buffer* b, uint64_t pos) {
   waits_.fetch_add(1, std::memory_order_relaxed);
-  auto full = [&] { return pos - tail_.load(std::memory_order_seq_cst) > mask_; };
+  auto full = [&] { return pos - b->tail.load(std::memory_order_seq_cst) > b->mask; };
   for (unsigned spin = 0; spin < 64 && full(); ++spin) __builtin_ia32_pause();
   while (full()) {
     const uint32_t seen = room_.load(std::memory_order_acquire);
     waiting_.fetch_add(1, std::memory_order_seq_cst);  // before re-checking: pop() reads it after
-                                                       // moving the tail, so one of us sees the other
-    if (consumer_asleep_.load(std::memory_order_seq_cst)) wake_consumer();  // a full ring ahead of it
-    // The timeout only guards against a consumer that stopped (a forked child's copy of a ring).
+                                                       // moving a tail, so one of us sees the other
+    if (consumer_asleep_.load(std::memory_order_seq_cst)) wake_consumer();
+    // The timeout only guards against a lost wake.
     if (full()) futex_wait(room_, seen, 1'000'000);
     waiting_.fetch_sub(1, std::memory_order_release);
   }
+}
+
+void Ring::push(const Event& e) {
+  Buffer* b = mine();
+  if (b == nullptr) return;
+  uint64_t pos;
+  *claim(b, &pos) = e;
+  publish(b, pos);
 }
 
 bool Ring::consumer_sleep(uint64_t ns) {
@@ -74,18 +152,56 @@ bool Ring::consumer_sleep(uint64_t ns) {
 
 void Ring::wake_consumer() { futex_wake(consumer_wake_, 1); }
 
+uint64_t Ring::claimed() const {
+  uint64_t n = 0;
+  for (Buffer* b = buffers_.load(std::memory_order_acquire); b != nullptr; b = b->next) {
+    n += b->head.load(std::memory_order_acquire);
+  }
+  return n;
+}
+
+bool Ring::take(Buffer* b) {
+  const uint64_t start = b->tail.load(std::memory_order_relaxed);
+  uint64_t t = start;
+  for (;; ++t) {
+    const Slot& s = b->slots[t & b->mask];
+    if (s.seq.load(std::memory_order_acquire) != t + 1) break;
+    pending_.push_back(s.event);
+  }
+  if (t == start) return false;
+  b->tail.store(t, std::memory_order_seq_cst);
+  return true;
+}
+
 size_t Ring::pop(Event* out, size_t max) {
-  const uint64_t tail = tail_.load(std::memory_order_relaxed);
+  pending_.erase(pending_.begin(), pending_.begin() + static_cast<ptrdiff_t>(pending_head_));
+  pending_head_ = 0;
+  // With a batch already read and due, hand it out under the horizon it was read with: reading
+  // more first would let the pending events grow without bound while producers never wait. Read
+  // whenever nothing is due (all were stamped after the horizon, say the consumer was descheduled
+  // between reading it and reading the buffers): a pass hands out everything read before it.
+  const bool due = !pending_.empty() && pending_.front().timestamp_ns < horizon_;
+  if (pending_.size() < max || !due) {
+    const uint64_t horizon = horizon_ticks();
+    const size_t before = pending_.size();
+    bool room = false;
+    for (Buffer* b = buffers_.load(std::memory_order_acquire); b != nullptr; b = b->next) room |= take(b);
+    if (room && waiting_.load(std::memory_order_seq_cst) != 0) futex_wake(room_, INT_MAX);
+    if (pending_.size() != before) {
+      // Each buffer's events are in time order but for a signal handler's, so this mostly merges.
+      std::stable_sort(pending_.begin(), pending_.end(),
+                       [](const Event& a, const Event& b) { return a.timestamp_ns < b.timestamp_ns; });
+    }
+    horizon_ = horizon;
+  }
   size_t n = 0;
-  for (; n < max; ++n) {
-    Slot& s = slots_[(tail + n) & mask_];
-    if (s.seq.load(std::memory_order_acquire) != tail + n + 1) break;
-    out[n] = s.event;
+  while (n < max && pending_head_ < pending_.size() && pending_[pending_head_].timestamp_ns < horizon_) {
+    Event& e = pending_[pending_head_++];
+    e.timestamp_ns = std::max(e.timestamp_ns, last_ticks_);  // an event found late (see ring.h)
+    last_ticks_ = e.timestamp_ns;
+    out[n++] = e;
   }
-  if (n) {
-    tail_.store(tail + n, std::memory_order_seq_cst);
-    if (waiting_.load(std::memory_order_seq_cst) != 0) futex_wake(room_, INT_MAX);
-  }
+  if (n != 0) consumed_.fetch_add(n, std::memory_order_release);
   return n;
 }
 

@@ -1,71 +1,146 @@
-// Bounded multi-producer / single-consumer event ring.
+// The event ring: one bounded single-producer buffer per recording thread, drained by one consumer
+// (the collector) in time order.
 //
-// A producer claims a position with one fetch_add on `head_` and publishes the slot by storing
-// position + 1 into the slot's sequence word. The consumer takes slots strictly in position order,
-// so the trace order is the order in which producers claimed positions. Slots start zeroed (the
-// memory comes from mmap and is touched only as it is used), which no position+1 ever equals.
-// A full ring never drops: the producer waits for the consumer and the wait is counted. A waiting
-// producer wakes the consumer and sleeps on a futex that the consumer bumps as it makes room, so a
-// small ring under many threads keeps moving instead of every party sleeping on a timer.
+// A producer writes only its own buffer: it claims a position by bumping its own head (no locked
+// instruction on a line other threads write), fills the slot in place, stamps it with the event
+// clock and publishes it by storing position + 1 into the slot's sequence word. A signal handler
+// that records on a thread interrupted mid-record claims the next position of the same buffer;
+// the consumer takes each buffer's slots in position order, so it waits for the interrupted one.
+//
+// Order across threads comes from the timestamps. pop() first reads a horizon H on the event
+// clock, then reads every published slot, and hands out, oldest first, only the events stamped
+// before H, keeping later ones for the next pass. That keeps every causal order: when thread B's
+// event depends on thread A's (A freed an address, then B was given it), A published its record
+// before B took its timestamp. If A's record was published when this pass read A's buffer, it is
+// handed out no later than B's; if not, A published after the pass began, so B's stamp is past
+// H and B waits for a later pass. An event found only after later ones were handed out (stamped
+// before H but published after its buffer was read) follows nothing it precedes; it is handed out
+// next, its time raised to the last one handed out, so times never go backwards along the trace.
+// This needs one clock for all cores: the invariant TSC (clock.h), or CLOCK_MONOTONIC.
+//
+// A full buffer never drops: its producer waits for the consumer and the wait is counted. A
+// producer past half its buffer wakes a sleeping consumer, so a burst rarely has to wait. Memory
+// is mmap'ed per buffer and touched only as it is used; a thread's buffer is handed to the next
+// new thread when it exits (the events still in it are read where they are).
 #pragma once
 
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
+#include "clock.h"
 #include "event.h"
 
 namespace gmp {
 
 class Ring {
  public:
+  // `capacity_pow2` events per thread. Throws std::bad_alloc when not even one buffer can be mapped.
   explicit Ring(size_t capacity_pow2);
+  // Every thread that pushed must have exited or stopped pushing (the session's ring lives on).
   ~Ring();
   Ring(const Ring&) = delete;
   Ring& operator=(const Ring&) = delete;
 
-  // Claims the next position and returns its slot, for the caller to fill in place (every field:
-  // the slot holds an old event); publish() then makes it visible. Nothing that can block or
-  // record another event may run in between, since the consumer takes positions in order.
-  Event* claim(uint64_t* pos);
-  void publish(uint64_t pos) { slots_[pos & mask_].seq.store(pos + 1, std::memory_order_release); }
-  void push(const Event& e) {
-    uint64_t pos;
-    *claim(&pos) = e;
-    publish(pos);
-  }
+  class Buffer;
+  // The calling thread's buffer, taken on its first event; nullptr (the event is dropped and
+  // counted) when no memory could be mapped for it.
+  Buffer* mine();
 
-  // Consumer only: copies up to `max` published events, oldest first. Returns how many.
+  // Claims the next position of the calling thread's buffer `b` and returns its slot, for the
+  // caller to fill in place (every field: the slot holds an old event) and stamp; publish() then
+  // makes it visible. Nothing that can block may run in between.
+  static Event* claim(Buffer* b, uint64_t* pos);
+  static void publish(Buffer* b, uint64_t pos);
+  void push(const Event& e);  // stamps nothing: the event keeps its timestamp
+
+  // Consumer only: copies up to `max` events, oldest first (see above). Returns how many.
   size_t pop(Event* out, size_t max);
 
   // The consumer's sleep: returns true when woken by wake_consumer(), false after `ns`.
   bool consumer_sleep(uint64_t ns);
   void wake_consumer();
-  // True while a producer is blocked on a full ring: the consumer should not sleep then.
+  // True while a producer is blocked on a full buffer: the consumer should not sleep then.
   bool producers_waiting() const { return waiting_.load(std::memory_order_acquire) != 0; }
 
   size_t capacity() const { return mask_ + 1; }
-  uint64_t claimed() const { return head_.load(std::memory_order_acquire); }
-  uint64_t consumed() const { return tail_.load(std::memory_order_acquire); }
+  // Events claimed by every thread so far, and events popped. Every event published before a
+  // claimed() reading is popped by the time consumed() reaches that reading.
+  uint64_t claimed() const;
+  uint64_t consumed() const { return consumed_.load(std::memory_order_acquire); }
   uint64_t producer_waits() const { return waits_.load(std::memory_order_relaxed); }
+  // Events not recorded because a thread's buffer could not be mapped (address space exhausted).
+  uint64_t dropped() const { return dropped_.load(std::memory_order_relaxed); }
+  size_t buffers() const { return buffer_count_.load(std::memory_order_relaxed); }
 
- private:
   struct Slot {
     std::atomic<uint64_t> seq;
     Event event;
   };
-  void wait_for_room(uint64_t pos);
+  class Buffer {
+   public:
+    // Producer side: written by the owning thread only.
+    alignas(64) std::atomic<uint64_t> head{0};
+    std::atomic<uint64_t> soft_limit{0};  // claims below it need not look at the consumer
+    // Consumer side.
+    alignas(64) std::atomic<uint64_t> tail{0};
+    std::atomic<bool> owned{false};
+    Ring* ring = nullptr;
+    Buffer* next = nullptr;  // the ring's list, set before the buffer is published in it
+    Slot* slots = nullptr;
+    size_t mask = 0;
+  };
 
-  Slot* slots_;
+ private:
+  Buffer* attach();
+  Buffer* add_buffer(bool owned);  // maps one more buffer into the list; nullptr if it cannot
+  static void room_for(Buffer* b, uint64_t pos);
+  void wait_for_room(Buffer* b, uint64_t pos);
+  bool take(Buffer* b);  // reads b's published events into pending_; true if it read any
+
+  const uint64_t id_;
   size_t mask_;
-  size_t bytes_;
-  alignas(64) std::atomic<uint64_t> head_{0};
-  alignas(64) std::atomic<uint64_t> tail_{0};
-  alignas(64) std::atomic<uint64_t> waits_{0};
-  std::atomic<uint32_t> waiting_{0};       // producers blocked in wait_for_room
-  std::atomic<uint32_t> room_{0};          // futex word: bumped when pop() makes room for them
+  size_t bytes_;  // of one buffer's mapping
+  std::atomic<Buffer*> buffers_{nullptr};
+  std::atomic<size_t> buffer_count_{0};
+  std::atomic<uint64_t> waits_{0};
+  std::atomic<uint64_t> dropped_{0};
+  alignas(64) std::atomic<uint32_t> waiting_{0};  // producers blocked in wait_for_room
+  std::atomic<uint32_t> room_{0};                  // futex word: bumped when pop() makes room
   alignas(64) std::atomic<uint32_t> consumer_wake_{0};  // futex word of the consumer's sleep
-  std::atomic<bool> consumer_asleep_{false};             // so waiting producers wake it only then
+  std::atomic<bool> consumer_asleep_{false};             // so producers wake it only then
+  // Consumer only.
+  alignas(64) std::atomic<uint64_t> consumed_{0};
+  std::vector<Event> pending_;  // read, not yet handed out: [pending_head_, end)
+  size_t pending_head_ = 0;
+  uint64_t horizon_ = 0;     // the pending events stamped before it may be handed out
+  uint64_t last_ticks_ = 0;  // timestamp of the last event handed out
 };
+
+// Which buffer of which ring the calling thread holds (ring ids are never reused, so a cache
+// left from a destroyed ring or a forked parent's session never matches).
+struct RingThreadCache {
+  uint64_t ring_id;
+  Ring::Buffer* buffer;
+};
+extern thread_local RingThreadCache t_ring_cache __attribute__((tls_model("initial-exec")));
+
+inline Ring::Buffer* Ring::mine() {
+  const RingThreadCache& c = t_ring_cache;
+  return c.ring_id == id_ ? c.buffer : attach();
+}
+
+inline Event* Ring::claim(Buffer* b, uint64_t* pos) {
+  // One read-modify-write instruction, so a signal handler on this thread claims another slot.
+  const uint64_t p = b->head.fetch_add(1, std::memory_order_relaxed);
+  if (p >= b->soft_limit.load(std::memory_order_relaxed)) room_for(b, p);
+  *pos = p;
+  return &b->slots[p & b->mask].event;
+}
+
+inline void Ring::publish(Buffer* b, uint64_t pos) {
+  b->slots[pos & b->mask].seq.store(pos + 1, std::memory_order_release);
+}
 
 }  // namespace gmp

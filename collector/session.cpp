@@ -4,6 +4,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -14,7 +15,6 @@
 #include "device_table.h"
 #include "log.h"
 #include "process_info.h"
-#include "ring.h"
 
 namespace gmp {
 
@@ -24,7 +24,11 @@ std::atomic<Session*> g_active_session{nullptr};
 class Session {
  public:
   Session(const Config& c, const ProcessInfo& info)
-      : ring(c.ring_events), collector(c, info, ring, devices) {}
+      : ring(std::max<uint64_t>(c.ring_events / kRingShare, kMinThreadEvents)), collector(c, info, ring, devices) {}
+  // Each recording thread's buffer holds 1/16 of GPUMEMPROF_RING_EVENTS (65536 events, 4.5 MiB
+  // of address space, by default), at least 1024, touched only as used: a thread can run that far
+  // ahead of the collector in a burst, and 16 such threads take what the one shared ring took.
+  static constexpr uint64_t kRingShare = 16, kMinThreadEvents = 1024;
   DeviceTable devices;
   Ring ring;
   Collector collector;
@@ -163,9 +167,12 @@ Session* session_start() {
   return s;
 }
 
-Event* session_claim(Session* s, uint64_t* pos) { return s->ring.claim(pos); }
-
-void session_publish(Session* s, uint64_t pos) { s->ring.publish(pos); }
+Event* session_claim(Session* s, Ring::Buffer** buffer, uint64_t* pos) {
+  Ring::Buffer* b = s->ring.mine();
+  if (b == nullptr) return nullptr;
+  *buffer = b;
+  return Ring::claim(b, pos);
+}
 
 void session_note_device(Session* s, int device) {
   if (!s->devices.claim(device)) return;

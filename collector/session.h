@@ -8,6 +8,7 @@
 
 #include "clock.h"
 #include "event.h"
+#include "ring.h"
 
 namespace gmp {
 
@@ -33,25 +34,28 @@ class Session;
 extern std::atomic<Session*> g_active_session;
 Session* session_start();  // slow path of session_record; nullptr when disabled or failed
 void session_note_device(Session* s, int device);
-Event* session_claim(Session* s, uint64_t* pos);
-void session_publish(Session* s, uint64_t pos);
+// A slot of the calling thread's buffer in the session's ring (Ring::claim); nullptr when the
+// thread has no buffer (the event is dropped and counted).
+Event* session_claim(Session* s, Ring::Buffer** buffer, uint64_t* pos);
 
 // Records one event: `fill(Event&)` sets the operation's fields on a zeroed event written straight
-// into the ring; time, thread and device are added here. Starts the session on first use.
+// into the thread's buffer; time, thread and device are added here. Starts the session on first use.
 template <typename Fill>
 inline void session_record(int device, Fill&& fill) {
   Session* s = g_active_session.load(std::memory_order_acquire);
   if (s == nullptr && (s = session_start()) == nullptr) return;
   if (device >= 0) session_note_device(s, device);
   const uint32_t tid = current_tid();
+  Ring::Buffer* buffer;
   uint64_t pos;
-  Event* e = session_claim(s, &pos);
+  Event* e = session_claim(s, &buffer, &pos);
+  if (e == nullptr) return;
   *e = Event{};
   fill(*e);
   e->device = static_cast<int16_t>(device);
   e->thread_id = tid;
-  e->timestamp_ns = event_ticks();  // after the claim, so times never go backwards along the trace
-  session_publish(s, pos);
+  e->timestamp_ns = event_ticks();  // last before publishing: the ring orders threads by it
+  Ring::publish(buffer, pos);
 }
 
 // The running session, starting it if needed; nullptr when profiling is off.

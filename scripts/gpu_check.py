@@ -542,10 +542,11 @@ class Check:
         if limit is None:
             return
         argv = [os.path.join(self.bin, "bench_async_pair"), mode, str(pairs), str(self.reps)]
-        if variant == "shim":
+        if variant in ("shim", "nostk"):
             os.makedirs(rd, exist_ok=True)
-            rc = self.timed(limit, argv, cwd=rd, env=self.shim_env(GPUMEMPROF_OUTPUT=os.path.join(rd, "run.%p")),
-                            stdout=stem + ".json", stderr=stem + ".stderr")
+            extra = {"GPUMEMPROF_STACKS": "0"} if variant == "nostk" else {}
+            env = self.shim_env(GPUMEMPROF_OUTPUT=os.path.join(rd, "run.%p"), **extra)
+            rc = self.timed(limit, argv, cwd=rd, env=env, stdout=stem + ".json", stderr=stem + ".stderr")
             for run in os.listdir(rd):
                 for f, suffix in (("summary.json", ".summary.json"), ("gpumemprof.log", ".gpumemprof.log")):
                     if os.path.exists(os.path.join(rd, run, f)):
@@ -572,11 +573,13 @@ class Check:
             say("bench_async_pair not built")
             return
         for r in range(1, self.rounds + 1):
-            # Alternate which variant goes first, so that drift over the run does not favour one.
-            order = ("base", "shim") if r % 2 else ("shim", "base")
+            # Rotate which variant goes first, so that drift over the run does not favour one. The
+            # pool pair also runs with stacks off (GPUMEMPROF_STACKS=0), which has its own target.
             for mode, pairs in (("async", self.async_pairs), ("malloc", self.malloc_pairs)):
                 if self.want("bench_" + mode):
-                    for v in order:
+                    variants = ["base", "shim", "nostk"] if mode == "async" else ["base", "shim"]
+                    k = (r - 1) % len(variants)
+                    for v in variants[k:] + variants[:k]:
                         self.bench_one(mode, v, r, pairs)
 
     def pack(self):

@@ -30,6 +30,9 @@ void record_pool_alloc(Api api, CUresult r, CUdeviceptr* dptr, size_t size, CUst
                        int device) {
   ErrnoKeeper keep;
   uint64_t reserved = 0;
+  // Read on every successful allocation: whether this one grew the pool depends on the driver's
+  // free lists (fragmentation, frees their stream has not reached yet), which nothing outside the
+  // driver sees, so no rule for skipping the read keeps the reserved peak exact.
   if (r == CUDA_SUCCESS && pool != nullptr) reserved = pools::read_reserved(pool, device);
   record_alloc(api, Kind::Pool, r, dptr ? *dptr : 0, size, device, reinterpret_cast<uint64_t>(stream),
                reinterpret_cast<uint64_t>(pool), reserved);

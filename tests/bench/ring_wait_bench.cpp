@@ -21,6 +21,8 @@
 #include <thread>
 #include <vector>
 
+#include "interleaved.h"
+
 namespace {
 
 int worker(int threads, int iters) {
@@ -67,11 +69,6 @@ double run_worker(const std::string& self, const std::string& dir, const char* r
     std::exit(1);
   }
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
 }
 
 }  // namespace
@@ -123,8 +120,9 @@ int main(int argc, char** argv) {
     waitpid(pid, nullptr, 0);
   }
   rmdir(dir.c_str());
-  std::printf("%d busy processes; %d threads x %d pairs: ratio ring 1024 / default, median %.2f (min %.2f, max %.2f, %d rounds)\n",
-              busy, threads, iters, median(ratios), *std::min_element(ratios.begin(), ratios.end()),
-              *std::max_element(ratios.begin(), ratios.end()), rounds);
+  const auto s = gmp::bench::spread(ratios);
+  std::printf("%d busy processes; %d threads x %d pairs: ratio ring 1024 / default, median %.2f "
+              "(min %.2f, max %.2f, %d rounds)\n",
+              busy, threads, iters, s.median, s.min, s.max, rounds);
   return 0;
 }

@@ -3,6 +3,10 @@
 // shim's wrappers of them (which resolve the same driver), and every ratio comes from one run.
 // A second copy of the shim, loaded from another path, is an independent profiler whose session
 // starts with GPUMEMPROF_STACKS set: stacks off and on are timed in the same process.
+//
+// `shim_overhead_bench --rounds R` replaces the Google Benchmark runs with the recording cost per
+// event: R interleaved rounds, each timing a block of pairs directly and through each shim copy
+// (the order rotating), and the median (min-max) of (shimmed - direct) / 2 per pair.
 #include <benchmark/benchmark.h>
 #include <cuda.h>
 #include <dlfcn.h>
@@ -12,8 +16,10 @@
 #include <string>
 #include <chrono>
 #include <thread>
+#include <vector>
 #include <unistd.h>
 
+#include "interleaved.h"
 #include "ring.h"
 
 namespace {
@@ -72,7 +78,7 @@ void setup() {
   const std::string copy = std::string(dir) + "/libgpumemprof-stacks.so";
   if (std::system(("cp " + std::string(GMP_SHIM_PATH) + " " + copy).c_str()) != 0 ||
       (g_shim_stacks = dlopen(copy.c_str(), RTLD_NOW | RTLD_LOCAL)) == nullptr) {
-    std::fprintf(stderr, "bench: cannot load a second copy of the shim\n");
+    std::fprintf(stderr, "bench: cannot load a second copy of the shim: %s\n", dlerror());
     std::exit(1);
   }
   const char* depth = std::getenv("GMP_BENCH_STACKS");
@@ -119,6 +125,50 @@ void RingPush(benchmark::State& state) {
   consumer.join();
 }
 
+double ns_per_pair(void (*pair)(const Api&), const Api& api, int pairs) {
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int i = 0; i < pairs; ++i) pair(api);
+  return std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count() / pairs;
+}
+
+void sync_pair(const Api& api) {
+  CUdeviceptr p;
+  api.alloc(&p, 256);
+  api.free(p);
+}
+
+void async_pair(const Api& api) {
+  CUdeviceptr p;
+  api.alloc_async(&p, 256, g_stream);
+  api.free_async(p, g_stream);
+}
+
+void interleaved_rounds(int rounds) {
+  constexpr int kPairs = 200'000;
+  const Api* apis[] = {&g_direct, &g_shimmed, &g_shimmed_stacks};
+  const struct {
+    const char* name;
+    void (*pair)(const Api&);
+  } pairs[] = {{"cuMemAlloc_v2+cuMemFree_v2", sync_pair}, {"cuMemAllocAsync+cuMemFreeAsync", async_pair}};
+  for (const auto& kind : pairs) {
+    std::vector<double> direct, cost[3];
+    for (int r = 0; r < rounds; ++r) {
+      double ns[3];
+      for (int k = 0; k < 3; ++k) {
+        const int v = (r + k) % 3;
+        ns[v] = ns_per_pair(kind.pair, *apis[v], kPairs);
+      }
+      direct.push_back(ns[0]);
+      for (int v = 1; v < 3; ++v) cost[v].push_back((ns[v] - ns[0]) / 2);
+    }
+    const auto d = gmp::bench::spread(direct), off = gmp::bench::spread(cost[1]), on = gmp::bench::spread(cost[2]);
+    std::printf("%s, %d rounds of %d pairs: direct %.1f ns/pair (%.1f-%.1f); recording per event: stacks off "
+                "%.1f ns (%.1f-%.1f), stacks on %.1f ns (%.1f-%.1f)\n",
+                kind.name, rounds, kPairs, d.median, d.min, d.max, off.median, off.min, off.max, on.median, on.min,
+                on.max);
+  }
+}
+
 }  // namespace
 
 BENCHMARK_CAPTURE(AllocFreePair, direct, &g_direct);
@@ -130,10 +180,20 @@ BENCHMARK_CAPTURE(AsyncPair, shim_stacks, &g_shimmed_stacks);
 BENCHMARK(RingPush);
 
 int main(int argc, char** argv) {
+  // Each copy of the shim takes about 1 KiB of static TLS (initial-exec: it is normally
+  // preloaded); dlopen'ing two needs more than glibc's default 512-byte surplus.
+  if (std::getenv("GLIBC_TUNABLES") == nullptr) {
+    setenv("GLIBC_TUNABLES", "glibc.rtld.optional_static_tls=16384", 1);
+    execv("/proc/self/exe", argv);
+  }
   setup();
-  benchmark::Initialize(&argc, argv);
-  benchmark::RunSpecifiedBenchmarks();
-  benchmark::Shutdown();
+  if (argc == 3 && std::string(argv[1]) == "--rounds" && std::atoi(argv[2]) > 0) {
+    interleaved_rounds(std::atoi(argv[2]));
+  } else {
+    benchmark::Initialize(&argc, argv);
+    benchmark::RunSpecifiedBenchmarks();
+    benchmark::Shutdown();
+  }
   // The traces are of no use once timed: remove them, then leave without the shims' exit flush,
   // which would only fail to write summaries into the removed directory.
   std::fflush(nullptr);

@@ -32,6 +32,7 @@ MiB = 1 << 20
 # the shim also saw allocations torch did not make.
 OUTSIDE_TORCH_CAP = 256 * MiB
 BENCH_TARGET = 1.05
+NOSTACKS_TARGET = 1.03  # issue 13: the pool pair with GPUMEMPROF_STACKS=0
 CUDA_ERROR_OUT_OF_MEMORY = 2
 # An OOM bundle directory: <oom dir>/oom_dump_<YYYYmmddTHHMMSSZ>_<pid>_cuda_<seq>/.
 BUNDLE_RE = re.compile(r"oom_dump_(\d{8}T\d{6}Z)_(\d+)_cuda_(\d+)")
@@ -654,13 +655,13 @@ def compare_bench(t, work, target):
         return
     runs = {}
     for f in sorted(os.listdir(d)):
-        m = re.fullmatch(r"(\w+)\.(base|shim)\.(\d+)\.rc", f)
+        m = re.fullmatch(r"(\w+)\.(base|shim|nostk)\.(\d+)\.rc", f)
         if m:
             runs.setdefault(m[1], []).append((m[2], m[3]))
     for mode in sorted(runs):
         if mode in ("train", "pairs"):
             continue  # compare_train_bench, compare_pairs_bench
-        med = {"base": [], "shim": []}
+        med = {"base": [], "shim": [], "nostk": []}
         failed, counts_bad, lost, waits = [], [], 0, 0
         sums = [0, 0, 0]  # allocs, frees, pairs over the shim runs
         kind = "pool" if mode == "async" else "linear"
@@ -671,10 +672,10 @@ def compare_bench(t, work, target):
                 failed.append(f"{variant}#{rnd} rc={rc}")
                 continue
             med[variant].append(res["median_ns"])
-            if variant == "shim":
+            if variant in ("shim", "nostk"):
                 s = load_json(stem + ".summary.json")
                 if s is None:
-                    failed.append(f"shim#{rnd} no summary.json")
+                    failed.append(f"{variant}#{rnd} no summary.json")
                     continue
                 n = res["pairs_total"]
                 allocs = lookup(s, f"dev0.by_kind.{kind}.allocs")
@@ -700,6 +701,12 @@ def compare_bench(t, work, target):
                   f"ratio {ratio:.3f}, target < {target}")
             t.add(name, "added ns per pair (with - without)", round(s_ - b, 1), None, "INFO",
                   f"ratio {ratio:.3f}")
+        if med["base"] and med["nostk"]:
+            b, s_ = statistics.median(med["base"]), statistics.median(med["nostk"])
+            ratio = s_ / b
+            t.add(name, f"ns/pair stacks off/without, {len(med['nostk'])}/{len(med['base'])} runs",
+                  round(s_, 1), round(b, 1), "OK" if ratio < NOSTACKS_TARGET else "SLOW",
+                  f"ratio {ratio:.3f}, target < {NOSTACKS_TARGET}, +{s_ - b:.1f} ns")
 
 
 TRAIN_TARGET = 1.02  # issue 5: a training step under 2% slower with default settings

@@ -195,9 +195,9 @@ def demo_run_and_report(args):
 
 
 def shim_exception(args):
-    # 2^26 ring events need gigabytes of address space; with 1 GiB allowed, the ring's mmap fails
-    # and its std::bad_alloc crosses frames of the shim to session_start's catch.
-    r = in_chroot(args, f"ulimit -v 1048576; exec {INSTALL}/bin/gpumemprof-demo", {
+    # 2^26 ring events give each thread a 288 MiB buffer; with 256 MiB allowed, the first one's mmap
+    # fails and its std::bad_alloc crosses frames of the shim to session_start's catch.
+    r = in_chroot(args, f"ulimit -v 262144; exec {INSTALL}/bin/gpumemprof-demo", {
         "LD_PRELOAD": f"{INSTALL}/lib/libgpumemprof.so",
         "GPUMEMPROF_RING_EVENTS": "67108864",
         "GPUMEMPROF_OUTPUT": "/tmp/gmp-no-session.%p",
