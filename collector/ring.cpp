@@ -174,23 +174,31 @@ bool Ring::take(Buffer* b) {
 }
 
 size_t Ring::pop(Event* out, size_t max) {
-  pending_.erase(pending_.begin(), pending_.begin() + static_cast<ptrdiff_t>(pending_head_));
-  pending_head_ = 0;
+  // Handed-out events leave the front of pending_ only once they are half of it: erasing them on
+  // every call would move the rest each time, quadratic in a pass's size.
+  if (pending_head_ != 0 && pending_head_ * 2 >= pending_.size()) {
+    pending_.erase(pending_.begin(), pending_.begin() + static_cast<ptrdiff_t>(pending_head_));
+    pending_head_ = 0;
+  }
   // With a batch already read and due, hand it out under the horizon it was read with: reading
   // more first would let the pending events grow without bound while producers never wait. Read
   // whenever nothing is due (all were stamped after the horizon, say the consumer was descheduled
   // between reading it and reading the buffers): a pass hands out everything read before it.
-  const bool due = !pending_.empty() && pending_.front().timestamp_ns < horizon_;
-  if (pending_.size() < max || !due) {
+  const bool due = pending_head_ < pending_.size() && pending_[pending_head_].timestamp_ns < horizon_;
+  if (pending_.size() - pending_head_ < max || !due) {
     const uint64_t horizon = horizon_ticks();
     const size_t before = pending_.size();
     bool room = false;
     for (Buffer* b = buffers_.load(std::memory_order_acquire); b != nullptr; b = b->next) room |= take(b);
     if (room && waiting_.load(std::memory_order_seq_cst) != 0) futex_wake(room_, INT_MAX);
     if (pending_.size() != before) {
-      // Each buffer's events are in time order but for a signal handler's, so this mostly merges.
-      std::stable_sort(pending_.begin(), pending_.end(),
-                       [](const Event& a, const Event& b) { return a.timestamp_ns < b.timestamp_ns; });
+      // The new events are one run per buffer, each in time order but for a signal handler's: sort
+      // them (nothing to do for one thread), then merge them with the events still pending.
+      const auto by_time = [](const Event& a, const Event& b) { return a.timestamp_ns < b.timestamp_ns; };
+      const auto first = pending_.begin() + static_cast<ptrdiff_t>(pending_head_);
+      const auto fresh = pending_.begin() + static_cast<ptrdiff_t>(before);
+      if (!std::is_sorted(fresh, pending_.end(), by_time)) std::stable_sort(fresh, pending_.end(), by_time);
+      if (first != fresh && by_time(*fresh, *(fresh - 1))) std::inplace_merge(first, fresh, pending_.end(), by_time);
     }
     horizon_ = horizon;
   }
