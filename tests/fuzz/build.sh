@@ -71,15 +71,29 @@ build() {
   done
 }
 
+run_one() {  # target: runs it for fuzz_time seconds, its output to $out/<target>.log
+  local t="$1"
+  mkdir -p "$out/corpus/$t"
+  # -rss_limit_mb and -timeout turn runaway memory or a hang into a reported failure.
+  "$out/$t" -max_total_time="$fuzz_time" -timeout=10 -rss_limit_mb=2048 -max_len=65536 -print_final_stats=1 \
+    -artifact_prefix="$out/artifacts/$t-" "$out/corpus/$t" "tests/fuzz/corpus/$t" >"$out/$t.log" 2>&1
+}
+
 run() {
-  local t status=0
+  # The targets run side by side, one per core: the suite's time budget counts wall time.
+  local t i status=0 jobs pids=() rcs=()
+  jobs="$(nproc)"
   mkdir -p "$out/artifacts"
-  for t in "${targets[@]}"; do
-    mkdir -p "$out/corpus/$t"
-    echo "fuzz: $t for ${fuzz_time}s"
-    # -rss_limit_mb and -timeout turn runaway memory or a hang into a reported failure.
-    if ! "$out/$t" -max_total_time="$fuzz_time" -timeout=10 -rss_limit_mb=2048 -max_len=65536 -print_final_stats=1 \
-        -artifact_prefix="$out/artifacts/$t-" "$out/corpus/$t" "tests/fuzz/corpus/$t" >"$out/$t.log" 2>&1; then
+  echo "fuzz: ${targets[*]}, ${fuzz_time}s each, $jobs at a time"
+  for i in "${!targets[@]}"; do
+    if ((i >= jobs)); then wait "${pids[i - jobs]}" && rcs[i - jobs]=0 || rcs[i - jobs]=$?; fi
+    run_one "${targets[i]}" &
+    pids+=($!)
+  done
+  for i in "${!targets[@]}"; do
+    t="${targets[i]}"
+    [ -n "${rcs[i]:-}" ] || { wait "${pids[i]}" && rcs[i]=0 || rcs[i]=$?; }
+    if [ "${rcs[i]}" != 0 ]; then
       status=1
       echo "fuzz: $t FAILED; the last lines of $out/$t.log:" >&2
       tail -n 40 "$out/$t.log" >&2
