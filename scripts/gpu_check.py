@@ -544,7 +544,8 @@ class Check:
         argv = [os.path.join(self.bin, "bench_async_pair"), mode, str(pairs), str(self.reps)]
         if variant in ("shim", "nostk"):
             os.makedirs(rd, exist_ok=True)
-            extra = {"GPUMEMPROF_STACKS": "0"} if variant == "nostk" else {}
+            # info: gpumemprof.log names code whose stacks libunwind must walk (docs/attribution.md).
+            extra = {"GPUMEMPROF_STACKS": "0"} if variant == "nostk" else {"GPUMEMPROF_LOG_LEVEL": "info"}
             env = self.shim_env(GPUMEMPROF_OUTPUT=os.path.join(rd, "run.%p"), **extra)
             rc = self.timed(limit, argv, cwd=rd, env=env, stdout=stem + ".json", stderr=stem + ".stderr")
             for run in os.listdir(rd):

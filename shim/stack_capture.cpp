@@ -60,6 +60,21 @@ Backtrace native_backtrace() {
   return f;
 }
 
+// Said once per process in gpumemprof.log (at info level): the first code the shim's walker could
+// not step out of, which sends every stack through it to libunwind at several times the cost.
+void note_walker_gave_up() {
+  static std::atomic<bool> said{false};
+  if (said.load(std::memory_order_relaxed) || said.exchange(true)) return;
+  const uint64_t pc = unwinder_beyond_pc();
+  Dl_info where{};
+  if (pc != 0 && dladdr(reinterpret_cast<void*>(pc - 1), &where) != 0 && where.dli_fname != nullptr) {
+    log::info("call stacks: the shim's walker cannot step out of {}+0x{:x}; libunwind walks stacks through it",
+              where.dli_fname, pc - reinterpret_cast<uintptr_t>(where.dli_fbase));
+  } else {
+    log::info("call stacks: a frame the shim's walker cannot step out of; libunwind walks such stacks");
+  }
+}
+
 // This thread's last stack ids: allocations from one place in a loop capture the same stack, and
 // comparing it with the last one's record costs less than finding it in the table.
 struct LastStacks {
@@ -83,7 +98,10 @@ uint32_t capture_stack(uint32_t depth, bool python) {
   static_assert(sizeof(void*) == sizeof(uint64_t));
   const Backtrace fallback = native_backtrace();  // resolved and logged at the first stack, as before
   int n = unwind_stack(frames, static_cast<int>(depth));
-  if (n < 0) n = fallback(native, static_cast<int>(depth));
+  if (n < 0) {
+    note_walker_gave_up();
+    n = fallback(native, static_cast<int>(depth));
+  }
   if (n < 0) n = 0;
   size_t count = static_cast<size_t>(n);
   if (python) count += capture_python_frames(frames + count, depth);

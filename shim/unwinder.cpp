@@ -396,6 +396,7 @@ struct ThreadState {
   int max, count, reads;
   bool start_rbp_used;  // whether a CFA came from the start rbp (before any reload from the stack)
   uint64_t pc, sp, rbp;
+  uint64_t beyond_pc;  // where the last walk gave up, or 0
   uint64_t read_at[2 * kMaxUnwindFrames];
   uint64_t read_value[2 * kMaxUnwindFrames];
   uint64_t frames[kMaxUnwindFrames];
@@ -486,6 +487,7 @@ int walk(ThreadState& s, const uint64_t start_pc, const uint64_t start_sp, const
          uint32_t generation) {
   uint64_t pc = start_pc, sp = start_sp, rbp = start_rbp;
   s.count = -1;
+  s.beyond_pc = 0;
   s.reads = 0;
   s.start_rbp_used = false;
   bool rbp_reloaded = false, rbp_recorded = false;
@@ -501,7 +503,10 @@ int walk(ThreadState& s, const uint64_t start_pc, const uint64_t start_sp, const
     if (n == max) break;
     const Rule& rule = rule_for(s, pc - 1, generation);
     if (rule.step == Step::Last) break;
-    if (rule.step == Step::Beyond) return -1;
+    if (rule.step == Step::Beyond) {
+      s.beyond_pc = pc;
+      return -1;
+    }
     if (rule.cfa_rbp && !rbp_reloaded) s.start_rbp_used = true;
     if (rule.cfa_rbp && rbp_reloaded && !rbp_recorded) {
       record(rbp_at, rbp);
@@ -528,6 +533,11 @@ int walk(ThreadState& s, const uint64_t start_pc, const uint64_t start_sp, const
 }
 
 }  // namespace
+
+uint64_t unwinder_beyond_pc() {
+  const ThreadState* s = thread_state();
+  return s != nullptr && s->count < 0 ? s->beyond_pc : 0;
+}
 
 void unwinder_objects_unloaded() { g_unloads.fetch_add(1, std::memory_order_acq_rel); }
 

@@ -19,6 +19,9 @@ namespace gmp::shim {
 constexpr int kMaxUnwindFrames = 128;
 int unwind_stack(uint64_t* out, int max);
 
+// The return address this thread's last walk could not step out of (it returned -1 there), else 0.
+uint64_t unwinder_beyond_pc();
+
 // Called after every dlclose(): what was learnt about return addresses may now describe code that
 // is gone, so every thread forgets it before its next walk.
 void unwinder_objects_unloaded();

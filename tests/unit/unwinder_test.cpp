@@ -45,6 +45,7 @@ struct Comparison {
   int walked = 0;   // captures the walker gave (the rest it left to libunwind)
   int total = 0;
   std::string first_failure;
+  uint64_t beyond_pc = 0;  // unwinder_beyond_pc() after the last walk the walker gave up
 };
 
 std::string describe(const uint64_t* mine, int n, const uint64_t* theirs, int m) {
@@ -71,7 +72,10 @@ int compare_here(void* arg) {
     const uint64_t *mine = frames[0], *theirs = frames[1];
     const int n = counts[0], m = counts[1];
     ++c.total;
-    if (n < 0) continue;
+    if (n < 0) {
+      c.beyond_pc = gmp::shim::unwinder_beyond_pc();
+      continue;
+    }
     ++c.walked;
     if (n != m || !std::equal(mine, mine + n, theirs)) {
       if (c.mismatches++ == 0) c.first_failure = describe(mine, n, theirs, m);
@@ -199,6 +203,10 @@ TEST_F(Unwinder, SignalHandlerFramesAreLeftToLibunwindOrTheSame) {
     EXPECT_EQ(c.mismatches, 0) << "max " << max << ": " << c.first_failure;
     if (max == 32) {
       EXPECT_LT(c.walked, c.total) << "a walk through the signal frame is libunwind's";
+      // Where the walker gave up: the kernel's return to the interrupted code, in libc.
+      Dl_info where{};
+      ASSERT_NE(dladdr(reinterpret_cast<void*>(c.beyond_pc - 1), &where), 0);
+      EXPECT_NE(std::string(where.dli_fname).find("libc.so"), std::string::npos) << where.dli_fname;
     }
   }
 }
