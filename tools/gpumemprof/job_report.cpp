@@ -111,7 +111,8 @@ void print_text(const JobAnalysis& job) {
 
 bool is_job_root(const std::string& path) {
   struct stat st {};
-  return stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode) && !reader::looks_like_run_directory(path);
+  return stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode) && !reader::looks_like_run_directory(path) &&
+         !reader::find_run_directories(path).empty();
 }
 
 int window_refused(const char* command, const std::string& root) {

@@ -14,7 +14,8 @@
 
 namespace gmp::tool {
 
-// Whether `path` is read as a job: a directory that is not itself a run directory.
+// Whether `path` is read as a job: a directory that is not itself a run directory but holds some.
+// Anything else goes to the single run's reading, whose errors say what a run directory is.
 bool is_job_root(const std::string& path);
 
 // --since or --until with a job's ROOT: says so in one line; returns the exit status, 2. A window is
