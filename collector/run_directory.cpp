@@ -2,6 +2,7 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -9,6 +10,17 @@
 #include "trusted_dir.h"
 
 namespace gmp {
+namespace {
+
+// %j: a job id is the launcher's text, so a '/' in it would make directories of its own.
+std::string job_id_text(const JobIdentity& job) {
+  if (job.job_id.empty()) return "nojob";
+  std::string out = job.job_id;
+  std::replace(out.begin(), out.end(), '/', '_');
+  return out;
+}
+
+}  // namespace
 
 std::string expand_output_template(const std::string& tpl, const ProcessInfo& info) {
   std::string out, kept;  // `kept`: the sequences that are not placeholders, for the warning
@@ -27,6 +39,8 @@ std::string expand_output_template(const std::string& tpl, const ProcessInfo& in
       case 'p': out += std::to_string(info.pid); break;
       case 'h': out += info.host; break;
       case 'r': out += info.rank; break;
+      case 'R': if (info.job.rank) out += "rank" + std::to_string(*info.job.rank) + "."; break;
+      case 'j': out += job_id_text(info.job); break;
       case 't': out += utc_timestamp(info.start_realtime_ns); break;
       case '%': out += '%'; break;
       default:
@@ -36,7 +50,8 @@ std::string expand_output_template(const std::string& tpl, const ProcessInfo& in
     }
   }
   if (!kept.empty()) {
-    log::warn("GPUMEMPROF_OUTPUT '{}': not placeholders, kept as written: {}; accepted: %e %p %h %r %t %%", tpl, kept);
+    log::warn("GPUMEMPROF_OUTPUT '{}': not placeholders, kept as written: {}; accepted: %e %p %h %r %R %j %t %%", tpl,
+              kept);
   }
   return out;
 }

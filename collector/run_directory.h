@@ -11,7 +11,9 @@
 
 namespace gmp {
 
-// Expands %e (executable name), %p (pid), %h (host), %r (rank), %t (UTC start time) and %%. Any
+// Expands %e (executable name), %p (pid), %h (host), %r (rank, "0" when none), %R ("rank<R>." when a
+// launcher gave the process a rank, nothing otherwise: `gpumemprof run` names its directories
+// %R%e.%p), %j (job id, "nojob" when none; a '/' in it becomes '_'), %t (UTC start time) and %%. Any
 // other '%' sequence, and a '%' at the end, is kept as written, with one warning naming them.
 std::string expand_output_template(const std::string& tpl, const ProcessInfo& info);
 

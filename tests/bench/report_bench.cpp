@@ -1,10 +1,12 @@
-// report_bench [--events N] [--rounds R] [--keep DIR]: how long `gpumemprof report` takes on a long
-// trace, and how much memory it needs. Writes a synthetic run directory (allocation churn on two
+// report_bench [--events N] [--rounds R] [--keep DIR] [--job RANKS]: how long `gpumemprof report` takes on a
+// long trace, and how much memory it needs. Writes a synthetic run directory (allocation churn on two
 // devices with a bounded live set, pools, samples and alerts, like a training job's), then runs the
 // tool R times as a child process and reports the median wall time and the peak RSS (wait4).
 // Both the normal case (summary.json present) and a killed run (summary rebuilt from the trace),
 // a window of the run, then each export format once, with the size of what it wrote (written into
 // the run directory and removed at once: a 10^7-event trace is 640 MB, its exports up to 8 GB).
+// With --job RANKS: a job instead, RANKS rank directories of N events each under one root (N
+// defaults to 10^5 there), and the job view of it (report, --json, html, perfetto export) timed.
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -16,6 +18,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -46,7 +49,9 @@ struct Generator {
 };
 
 // Allocation churn: each step allocates and, once the live set is full, frees a random live one.
-void generate(const std::string& dir, uint64_t events) {
+// `rank`: the run is that rank of a job (the manifest says so, and its process started `rank` ms
+// after rank 0's), and its own random sequence.
+void generate(const std::string& dir, uint64_t events, int rank = -1) {
   mkdir(dir.c_str(), 0700);
   Generator g{fopen((dir + "/trace.gmpt").c_str(), "wb")};
   const auto header = gmp::make_trace_header(4242, 0, g.ts);
@@ -58,7 +63,7 @@ void generate(const std::string& dir, uint64_t events) {
     info.size = 80ull << 30;
     g.emit(info);
   }
-  std::mt19937_64 rng(7);
+  std::mt19937_64 rng(7 + std::max(rank, 0));
   constexpr size_t kLive = 20000;
   std::vector<Event> live;
   live.reserve(kLive);
@@ -99,7 +104,12 @@ void generate(const std::string& dir, uint64_t events) {
     }
   }
   fclose(g.out);
-  std::ofstream(dir + "/manifest.json") << R"({"schema_version": 1, "pid": 4242, "exe": "/synthetic/train",
+  const std::string job_fields =
+      rank < 0 ? "" : R"("host": "node)" + std::to_string(rank / 8) + R"(", "rank": )" + std::to_string(rank) +
+                          R"(, "launcher": "torchrun", "start_realtime_ns": )" +
+                          std::to_string(1'800'000'000'000'000'000ull + rank * 1'000'000ull) + ", ";
+  std::ofstream(dir + "/manifest.json") << R"({"schema_version": 1, "pid": )" << 4242 + std::max(rank, 0) << ", "
+                                        << job_fields << R"("exe": "/synthetic/train",
     "devices": [{"ordinal": 0, "name": "Synthetic 0"}, {"ordinal": 1, "name": "Synthetic 1"}]})";
   gmp::SummaryContext ctx;
   ctx.start_monotonic_ns = header.start_monotonic_ns;
@@ -171,21 +181,59 @@ void report(const char* what, const std::vector<std::string>& args, int rounds, 
               rss / 1024.0);
 }
 
+void remove_run(const std::string& dir) {
+  for (const char* f : {"/trace.gmpt", "/manifest.json", "/summary.json"}) unlink((dir + f).c_str());
+  rmdir(dir.c_str());
+}
+
+// The job view over `ranks` run directories of `events` events each, written under `root` and
+// removed afterwards.
+void bench_job(const std::string& root, int ranks, uint64_t events, int rounds) {
+  mkdir(root.c_str(), 0700);
+  std::vector<std::string> dirs;
+  for (int r = 0; r < ranks; ++r) {
+    dirs.push_back(root + "/rank" + std::to_string(r) + ".train." + std::to_string(4242 + r));
+    generate(dirs.back(), events, r);
+  }
+  std::printf("job: %d ranks of %llu events each under %s (median of %d runs)\n", ranks, (unsigned long long)events,
+              root.c_str(), rounds);
+  const std::string tool = GMP_TOOL_PATH;
+  const uint64_t all = events * static_cast<uint64_t>(ranks);
+  report("report ROOT", {tool, "report", root}, rounds, all);
+  report("report ROOT --json", {tool, "report", root, "--json"}, rounds, all);
+  report("html ROOT", {tool, "html", root, "-o", "/dev/null"}, rounds, all);
+  // A job the scheduler killed: no rank wrote its summary.json, each is rebuilt from its trace.
+  for (const std::string& d : dirs) std::rename((d + "/summary.json").c_str(), (d + "/summary.json.bak").c_str());
+  report("report ROOT (killed job: every summary rebuilt)", {tool, "report", root}, rounds, all);
+  for (const std::string& d : dirs) std::rename((d + "/summary.json.bak").c_str(), (d + "/summary.json").c_str());
+  export_once(tool, root, {"--format", "perfetto"}, all);
+  for (const std::string& d : dirs) remove_run(d);
+  rmdir(root.c_str());
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  uint64_t events = 10'000'000;
-  int rounds = 3;
+  std::optional<uint64_t> events_asked;
+  int rounds = 3, ranks = 0;
   std::string dir;
   for (int i = 1; i + 1 < argc; i += 2) {
-    if (!std::strcmp(argv[i], "--events")) events = std::strtoull(argv[i + 1], nullptr, 10);
+    if (!std::strcmp(argv[i], "--events")) events_asked = std::strtoull(argv[i + 1], nullptr, 10);
+    else if (!std::strcmp(argv[i], "--job")) ranks = std::max(1, std::atoi(argv[i + 1]));
     else if (!std::strcmp(argv[i], "--rounds")) rounds = std::max(1, std::atoi(argv[i + 1]));
     else if (!std::strcmp(argv[i], "--keep")) dir = argv[i + 1];
     else {
-      std::fprintf(stderr, "report_bench: unknown option '%s'; accepted: --events N, --rounds R, --keep DIR\n", argv[i]);
+      std::fprintf(stderr, "report_bench: unknown option '%s'; accepted: --events N, --rounds R, --keep DIR, "
+                   "--job RANKS\n",
+                   argv[i]);
       return 2;
     }
   }
+  if (ranks > 0) {
+    bench_job("/tmp/gpumemprof-job-bench-" + std::to_string(getpid()), ranks, events_asked.value_or(100'000), rounds);
+    return 0;
+  }
+  const uint64_t events = events_asked.value_or(10'000'000);
   const bool keep = !dir.empty();
   if (!keep) dir = "/tmp/gpumemprof-report-bench-" + std::to_string(getpid());
   generate(dir, events);
@@ -215,9 +263,6 @@ int main(int argc, char** argv) {
       {"--format", "jsonl"},
   };
   for (const auto& options : exports) export_once(tool, dir, options, events);
-  if (!keep) {
-    for (const char* f : {"/trace.gmpt", "/manifest.json", "/summary.json"}) unlink((dir + f).c_str());
-    rmdir(dir.c_str());
-  }
+  if (!keep) remove_run(dir);
   return 0;
 }

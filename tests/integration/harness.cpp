@@ -212,4 +212,19 @@ std::string interpreter_name(const ::testing::TestParamInfo<std::string>& info) 
   return name;
 }
 
+std::vector<std::string> run_args(const std::string& root, std::vector<std::string> cmd,
+                                  std::vector<std::string> options) {
+  std::vector<std::string> a{Paths::tool(), "run", "-o", root};
+  a.insert(a.end(), options.begin(), options.end());
+  a.push_back("--");
+  a.insert(a.end(), cmd.begin(), cmd.end());
+  return a;
+}
+
+std::map<std::string, std::string> tool_env(std::map<std::string, std::string> extra) {
+  extra.emplace("LD_PRELOAD", "<unset>");
+  extra.emplace("GPUMEMPROF_OUTPUT", "<unset>");
+  return extra;
+}
+
 }  // namespace gmp::test

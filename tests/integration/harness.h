@@ -58,6 +58,13 @@ bool exists(const std::string& path);
 // test; `stdout_path` as in Sandbox::run (e.g. "/dev/full").
 RunResult run_tool(const std::vector<std::string>& args, int timeout_s = 120, const std::string& stdout_path = {});
 
+// `gpumemprof run -o ROOT [OPTIONS] -- CMD...` as an argv, and the environment it runs in: the
+// tool itself is never preloaded, and the run directories are the ones it names (the fake driver
+// stays on the library path for the command). Run them with Sandbox::run.
+std::vector<std::string> run_args(const std::string& root, std::vector<std::string> cmd,
+                                  std::vector<std::string> options = {});
+std::map<std::string, std::string> tool_env(std::map<std::string, std::string> extra = {});
+
 // The CPython interpreters of GMP_TEST_PYTHONS (tests/test_pythons.cmake), and a test name for one
 // of them as a test parameter.
 std::vector<std::string> test_pythons();

@@ -55,7 +55,7 @@ TEST(OutputPath, AnUnknownTemplateSequenceIsKeptWithOneWarning) {
   RunResult r = box.run({Paths::bin("prog_ops"), "alloc:1M"}, {{"GPUMEMPROF_OUTPUT", box.dir() + "/run.%z"}});
   EXPECT_EQ(r.exit_code, 0);
   EXPECT_EQ(r.err, "gpumemprof: GPUMEMPROF_OUTPUT '" + box.dir() +
-                       "/run.%z': not placeholders, kept as written: '%z'; accepted: %e %p %h %r %t %%\n");
+                       "/run.%z': not placeholders, kept as written: '%z'; accepted: %e %p %h %r %R %j %t %%\n");
   EXPECT_TRUE(exists(box.dir() + "/run.%z/manifest.json"));
 }
 

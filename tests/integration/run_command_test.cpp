@@ -11,22 +11,6 @@
 namespace gmp::test {
 namespace {
 
-// The tool itself is never preloaded; the fake driver is on the library path for the command.
-std::map<std::string, std::string> tool_env(std::map<std::string, std::string> extra = {}) {
-  extra.emplace("LD_PRELOAD", "<unset>");
-  extra.emplace("GPUMEMPROF_OUTPUT", "<unset>");
-  return extra;
-}
-
-std::vector<std::string> run_args(const std::string& root, std::vector<std::string> cmd,
-                                  std::vector<std::string> options = {}) {
-  std::vector<std::string> a{Paths::tool(), "run", "-o", root};
-  a.insert(a.end(), options.begin(), options.end());
-  a.push_back("--");
-  a.insert(a.end(), cmd.begin(), cmd.end());
-  return a;
-}
-
 std::vector<std::string> dirs_under(const std::string& root) {
   std::vector<std::string> out;
   const std::string cmd = "ls -1 " + root + " 2>/dev/null";

@@ -28,6 +28,34 @@ TEST(RunDirectory, ExpandsEveryPlaceholder) {
   EXPECT_EQ(expand_output_template("trailing%", info()), "trailing%");
 }
 
+// A process of a job: rank 3 of job 81723 under Slurm.
+ProcessInfo ranked() {
+  ProcessInfo p = info();
+  p.job.launcher = "slurm";
+  p.job.rank = 3;
+  p.job.job_id = "81723";
+  return p;
+}
+
+TEST(RunDirectory, RankAndJobPlaceholders) {
+  EXPECT_EQ(expand_output_template("runs/%j/%R%e.%p", ranked()), "runs/81723/rank3.train.1234");
+  EXPECT_EQ(expand_output_template("%r.%R", ranked()), "3.rank3.");
+  // Without a launcher: %R gives nothing (gpumemprof run's names stay <exe>.<pid>), %r "0", %j "nojob".
+  EXPECT_EQ(expand_output_template("runs/%j/%R%e.%p", info()), "runs/nojob/train.1234");
+  EXPECT_EQ(expand_output_template("%r", info()), "3");  // info() sets the %r text directly
+  ProcessInfo rank0 = ranked();
+  rank0.job.rank = 0;
+  EXPECT_EQ(expand_output_template("%R%e", rank0), "rank0.train");
+  // A rank that was not a number (job.rank nullopt) is no rank.
+  ProcessInfo unreadable = ranked();
+  unreadable.job.rank.reset();
+  EXPECT_EQ(expand_output_template("%R%e.%j", unreadable), "train.81723");
+  // A job id is never a path: its '/' would make directories.
+  ProcessInfo slashed = ranked();
+  slashed.job.job_id = "a/b/../c";
+  EXPECT_EQ(expand_output_template("%j", slashed), "a_b_.._c");
+}
+
 // Once per process: each logger is kept forever, so a second one would leak the first (LSan).
 // Not inside the template below, which has one static per lambda type.
 void configure_logger_once() {
@@ -45,19 +73,19 @@ std::string stderr_of(F f) {
 }
 
 TEST(RunDirectory, AcceptedPlaceholdersExpandWithoutWarning) {
-  EXPECT_EQ(stderr_of([] { expand_output_template("runs/%e.%p.%h.%r.%t.100%%", info()); }), "");
+  EXPECT_EQ(stderr_of([] { expand_output_template("runs/%e.%p.%h.%r.%R.%j.%t.100%%", ranked()); }), "");
 }
 
 TEST(RunDirectory, UnknownPlaceholderIsKeptWithOneWarning) {
   EXPECT_EQ(stderr_of([] { EXPECT_EQ(expand_output_template("runs/%z.%p", info()), "runs/%z.1234"); }),
             "gpumemprof: GPUMEMPROF_OUTPUT 'runs/%z.%p': not placeholders, kept as written: '%z'; "
-            "accepted: %e %p %h %r %t %%\n");
+            "accepted: %e %p %h %r %R %j %t %%\n");
 }
 
 TEST(RunDirectory, TrailingPercentIsKeptWithOneWarning) {
   EXPECT_EQ(stderr_of([] { EXPECT_EQ(expand_output_template("a%qb%x%", info()), "a%qb%x%"); }),
             "gpumemprof: GPUMEMPROF_OUTPUT 'a%qb%x%': not placeholders, kept as written: '%q', '%x', '%' at the end; "
-            "accepted: %e %p %h %r %t %%\n");
+            "accepted: %e %p %h %r %R %j %t %%\n");
 }
 
 TEST(RunDirectory, NeverReusesAnExistingDirectory) {

@@ -14,6 +14,7 @@
 #include "commands.h"
 #include "export_formats.h"
 #include "format.h"
+#include "job_view.h"
 #include "trace_format.h"
 
 namespace gmp::tool {
@@ -24,6 +25,7 @@ using namespace exporter;
 constexpr const char* kUsage =
     "usage: gpumemprof export DIR --format FORMAT [-o FILE] [--since T] [--until T] "
     "[--resolution D] [--min-size S]\n"
+    "       gpumemprof export ROOT --format perfetto [-o FILE] [--resolution D] [--min-size S]\n"
     "  Writes every event of DIR's trace in a machine format, streaming (memory stays bounded).\n"
     "  DIR is a run directory written by libgpumemprof.so. FORMAT:\n"
     "    csv           one row per trace event, with its device's allocated and reserved bytes after it\n"
@@ -45,6 +47,9 @@ constexpr const char* kUsage =
     "                      to 250000 trace events, else the window in 10000 buckets\n"
     "  --min-size S        csv, jsonl: only allocations of at least S (1M, 512KiB) make rows; perfetto: each one\n"
     "                      is an instant event too; telemetry-v2: their records are never thinned\n"
+    "  ROOT, a directory holding the run directories of a job: one perfetto file in which every rank is a\n"
+    "  track group (process) of its own, in rank order, its times since the job's start so the ranks line up\n"
+    "  on the wall clock; the other formats take one run directory.\n"
     "  Sizes are raw bytes. Every field is described in docs/exports.md.\n";
 
 constexpr const char* kFormats = "csv, jsonl, perfetto, telemetry-v2, folded, memory-viz";
@@ -61,11 +66,6 @@ constexpr Format kFormatTable[] = {{"csv", write_csv, true, false, true},
                                    {"telemetry-v2", write_telemetry_v2, true, true, true},
                                    {"folded", write_folded, false, false, false},
                                    {"memory-viz", write_memory_viz, false, false, false}};
-
-// The default resolution (docs/exports.md §Resolution): every change up to kThinAbove trace events,
-// which keeps a perfetto file near 30 MB; above, the window in kDefaultBuckets buckets, which keeps
-// 10^7 events under 20 MB (tests/bench/report_bench.cpp measures it).
-constexpr uint64_t kThinAbove = 250'000, kDefaultBuckets = 10'000;
 
 struct Args {
   std::string dir, output;
@@ -145,11 +145,24 @@ std::optional<int> parse(int argc, char** argv, Args& a) {
   return std::nullopt;
 }
 
+// A job's ROOT (docs/exports.md §Jobs): perfetto only, over the whole of each run.
+int export_job(const Args& args) {
+  if (std::strcmp(args.format->name, "perfetto") != 0) {
+    return usage_error(args.dir + " holds the run directories of a job, which exports as --format perfetto only; " +
+                       args.format->name + " takes one run directory");
+  }
+  if (!args.window.whole()) return window_refused("export", args.dir);
+  auto job = open_job("export", args.dir);
+  if (!job) return 2;
+  return export_job_perfetto(*job, {args.output, args.resolution_ns, args.min_size});
+}
+
 }  // namespace
 
 int export_main(int argc, char** argv) {
   Args args;
   if (auto status = parse(argc, argv, args)) return *status;
+  if (is_job_root(args.dir)) return export_job(args);
 
   std::string error;
   reader::Progress progress("gpumemprof export");
@@ -166,18 +179,7 @@ int export_main(int argc, char** argv) {
   Context ctx{*run, replay, out};
   ctx.progress = &progress;
   ctx.min_size = args.min_size;
-  if (args.resolution_ns) {
-    ctx.resolution_ns = *args.resolution_ns;
-  } else if (args.format->thinned && replay.records_in_file() > kThinAbove) {
-    const uint64_t end = args.window.until_ns.value_or(run->figures.duration_ns);
-    const uint64_t length = end > args.window.since_ns ? end - args.window.since_ns : 0;
-    ctx.resolution_ns = (length + kDefaultBuckets - 1) / kDefaultBuckets;
-    if (ctx.resolution_ns > 0) {
-      ctx.notes.push_back("counter points thinned to a resolution of " + std::to_string(ctx.resolution_ns) + " ns" +
-                          " (the trace holds " + std::to_string(replay.records_in_file()) +
-                          " events; --resolution 0 keeps every change)");
-    }
-  }
+  if (args.format->thinned) set_resolution(ctx, args.resolution_ns);
   if (std::strcmp(args.format->name, "telemetry-v2") == 0) {
     auto identity = telemetry_identity(run->manifest, args.world_size, ctx.notes, error);
     if (!identity) return usage_error(error);

@@ -35,6 +35,10 @@ struct Context {
   std::string written;             // what was written, when not "N trace events"
 };
 
+// perfetto, telemetry-v2: `asked` (--resolution), else the default for the replay's trace and
+// window (export_thinning.cpp), with a note when it thins.
+void set_resolution(Context& ctx, std::optional<uint64_t> asked);
+
 // The identity for telemetry-v2 from the manifest and --world-size; nullopt with `error` when they
 // contradict (a rank outside the world). A missing world size is rank + 1, with a note; a missing
 // local rank is the rank.
@@ -47,6 +51,16 @@ void write_event_fields(JsonObject& o, const Event& e, uint64_t t_ns, std::span<
 void write_csv(Context& ctx);
 void write_jsonl(Context& ctx);
 void write_perfetto(Context& ctx);
+// One process's perfetto tracks, for write_perfetto() and a job's file (job_export.cpp): a track
+// group `pid` named `name`, its times shifted by `offset_ns`, placed at `sort_index` among the
+// groups when given. `first`: nothing is in the file's traceEvents array yet (updated).
+struct PerfettoProcess {
+  uint64_t pid = 0;
+  std::string name;
+  uint64_t offset_ns = 0;
+  std::optional<uint64_t> sort_index;
+};
+void write_perfetto_process(Context& ctx, const PerfettoProcess& process, bool& first);
 void write_telemetry_v2(Context& ctx);
 void write_folded(Context& ctx);      // export_folded.cpp
 void write_memory_viz(Context& ctx);  // export_memory_viz.cpp

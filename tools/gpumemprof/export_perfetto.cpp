@@ -26,8 +26,9 @@ namespace {
 
 class TraceEvents {
  public:
-  TraceEvents(Context& ctx, uint64_t pid)
-      : ctx_(ctx), pid_(pid),
+  // `first`: no event written to the file yet (shared by the processes of a job's file).
+  TraceEvents(Context& ctx, const PerfettoProcess& process, bool& first)
+      : ctx_(ctx), pid_(process.pid), offset_(process.offset_ns), first_(first),
         thinner_(ctx.resolution_ns, ctx.replay.window().since_ns, [this](const std::string& text) { write(text); }) {}
 
   // Starts one trace event with its common members; the caller adds the rest and closes it.
@@ -36,19 +37,19 @@ class TraceEvents {
     JsonObject o(rec_);
     const char ph[2] = {phase, '\0'};
     o.str("ph", ph).str("name", name).str("cat", cat).key("ts");
-    append_micros(rec_, ts_ns);
+    append_micros(rec_, ts_ns + offset_);
     o.u64("pid", pid_).u64("tid", tid);
     return o;
   }
 
   void process_name(std::string_view name) {
-    rec_.clear();
-    JsonObject o(rec_);
-    o.str("ph", "M").str("name", "process_name").u64("pid", pid_).u64("tid", pid_).key("args");
-    JsonObject args(rec_);
-    args.str("name", name).close();
-    o.close();
-    write(rec_);
+    metadata("process_name").str("name", name).close();
+    close_metadata();
+  }
+  // The process's place among the track groups (a job's, in its order).
+  void process_sort_index(uint64_t index) {
+    metadata("process_sort_index").u64("sort_index", index).close();
+    close_metadata();
   }
 
   // A point of counter track `track` (a key of its name); `values` are what its args show, which
@@ -91,11 +92,24 @@ class TraceEvents {
     ctx_.out.written();
   }
 
+  // A metadata event ("ph":"M") of the process, its args object open for the caller to fill and
+  // close; close_metadata() then writes it.
+  JsonObject metadata(std::string_view name) {
+    rec_.clear();
+    JsonObject o(rec_);
+    o.str("ph", "M").str("name", name).u64("pid", pid_).u64("tid", pid_).key("args");
+    return JsonObject(rec_);
+  }
+  void close_metadata() {
+    rec_ += '}';
+    write(rec_);
+  }
+
   Context& ctx_;
-  uint64_t pid_;
+  uint64_t pid_, offset_;
+  bool& first_;
   Thinner thinner_;
   std::string rec_;  // the event being written
-  bool first_ = true;
 };
 
 // Counter tracks' keys for the thinner: per device and figure, and the one pinned track.
@@ -200,9 +214,16 @@ void write_allocation(TraceEvents& out, const Event& e, uint64_t ts, uint64_t by
 void write_perfetto(Context& ctx) {
   const uint64_t pid = process_id(ctx);
   write_header(ctx, pid);
-  TraceEvents out(ctx, pid);
   const std::string& exe = ctx.run.manifest.exe;
-  out.process_name(exe.empty() ? "pid " + std::to_string(pid) : basename_of(exe));
+  bool first = true;
+  write_perfetto_process(ctx, {pid, exe.empty() ? "pid " + std::to_string(pid) : basename_of(exe)}, first);
+  ctx.out.buffer() += "\n]}\n";
+}
+
+void write_perfetto_process(Context& ctx, const PerfettoProcess& process, bool& first) {
+  TraceEvents out(ctx, process, first);
+  out.process_name(process.name);
+  if (process.sort_index) out.process_sort_index(*process.sort_index);
 
   std::set<int> started;                                  // devices whose memory track has begun
   std::map<int, std::pair<uint64_t, uint64_t>> nvml_last;  // device -> (device used, process used)
@@ -246,7 +267,6 @@ void write_perfetto(Context& ctx) {
     write_markers(out, e, ts);
   }
   out.finish();
-  ctx.out.buffer() += "\n]}\n";
 }
 
 }  // namespace gmp::tool::exporter

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <vector>
 
+#include "export_formats.h"
+
 namespace gmp::tool::exporter {
 
 void Thinner::point(uint64_t track, uint64_t t_ns, std::span<const uint64_t> values, const std::string& text) {
@@ -49,6 +51,28 @@ void Thinner::flush(Bucket& b) {
 void Thinner::finish() {
   for (auto& [_, b] : open_) {
     if (b.first.seq != 0) flush(b);
+  }
+}
+
+// The default resolution (docs/exports.md §Resolution): every change up to kThinAbove trace events,
+// which keeps a perfetto file near 30 MB; above, the window in kDefaultBuckets buckets, which keeps
+// 10^7 events under 20 MB (tests/bench/report_bench.cpp measures it).
+constexpr uint64_t kThinAbove = 250'000, kDefaultBuckets = 10'000;
+
+void set_resolution(Context& ctx, std::optional<uint64_t> asked) {
+  if (asked) {
+    ctx.resolution_ns = *asked;
+    return;
+  }
+  const uint64_t records = ctx.replay.records_in_file();
+  if (records <= kThinAbove) return;
+  const reader::Window& window = ctx.replay.window();
+  const uint64_t end = window.until_ns.value_or(ctx.run.figures.duration_ns);
+  const uint64_t length = end > window.since_ns ? end - window.since_ns : 0;
+  ctx.resolution_ns = (length + kDefaultBuckets - 1) / kDefaultBuckets;
+  if (ctx.resolution_ns > 0) {
+    ctx.notes.push_back("counter points thinned to a resolution of " + std::to_string(ctx.resolution_ns) + " ns" +
+                        " (the trace holds " + std::to_string(records) + " events; --resolution 0 keeps every change)");
   }
 }
 

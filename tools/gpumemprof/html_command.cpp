@@ -12,6 +12,7 @@
 #include "commands.h"
 #include "format.h"
 #include "html_report.h"
+#include "job_view.h"
 #include "run_analysis.h"
 
 namespace gmp::tool {
@@ -19,13 +20,17 @@ namespace {
 
 constexpr const char* kUsage =
     "usage: gpumemprof html DIR -o FILE [--since T] [--until T]\n"
+    "       gpumemprof html ROOT -o FILE\n"
     "  Writes a self-contained HTML report of the run directory DIR: per device a timeline of allocated,\n"
     "  reserved and NVML memory with alerts and OOMs marked, what was live at the peak, leaks at exit,\n"
     "  failed allocations and OOM bundles, alerts. One file, no network access; open it in any browser.\n"
     "  The figures are embedded as JSON (<script id=\"gmp-data\">). See docs/html-report.md.\n"
     "  -o, --output FILE   the file to write ('-' is stdout); required\n"
     "  --since T, --until T  the report of this window of the run (times since the profiler started: 1.5s,\n"
-    "                      250ms, 2m); summary.json's counts stay the whole run's, marked so\n";
+    "                      250ms, 2m); summary.json's counts stay the whole run's, marked so\n"
+    "  ROOT, a directory holding the run directories of a job: one page with a row per rank and device, bars\n"
+    "  of their peaks, the spread across the ranks and which rank ran out of memory first (the job view of\n"
+    "  gpumemprof report ROOT)\n";
 
 int usage_error(const std::string& what) {
   std::fprintf(stderr, "gpumemprof html: %s\n", what.c_str());
@@ -97,12 +102,19 @@ int html_main(int argc, char** argv) {
   if (dir.empty()) return usage_error("no run directory given; usage: gpumemprof html DIR -o FILE");
   if (!have_output) return usage_error("-o FILE is required (the HTML file to write, '-' for stdout)");
 
-  std::string error;
-  reader::Progress progress("gpumemprof html");
-  options.progress = &progress;
-  auto run = analysis::analyze_run(dir, options, error);
-  if (!run) return usage_error(error);
-  const std::string page = render_html_report(*run);
+  std::string error, page;
+  if (is_job_root(dir)) {
+    if (!options.window.whole()) return window_refused("html", dir);
+    auto job = open_job("html", dir);
+    if (!job) return 2;
+    page = render_job_html(*job);
+  } else {
+    reader::Progress progress("gpumemprof html");
+    options.progress = &progress;
+    auto run = analysis::analyze_run(dir, options, error);
+    if (!run) return usage_error(error);
+    page = render_html_report(*run);
+  }
   if (const int status = write_output(output, page, error)) {
     std::fprintf(stderr, "gpumemprof html: %s\n", error.c_str());
     return status;

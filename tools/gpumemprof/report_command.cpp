@@ -11,6 +11,7 @@
 #include "commands.h"
 #include "format.h"
 #include "framework_notes.h"
+#include "job_view.h"
 #include "json_text.h"
 #include "report_attribution.h"
 #include "run_analysis.h"
@@ -20,6 +21,7 @@ namespace {
 
 constexpr const char* kUsage =
     "usage: gpumemprof report DIR [--json] [--since T] [--until T]\n"
+    "       gpumemprof report ROOT [--json]\n"
     "  Per device: peak allocated and reserved memory and when; what was live at the allocated peak, by\n"
     "  kind and the largest allocations; allocations live at exit (leaks); failed allocations and OOM\n"
     "  bundles; alerts; NVML's view of the process; lost events. With GPUMEMPROF_STACKS, the memory live at\n"
@@ -32,7 +34,11 @@ constexpr const char* kUsage =
     "  live at their peak by call site, and tensors as leaks (docs/report.md).\n"
     "  --json  the same as one JSON object: summary.json's figures plus an \"analysis\" object\n"
     "  --since T, --until T  the figures of this window of the run (times since the profiler started: 1.5s,\n"
-    "          250ms, 2m): peaks inside it, what was live at its end; summary.json's figures stay the whole run's\n";
+    "          250ms, 2m): peaks inside it, what was live at its end; summary.json's figures stay the whole run's\n"
+    "  ROOT, a directory holding the run directories of a job (gpumemprof run -o ROOT -- torchrun ...): one row\n"
+    "  per rank and device (host, peaks and when, OOMs, alerts, lost events), the spread of the peaks across\n"
+    "  the ranks, which rank ran out of memory first, and each rank's own report command. Exit status 2 only\n"
+    "  when none of its run directories can be read (docs/report.md, \"Jobs\").\n";
 
 constexpr size_t kMarkersShown = 20;
 
@@ -294,6 +300,10 @@ int report_main(int argc, char** argv) {
   }
   const std::string& dir = args.paths[0];
   const bool json = args.json;
+  if (is_job_root(dir)) {
+    if (!options.window.whole()) return window_refused("report", dir);
+    return report_job(dir, json);
+  }
   std::string error;
   reader::Progress progress("gpumemprof report");
   options.progress = &progress;

@@ -6,7 +6,6 @@
 #include "bytes_text.h"
 #include "commands.h"
 
-#include <dirent.h>
 #include <limits.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -24,8 +23,7 @@
 #include <vector>
 
 #include "format.h"
-#include "run_directory_reader.h"
-#include "run_directory_files.h"
+#include "job_directory.h"
 #include "trace_format.h"
 #include "value_text.h"
 
@@ -35,7 +33,9 @@ namespace {
 constexpr const char* kUsage =
     "usage: gpumemprof run [options] -- COMMAND [ARGS...]\n"
     "  Runs COMMAND with libgpumemprof.so preloaded. Every process it starts that uses GPU memory\n"
-    "  gets a run directory under ROOT; the summary and the next commands are printed at the end.\n"
+    "  gets a run directory under ROOT: rank<R>.<exe>.<pid> for a rank of torchrun, mpirun or srun,\n"
+    "  else <exe>.<pid>; the summary and the next commands (gpumemprof report ROOT for a job) are\n"
+    "  printed at the end.\n"
     "  NVTX ranges and marks are recorded too: NVTX_INJECTION64_PATH is set to the shim, and a tool\n"
     "  it already named (Nsight Systems) is chained through GPUMEMPROF_NVTX_CHAIN and keeps working.\n"
     "options:\n"
@@ -101,31 +101,23 @@ std::string utc_now() {
   return buf;
 }
 
-std::vector<std::string> run_dirs_under(const std::string& root) {
-  std::vector<std::string> out;
-  if (DIR* d = opendir(root.c_str())) {
-    while (dirent* e = readdir(d)) {
-      const std::string path = root + "/" + e->d_name;
-      struct stat st {};
-      if (e->d_name[0] != '.' && stat((path + "/" + kManifestFile).c_str(), &st) == 0) out.push_back(path);
-    }
-    closedir(d);
-  }
-  std::sort(out.begin(), out.end());
-  return out;
+// "rank 1 of 4: " for a process its launcher gave a rank, else nothing.
+std::string rank_prefix(const ManifestRecord& m) {
+  if (!m.rank) return "";
+  return "rank " + std::to_string(*m.rank) + (m.world_size ? " of " + std::to_string(*m.world_size) : "") + ": ";
 }
 
-void print_run(const std::string& dir) {
-  std::string error;
-  auto run = reader::open_run_directory(dir, error);
-  if (!run) {
-    std::fprintf(stderr, "gpumemprof run: %s\n", error.c_str());
+// `next`: end with the command of the process's own report.
+void print_run(const reader::JobMember& member, bool next) {
+  if (!member.run) {
+    std::fprintf(stderr, "gpumemprof run: %s\n", member.error.c_str());
     return;
   }
-  const Summary& s = run->figures;
-  const std::string& exe = run->manifest.exe;
-  std::fprintf(stderr, "  %s (pid %llu)\n", exe.empty() ? "?" : exe.c_str(),
-               (unsigned long long)run->manifest.pid.value_or(0));
+  const reader::RunDirectory& run = *member.run;
+  const Summary& s = run.figures;
+  const std::string& exe = run.manifest.exe;
+  std::fprintf(stderr, "  %s%s (pid %llu)\n", rank_prefix(run.manifest).c_str(), exe.empty() ? "?" : exe.c_str(),
+               (unsigned long long)run.manifest.pid.value_or(0));
   for (const DeviceFigures& d : s.devices) {
     std::fprintf(stderr, "    device %d: peak allocated %s, peak reserved %s\n", d.stats.device,
                  bytes_text(d.stats.allocated.peak).c_str(), bytes_text(d.stats.reserved.peak).c_str());
@@ -133,10 +125,10 @@ void print_run(const std::string& dir) {
   std::fprintf(stderr, "    out-of-memory failures %llu (bundles %llu), alerts %llu\n",
                (unsigned long long)s.oom.failures, (unsigned long long)s.oom.bundles_written,
                (unsigned long long)s.alerts.fired());
-  std::fprintf(stderr, "    events: %s\n", reader::event_counts_line(run->events).c_str());
-  for (const std::string& w : reader::event_count_warnings(run->events))
+  std::fprintf(stderr, "    events: %s\n", reader::event_counts_line(run.events).c_str());
+  for (const std::string& w : reader::event_count_warnings(run.events))
     std::fprintf(stderr, "    note: %s\n", w.c_str());
-  std::fprintf(stderr, "    next: gpumemprof report %s\n", dir.c_str());
+  if (next) std::fprintf(stderr, "    next: gpumemprof report %s\n", member.path.c_str());
 }
 
 }  // namespace
@@ -220,7 +212,8 @@ int run_main(int argc, char** argv) {
     setenv("NVTX_INJECTION64_PATH", shim_path.c_str(), 1);
     if (has_bootstrap) setenv("PYTHONPATH", pythonpath.c_str(), 1);
     if (!nvtx_chain.empty()) setenv("GPUMEMPROF_NVTX_CHAIN", nvtx_chain.c_str(), 1);
-    setenv("GPUMEMPROF_OUTPUT", (root + "/%e.%p").c_str(), 1);
+    // A rank's directory is named by its rank (rank3.python.1234), anything else's <exe>.<pid>.
+    setenv("GPUMEMPROF_OUTPUT", (root + "/%R%e.%p").c_str(), 1);
     for (auto& [k, v] : env) setenv(k.c_str(), v.c_str(), 1);
     execvp(argv[i], argv + i);
     std::fprintf(stderr, "gpumemprof run: cannot run %s: %s\n", argv[i], std::strerror(errno));
@@ -236,11 +229,17 @@ int run_main(int argc, char** argv) {
   }
   g_child = 0;
 
-  const auto dirs = run_dirs_under(root);
-  std::fprintf(stderr, "\ngpumemprof: %zu profiled process%s under %s\n", dirs.size(), dirs.size() == 1 ? "" : "es",
-               root.c_str());
-  for (const auto& d : dirs) print_run(d);
-  if (dirs.empty()) std::fprintf(stderr, "  (no process allocated GPU memory)\n");
+  std::string error;  // no run directory under ROOT: nothing allocated GPU memory
+  const std::vector<reader::JobMember> members = reader::open_job_directory(root, error).value_or(
+      std::vector<reader::JobMember>{});
+  std::fprintf(stderr, "\ngpumemprof: %zu profiled process%s under %s\n", members.size(),
+               members.size() == 1 ? "" : "es", root.c_str());
+  // Several processes are a job: its view (docs/report.md §Jobs) shows them side by side, with
+  // each one's own report command, so it is the one next step printed.
+  const bool job = members.size() > 1;
+  for (const reader::JobMember& m : members) print_run(m, !job);
+  if (members.empty()) std::fprintf(stderr, "  (no process allocated GPU memory)\n");
+  if (job) std::fprintf(stderr, "  next: gpumemprof report %s\n", root.c_str());
 
   if (WIFSIGNALED(status)) {
     // Die the same way, so that callers see the command's fate, not ours.

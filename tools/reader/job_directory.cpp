@@ -56,13 +56,18 @@ bool looks_like_run_directory(const std::string& path) {
   return stat((path + "/" + kManifestFile).c_str(), &st) == 0 || has_trace(path);
 }
 
+std::vector<std::string> find_run_directories(const std::string& root) {
+  std::vector<std::string> paths;
+  find_runs(root.size() > 1 && root.back() == '/' ? root.substr(0, root.size() - 1) : root, kJobSearchDepth, paths);
+  return paths;
+}
+
 std::optional<std::vector<JobMember>> open_job_directory(const std::string& root, std::string& error) {
   if (!is_directory(root)) {
     error = root + " is not a directory";
     return std::nullopt;
   }
-  std::vector<std::string> paths;
-  find_runs(root.size() > 1 && root.back() == '/' ? root.substr(0, root.size() - 1) : root, kJobSearchDepth, paths);
+  const std::vector<std::string> paths = find_run_directories(root);
   if (paths.empty()) {
     error = root + " holds no gpumemprof run directory (none with a manifest.json or trace.gmpt, " +
             std::to_string(kJobSearchDepth) + " levels down)";

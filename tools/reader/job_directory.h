@@ -27,5 +27,8 @@ bool looks_like_run_directory(const std::string& path);
 // `error` (one line) when `root` is not a readable directory or holds no run directory.
 inline constexpr int kJobSearchDepth = 3;
 std::optional<std::vector<JobMember>> open_job_directory(const std::string& root, std::string& error);
+// The paths open_job_directory() would open, unopened and in name order (none when `root` is not a
+// directory): whether a directory holds a job at all.
+std::vector<std::string> find_run_directories(const std::string& root);
 
 }  // namespace gmp::reader
