@@ -4,6 +4,7 @@
 // signals to the command, exits with its status, and prints what each CUDA process used and the
 // next commands to run.
 #include "bytes_text.h"
+#include "check_limits.h"
 #include "commands.h"
 
 #include <dirent.h>
@@ -49,8 +50,12 @@ constexpr const char* kUsage =
     "  --trace-max SIZE         disk the trace may take, 0 = unbounded (default 1GiB); past it the\n"
     "                           oldest events are dropped, the summary stays exact\n"
     "  --shim PATH              libgpumemprof.so to preload (default: next to this program)\n"
-    "Exit status: the command's (a command killed by a signal kills gpumemprof with it); 2 for a\n"
-    "bad command line.\n";
+    "memory limits, checked on every run directory under ROOT once the command ends (docs/check.md):\n";
+// After kLimitOptionsHelp.
+constexpr const char* kUsageEnd =
+    "Exit status: the command's (a command killed by a signal kills gpumemprof with it); when it\n"
+    "succeeded, 1 if a limit broke and 2 if the run directories could not be read; 2 for a bad\n"
+    "command line.\n";
 
 // Options that map one-to-one onto the profiled processes' environment.
 const std::map<std::string, std::string> kEnvOptions = {
@@ -132,6 +137,7 @@ void print_run(const std::string& dir) {
 int run_main(int argc, char** argv) {
   std::string root, shim = default_shim();
   std::vector<std::pair<std::string, std::string>> env;
+  Limits limits;
   int i = 0;
   for (; i < argc; ++i) {
     const std::string a = argv[i];
@@ -140,8 +146,12 @@ int run_main(int argc, char** argv) {
       break;
     }
     if (a == "-h" || a == "--help") {
-      std::fputs(kUsage, stdout);
+      for (const char* part : {kUsage, kLimitOptionsHelp, kUsageEnd}) std::fputs(part, stdout);
       return 0;
+    }
+    if (const LimitArg taken = take_limit_arg("run", argc, argv, i, limits); taken != LimitArg::Other) {
+      if (taken == LimitArg::Refused) return 2;
+      continue;
     }
     const bool takes_value = a == "-o" || a == "--output" || a == "--shim" || kEnvOptions.count(a);
     if (!takes_value) {
@@ -170,6 +180,7 @@ int run_main(int argc, char** argv) {
     std::fprintf(stderr, "gpumemprof run: no command given; usage: gpumemprof run [options] -- COMMAND [ARGS...]\n");
     return 2;
   }
+  if (auto status = prepare_limits("run", limits)) return *status;
   struct stat st {};
   if (stat(shim.c_str(), &st) != 0) {
     std::fprintf(stderr, "gpumemprof run: cannot find the shim %s; give its path with --shim\n", shim.c_str());
@@ -229,13 +240,15 @@ int run_main(int argc, char** argv) {
                root.c_str());
   for (const auto& d : dirs) print_run(d);
   if (dirs.empty()) std::fprintf(stderr, "  (no process allocated GPU memory)\n");
+  const int limits_status = limits.any() ? check_limits("run", root, limits, stderr) : 0;
 
   if (WIFSIGNALED(status)) {
     // Die the same way, so that callers see the command's fate, not ours.
     signal(WTERMSIG(status), SIG_DFL);
     raise(WTERMSIG(status));
   }
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+  const int command_status = WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+  return command_status != 0 ? command_status : limits_status;
 }
 
 }  // namespace gmp::tool
