@@ -62,8 +62,8 @@ bool parse(std::vector<std::string> args, Limits& limits) {
 
 TEST(CheckLimits, TakesSizesAsTheEnvironmentDoes) {
   Limits l;
-  ASSERT_TRUE(parse({"--max-peak", "40GiB", "--max-reserved=1.5G", "--max-leak", "512MiB", "--no-oom",
-                     "--max-growth", "2.5%", "--baseline", "/b"},
+  ASSERT_TRUE(parse({"--max-peak", "40GiB", "--max-reserved=1.5G", "--max-leak", "512MiB", "--no-oom", "--max-growth",
+                     "2.5%", "--baseline", "/b"},
                     l));
   EXPECT_EQ(l.max_peak, 40ull << 30);
   EXPECT_EQ(l.max_reserved, 1536 * MiB);

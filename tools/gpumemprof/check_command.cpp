@@ -13,16 +13,18 @@ namespace {
 constexpr const char* kUsage =
     "usage: gpumemprof check DIR_OR_ROOT [--max-peak SIZE] [--max-reserved SIZE] [--max-leak SIZE] [--no-oom]\n"
     "                        [--baseline DIR --max-growth PERCENT]\n"
-    "  Checks memory limits on a run directory, or on every run directory of a job root (one per rank or\n"
-    "  process, as gpumemprof run -o ROOT leaves them). Peaks are the driver level's, per device (the report's\n"
-    "  \"allocated peak\" and \"reserved peak\"); a leak is what the report lists as leaks (tensors still allocated\n"
-    "  and driver allocations outside PyTorch's cache), per process. A process killed before summary.json is\n"
-    "  checked on the figures rebuilt from its trace, and a note says so. Baseline processes are matched by\n"
-    "  rank, else by position (docs/check.md).\n"
+    "  A CI gate: checks memory limits on a run directory, or on every run directory of a job root (one per\n"
+    "  rank or process, as gpumemprof run -o ROOT leaves them). Peaks are the driver level's, per device\n"
+    "  (summary.json's allocated_bytes.peak and reserved_bytes.peak); under PyTorch they hold its segments,\n"
+    "  so they bound its tensor-level figures, which are not checked apart. Live at exit is summary.json's\n"
+    "  live_at_exit, per process: tensors still allocated and driver allocations outside PyTorch's cache\n"
+    "  (the report's leaks). A process killed before writing summary.json is checked on the figures rebuilt\n"
+    "  from its trace, with a note. Baseline processes are matched by rank when both record ranks, else by\n"
+    "  position. docs/check.md says more.\n"
     "options:\n"
     "%s"
-    "Exit status: 0 every limit holds (one line says what was checked); 1 a limit broke (one line each,\n"
-    "naming the rank or pid, the device, the figure and the limit); 2 bad usage or unreadable input.\n";
+    "Exit status: 0 every limit holds (one line: each limit, the highest figure and where it was); 1 a limit\n"
+    "broke (one line each: the rank or pid, the device, the figure, the limit); 2 bad usage or unreadable input.\n";
 
 }  // namespace
 
@@ -40,8 +42,7 @@ int check_main(int argc, char** argv) {
     if (taken == LimitArg::Refused) return 2;
     if (taken == LimitArg::Taken) continue;
     if (argv[i][0] == '-' && argv[i][1] != '\0') {
-      std::fprintf(stderr, "gpumemprof check: unknown option '%s'; accepted: %s, --help\n", argv[i],
-                   kLimitOptionNames);
+      std::fprintf(stderr, "gpumemprof check: unknown option '%s'; accepted: %s, --help\n", argv[i], kLimitOptionNames);
       return 2;
     }
     if (!dir.empty()) {
@@ -51,12 +52,14 @@ int check_main(int argc, char** argv) {
     dir = argv[i];
   }
   if (dir.empty()) {
-    std::fprintf(stderr, "gpumemprof check: no run directory or job root given; usage: gpumemprof check DIR_OR_ROOT "
+    std::fprintf(stderr,
+                 "gpumemprof check: no run directory or job root given; usage: gpumemprof check DIR_OR_ROOT "
                  "LIMITS... (--help says more)\n");
     return 2;
   }
   if (!limits.any() && limits.baseline_path.empty()) {
-    std::fprintf(stderr, "gpumemprof check: nothing to check; give at least one of --max-peak, --max-reserved, "
+    std::fprintf(stderr,
+                 "gpumemprof check: nothing to check; give at least one of --max-peak, --max-reserved, "
                  "--max-leak, --no-oom, or --baseline DIR --max-growth PERCENT\n");
     return 2;
   }

@@ -191,15 +191,16 @@ std::string passed_text(const Limits& limits, const Highests& h, size_t processe
   if (limits.max_peak) bytes_part("highest peak allocated", h.peak, "--max-peak", *limits.max_peak);
   if (limits.max_reserved) bytes_part("highest peak reserved", h.reserved, "--max-reserved", *limits.max_reserved);
   if (limits.max_growth) {
-    parts.push_back("highest growth " + (h.growth.value ? growth_text(*h.growth.value) + " (" + h.growth.where +
-                                                              ": " + h.growth_figures + ")"
-                                                        : std::string("none (no device)")) +
+    parts.push_back("highest growth " +
+                    (h.growth.value
+                         ? growth_text(*h.growth.value) + " (" + h.growth.where + ": " + h.growth_figures + ")"
+                         : std::string("none (no device)")) +
                     ", --max-growth " + percent_text(*limits.max_growth));
   }
   if (limits.max_leak) bytes_part("highest live at exit", h.leak, "--max-leak", *limits.max_leak);
   if (limits.no_oom) parts.push_back("no out-of-memory failure");
-  std::string text = "passed on " + where + " (" + processes_text(processes) + ", " +
-                     counted(devices, "per-process device") + ")";
+  std::string text =
+      "passed on " + where + " (" + processes_text(processes) + ", " + counted(devices, "per-process device") + ")";
   for (size_t i = 0; i < parts.size(); ++i) text += (i == 0 ? ": " : "; ") + parts[i];
   return text;
 }
@@ -222,9 +223,9 @@ LimitArg take_limit_arg(const char* command, int argc, char** argv, int& i, Limi
     limits.no_oom = true;
     return LimitArg::Taken;
   }
-  for (auto [name, field] : {std::pair{"--max-peak", &limits.max_peak},
-                             std::pair{"--max-reserved", &limits.max_reserved},
-                             std::pair{"--max-leak", &limits.max_leak}}) {
+  for (auto [name, field] :
+       {std::pair{"--max-peak", &limits.max_peak}, std::pair{"--max-reserved", &limits.max_reserved},
+        std::pair{"--max-leak", &limits.max_leak}}) {
     if (!is_option(argv[i], name)) continue;
     const auto v = option_value(argc, argv, i, name);
     *field = v ? parse_size(*v) : std::nullopt;

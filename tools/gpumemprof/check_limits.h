@@ -15,12 +15,12 @@
 namespace gmp::tool {
 
 struct Limits {
-  std::optional<uint64_t> max_peak;      // per device: the driver level's allocated peak
-  std::optional<uint64_t> max_reserved;  // per device: the driver level's reserved peak
-  std::optional<uint64_t> max_leak;      // per process: summary.json's live_at_exit bytes
-  bool no_oom = false;                   // per process: no out-of-memory failure at all
-  std::string baseline_path;             // --baseline: a run directory or a job root
-  std::optional<double> max_growth;      // percent, per device: allocated peak against the baseline's
+  std::optional<uint64_t> max_peak;         // per device: the driver level's allocated peak
+  std::optional<uint64_t> max_reserved;     // per device: the driver level's reserved peak
+  std::optional<uint64_t> max_leak;         // per process: summary.json's live_at_exit bytes
+  bool no_oom = false;                      // per process: no out-of-memory failure at all
+  std::string baseline_path;                // --baseline: a run directory or a job root
+  std::optional<double> max_growth;         // percent, per device: allocated peak against the baseline's
   std::vector<reader::JobMember> baseline;  // read by prepare_limits()
 
   bool any() const { return max_peak || max_reserved || max_leak || no_oom || max_growth; }
@@ -31,12 +31,13 @@ inline constexpr const char* kLimitOptionsHelp =
     "  --max-peak SIZE          fail when a device's peak allocated memory is over SIZE (40GiB, 512MiB, 1.5G)\n"
     "  --max-reserved SIZE      fail when a device's peak reserved memory is over SIZE\n"
     "  --max-leak SIZE          fail when a process leaves more than SIZE allocated at exit (0: any leak)\n"
-    "  --no-oom                 fail on any out-of-memory failure\n"
+    "  --no-oom                 fail on any out-of-memory failure, recovered or not, the driver's or PyTorch's\n"
     "  --baseline DIR --max-growth PERCENT\n"
     "                           fail when a device's peak allocated memory grew more than PERCENT over the\n"
     "                           same rank's and device's in DIR (a run directory or a job root)\n";
-inline constexpr const char* kLimitOptionNames = "--max-peak, --max-reserved, --max-leak, --no-oom, --baseline, "
-                                                 "--max-growth";
+inline constexpr const char* kLimitOptionNames =
+    "--max-peak, --max-reserved, --max-leak, --no-oom, --baseline, "
+    "--max-growth";
 
 enum class LimitArg {
   Other,    // argv[i] is not a limit option
