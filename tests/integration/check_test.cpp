@@ -269,6 +269,15 @@ TEST(Check, RunExits1WhenTheCommandSucceededButALimitBroke) {
                                     "/within (1 process, 1 per-process device): highest peak allocated 5.00 MiB "
                                     "(rank 0, device 0), --max-peak 5.00 MiB\n");
 
+  // A command that left no run directory: nothing was checked, which is no pass.
+  r = box.run(
+      {Paths::tool(), "run", "-o", box.dir() + "/none", "--no-oom", "--", Paths::bin("prog_lifecycle"), "no-cuda"},
+      env);
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_EQ(limit_lines(r.err), "gpumemprof run: " + box.dir() +
+                                    "/none holds no gpumemprof run directory (none with a manifest.json or "
+                                    "trace.gmpt, 3 levels down)\n");
+
   // Growth against the first run; a bad limit is refused before the command runs.
   r = box.run(
       run_with_limits(box.dir() + "/grown", {"--baseline", box.dir() + "/within", "--max-growth", "10"}, {"alloc:6M"}),
