@@ -87,7 +87,8 @@ std::vector<Args> run_commands(const std::string& dir, const std::string& scratc
           {"export", dir, "--format", "jsonl"},
           {"export", dir, "--format", "perfetto"},
           {"export", dir, "--format", "telemetry-v2"},
-          {"export", dir, "--format", "folded"}};
+          {"export", dir, "--format", "folded"},
+          {"check", dir, "--max-peak", "1G"}};
 }
 std::vector<Args> oom_commands(const std::string& path) { return {{"oom", path}, {"oom", path, "--json"}}; }
 std::vector<Args> all_commands(const std::string& dir, const std::string& scratch) {
@@ -140,11 +141,11 @@ TEST(HostileInput, UnusableInputIsStatus2WithOneLine) {
   fs::create_directory(scratch);
   auto without_summary = [](const std::string& dir) { fs::remove(dir + "/summary.json"); };
   auto bundle_only = [](const std::string& dir, const std::string&) { return oom_commands(only_bundle(dir)); };
-  // The commands that name call sites; the other exports never open attribution.jsonl.
+  // The commands that name call sites; the other exports and check never open attribution.jsonl.
   auto attribution_readers = [](const std::string& dir, const std::string& scratch) {
     std::vector<Args> out;
     for (Args& a : all_commands(dir, scratch)) {
-      if (a[0] != "export" || a[3] == "folded") out.push_back(std::move(a));
+      if ((a[0] != "export" || a[3] == "folded") && a[0] != "check") out.push_back(std::move(a));
     }
     return out;
   };
@@ -269,7 +270,11 @@ TEST(HostileInput, BadCommandLinesAndForeignDirectoriesAreStatus2WithOneLine) {
   for (const auto& args : oom_commands(missing)) rows.emplace_back(args, missing + " does not exist; expected");
   for (const std::string& d : {empty, foreign}) {
     for (const auto& args : run_commands(d, scratch)) {
-      rows.emplace_back(args, d + " is not a gpumemprof run directory (no manifest.json and no trace.gmpt)");
+      // check takes a job root too: it looked below.
+      rows.emplace_back(args, args[0] == "check" ? d + " holds no gpumemprof run directory (none with a manifest.json "
+                                                       "or trace.gmpt, 3 levels down)"
+                                                 : d + " is not a gpumemprof run directory (no manifest.json and no "
+                                                       "trace.gmpt)");
     }
   }
   for (const auto& args : oom_commands(empty)) rows.emplace_back(args, empty + " is an empty directory");

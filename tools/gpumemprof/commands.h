@@ -8,4 +8,5 @@ int oom_main(int argc, char** argv);     // oom BUNDLE_OR_DIR [--json]
 int export_main(int argc, char** argv);  // export DIR --format F [-o FILE]
 int diff_main(int argc, char** argv);    // diff DIR_A DIR_B [--json]
 int html_main(int argc, char** argv);    // html DIR -o FILE
+int check_main(int argc, char** argv);   // check DIR_OR_ROOT LIMITS...
 }  // namespace gmp::tool

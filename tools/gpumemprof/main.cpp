@@ -19,6 +19,7 @@ struct Command {
 constexpr Command kCommands[] = {
     {"run", gmp::tool::run_main},       {"report", gmp::tool::report_main}, {"oom", gmp::tool::oom_main},
     {"export", gmp::tool::export_main}, {"diff", gmp::tool::diff_main},     {"html", gmp::tool::html_main},
+    {"check", gmp::tool::check_main},
 };
 
 constexpr const char* kUsage =
@@ -29,6 +30,7 @@ constexpr const char* kUsage =
     "  export DIR --format F [-o FILE]       csv, jsonl, perfetto, telemetry-v2, folded or memory-viz\n"
     "  diff DIR_A DIR_B [--json]             what changed between two runs\n"
     "  html DIR -o FILE                      a self-contained HTML report\n"
+    "  check DIR_OR_ROOT LIMITS...           a CI gate: exit 1 when a peak, leak or OOM limit broke\n"
     "  --version, -V                         print the version\n"
     "Each command has --help. Exit status 2 means bad usage or unreadable input.\n";
 
@@ -101,7 +103,8 @@ int dispatch(int argc, char** argv) {
     }
   }
   std::fprintf(stderr,
-               "gpumemprof: unknown command '%s'; accepted: run, report, oom, export, diff, html, --version, --help\n",
+               "gpumemprof: unknown command '%s'; accepted: run, report, oom, export, diff, html, check, --version, "
+               "--help\n",
                argv[1]);
   return 2;
 }

@@ -4,6 +4,7 @@
 // signals to the command, exits with its status, and prints what each CUDA process used and the
 // next commands to run.
 #include "bytes_text.h"
+#include "check_limits.h"
 #include "commands.h"
 
 #include <limits.h>
@@ -50,8 +51,12 @@ constexpr const char* kUsage =
     "                           oldest events are dropped, the summary stays exact\n"
     "  --shim PATH              libgpumemprof.so to preload (default: ../" GMP_INSTALL_SHIM_DIR "/ from this\n"
     "                           program's directory, where it is installed, else ../lib/ in a build tree)\n"
-    "Exit status: the command's (a command killed by a signal kills gpumemprof with it); 2 for a\n"
-    "bad command line.\n";
+    "memory limits, checked on every run directory under ROOT once the command ends (docs/check.md):\n";
+// After kLimitOptionsHelp.
+constexpr const char* kUsageEnd =
+    "Exit status: the command's (a command killed by a signal kills gpumemprof with it); when it\n"
+    "succeeded, 1 if a limit broke and 2 if the run directories could not be read; 2 for a bad\n"
+    "command line.\n";
 
 // Options that map one-to-one onto the profiled processes' environment.
 const std::map<std::string, std::string> kEnvOptions = {
@@ -136,6 +141,7 @@ void print_run(const reader::JobMember& member, bool next) {
 int run_main(int argc, char** argv) {
   std::string root, shim = default_shim();
   std::vector<std::pair<std::string, std::string>> env;
+  Limits limits;
   int i = 0;
   for (; i < argc; ++i) {
     const std::string a = argv[i];
@@ -144,8 +150,12 @@ int run_main(int argc, char** argv) {
       break;
     }
     if (a == "-h" || a == "--help") {
-      std::fputs(kUsage, stdout);
+      for (const char* part : {kUsage, kLimitOptionsHelp, kUsageEnd}) std::fputs(part, stdout);
       return 0;
+    }
+    if (const LimitArg taken = take_limit_arg("run", argc, argv, i, limits); taken != LimitArg::Other) {
+      if (taken == LimitArg::Refused) return 2;
+      continue;
     }
     const bool takes_value = a == "-o" || a == "--output" || a == "--shim" || kEnvOptions.count(a);
     if (!takes_value) {
@@ -174,6 +184,7 @@ int run_main(int argc, char** argv) {
     std::fprintf(stderr, "gpumemprof run: no command given; usage: gpumemprof run [options] -- COMMAND [ARGS...]\n");
     return 2;
   }
+  if (auto status = prepare_limits("run", limits)) return *status;
   struct stat st {};
   if (stat(shim.c_str(), &st) != 0) {
     std::fprintf(stderr, "gpumemprof run: cannot find the shim %s; give its path with --shim\n", shim.c_str());
@@ -240,13 +251,15 @@ int run_main(int argc, char** argv) {
   for (const reader::JobMember& m : members) print_run(m, !job);
   if (members.empty()) std::fprintf(stderr, "  (no process allocated GPU memory)\n");
   if (job) std::fprintf(stderr, "  next: gpumemprof report %s\n", root.c_str());
+  const int limits_status = limits.any() ? check_limits("run", root, limits, stderr) : 0;
 
   if (WIFSIGNALED(status)) {
     // Die the same way, so that callers see the command's fate, not ours.
     signal(WTERMSIG(status), SIG_DFL);
     raise(WTERMSIG(status));
   }
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+  const int command_status = WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+  return command_status != 0 ? command_status : limits_status;
 }
 
 }  // namespace gmp::tool
