@@ -28,6 +28,8 @@ Workloads:
   python_layout      shim/python_layouts.h against offsetof on this Python's own headers
   torch_layout       shim/torch_layouts.h against this PyTorch's own headers (vtable slot, offsets)
   exit_os_exit exit_sigterm exit_oom_retry         PyTorch ending without exit handlers
+  torch_job          a one-rank `torchrun` job through `gpumemprof run -o ROOT` with limits; the job
+                     report, `check` (a limit that must break) and the job's perfetto export on ROOT
   hotpath_costs      ns per call of the hot path's ingredients (INFO)
   bench_async bench_malloc bench_train             interleaved A/B timing against targets
   bench_pairs        ns per torch.empty alloc/free pair: no profiler, bridge on, bridge off, and
@@ -56,7 +58,7 @@ import compare  # noqa: E402  (tests/gpu/compare.py: the judge)
 
 ALL_NAMES = ("rt_static rt_shared driver_api async_pools vmm torch_default torch_expandable torch_async torch_oom "
              "rt_oom_exit torch_train torch_llama torch_llama_oom python_layout torch_layout exit_os_exit exit_sigterm "
-             "exit_oom_retry hotpath_costs bench_async bench_malloc bench_train bench_pairs").split()
+             "exit_oom_retry torch_job hotpath_costs bench_async bench_malloc bench_train bench_pairs").split()
 # CUDA sources: binary name -> (source, extra nvcc arguments). rt_shared is rt_static's source
 # linked against the shared cudart.
 CUDA_BUILDS = {
@@ -305,6 +307,8 @@ class Check:
         if self.want("torch_train"):
             self.train_run()
         self.llama_runs()
+        if self.want("torch_job"):
+            self.job_run()
         if self.want("python_layout"):
             self.python_layout()
         if self.want("torch_layout"):
@@ -380,6 +384,34 @@ class Check:
         if self.want("torch_llama_oom"):
             self.launcher_run("torch_llama_oom", "llama_train.py", args=("--oom",), commands=(
                 (["oom", "{run}"], "oom.txt"), (["report", "{run}"], "report.txt")))
+
+    def job_run(self):
+        """torch_job: a one-rank torchrun job through `gpumemprof run -o ROOT` with limits that hold,
+        then the job view, a CI gate that must break, and the job's perfetto export, all on ROOT."""
+        name = "torch_job"
+        d = os.path.join(self.work, name)
+        root = os.path.join(d, "runs")
+        os.makedirs(d, exist_ok=True)
+        self.plan(name, "job")
+        t0 = time.monotonic()
+        env = {k: v for k, v in os.environ.items() if k != "PYTORCH_CUDA_ALLOC_CONF"}
+        env.update(GROUND_TRUTH=os.path.join(d, "gt.json"), GPU_CHECK_NAME=name)
+        argv = [self.tool, "run", "-o", root, "--max-peak", "64GiB", "--no-oom", "--", self.py, "-m",
+                "torch.distributed.run", "--nproc-per-node", "1", os.path.join(ROOT, "tests", "gpu", "job_rank.py")]
+        rc = self.timed(self.budget(180), argv, cwd=d, env=env, stdout=os.path.join(d, "stdout.txt"),
+                        stderr=os.path.join(d, "stderr.txt"))
+        self.write_rc(os.path.join(d, "rc"), rc)
+        for stem, args in (("job", ["report", root]), ("job_json", ["report", root, "--json"]),
+                           ("gate", ["check", root, "--max-peak", "1MiB"]),
+                           ("perfetto", ["export", root, "--format", "perfetto", "-o", os.path.join(d, "job.perfetto.json")]),
+                           ("html", ["html", root, "-o", os.path.join(d, "job.html")])):
+            out = os.path.join(d, stem)
+            self.write_rc(out + ".rc", self.timed(self.budget(120), [self.tool] + args, stdout=out + ".txt",
+                                                  stderr=out + ".stderr"))
+        head = "|".join(read_text(os.path.join(d, "job.txt")).splitlines()[:6])[:300]
+        say(f"{name:<18} rc={rc:<4} {int(time.monotonic() - t0):3d}s  {head}")
+        if rc != 0 and tail(os.path.join(d, "stderr.txt")):
+            say(tail(os.path.join(d, "stderr.txt")).rstrip("\n"))
 
     def python_layout(self):
         """The frame reader's offsets against this Python's headers (internal ones included)."""

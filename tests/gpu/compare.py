@@ -950,6 +950,52 @@ def compare_train(t, work, name):
         t.add(name, what, size, ">0 bytes", "MATCH" if size > 0 else "FAIL")
 
 
+def compare_job(t, work, name):
+    """The torchrun job: the rank's run directory judged as every PyTorch workload is, then what
+    `gpumemprof run -o ROOT` made of the job: one rank-named directory, the job view's figures
+    against PyTorch's and the launcher's, a CI gate that must break, and the job's exports."""
+    compare_torch(t, work, name)
+    d = os.path.join(work, name)
+    gt = load_json(os.path.join(d, "gt.json")) or {}
+    env = gt.get("launcher_env") or {}
+    root = os.path.join(d, "runs")
+    dirs = sorted(n for n in os.listdir(root) if os.path.isdir(os.path.join(root, n))) if os.path.isdir(root) else []
+    t.add(name, "run directories under ROOT", ",".join(dirs) or None, "rank0.<exe>.<pid>",
+          "MATCH" if len(dirs) == 1 and dirs[0].startswith("rank0.") else "MISMATCH")
+    rep = load_json(os.path.join(d, "job_json.txt"))
+    procs = rep.get("processes") if isinstance(rep, dict) else None
+    if not procs:
+        t.add(name, "report ROOT --json", read_rc(os.path.join(d, "job_json.rc")), "a job", "FAIL",
+              read_text(os.path.join(d, "job_json.stderr")).strip()[:200])
+        return
+    p = procs[0]
+    t.exact(name, "job: processes", len(procs), 1)
+    t.exact(name, "job: rank, world size", [p.get("rank"), p.get("world_size")],
+            [int(env.get("RANK") or -1), int(env.get("WORLD_SIZE") or -1)])
+    t.exact(name, "job: launcher", p.get("launcher"), "torchrun")
+    t.add(name, "job: job id (TORCHELASTIC_RUN_ID)", p.get("job_id"), env.get("TORCHELASTIC_RUN_ID"), "INFO")
+    dev = (p.get("devices") or [{}])[0]
+    fw = dev.get("framework") or {}
+    st = gt.get("stats", {})
+    t.exact(name, "job: tensors peak vs torch requested_bytes.all.peak",
+            (fw.get("tensors_peak") or {}).get("bytes"), st.get("requested_bytes.all.peak"))
+    t.exact(name, "job: PyTorch reserved peak vs torch.cuda.max_memory_reserved()",
+            (fw.get("reserved_peak") or {}).get("bytes"), gt.get("max_memory_reserved"))
+    t.add(name, "job: driver-level reserved peak", (dev.get("reserved_peak") or {}).get("bytes"), None, "INFO")
+    gate = read_text(os.path.join(d, "gate.stderr")) + read_text(os.path.join(d, "gate.txt"))
+    t.add(name, "check ROOT --max-peak 1MiB: exit, a broken-limit line", read_rc(os.path.join(d, "gate.rc")), 1,
+          "MATCH" if read_rc(os.path.join(d, "gate.rc")) == 1 and "--max-peak" in gate else "MISMATCH",
+          gate.strip().splitlines()[0][:160] if gate.strip() else "no output")
+    perfetto = load_json(os.path.join(d, "job.perfetto.json"))
+    events = perfetto.get("traceEvents", []) if isinstance(perfetto, dict) else perfetto or []
+    groups = sorted({e.get("args", {}).get("name", "") for e in events
+                     if isinstance(e, dict) and e.get("ph") == "M" and e.get("name") == "process_name"})
+    t.add(name, "job perfetto export: track groups", ";".join(groups) or None, "rank 0 (HOST pid PID)",
+          "MATCH" if len(groups) == 1 and groups[0].startswith("rank 0 (") else "MISMATCH")
+    size = os.path.getsize(os.path.join(d, "job.html")) if os.path.exists(os.path.join(d, "job.html")) else 0
+    t.add(name, "job html", size, ">0 bytes", "MATCH" if size > 0 else "FAIL")
+
+
 def run(work, out=None, only=None, bench=True, target=BENCH_TARGET, quiet=False):
     t = Table()
     plan = []
@@ -963,7 +1009,7 @@ def run(work, out=None, only=None, bench=True, target=BENCH_TARGET, quiet=False)
             continue
         {"torch": compare_torch, "hotpath": compare_hotpath, "train": compare_train,
          "layout": compare_layout, "exit": compare_exit, "torch_llama": compare_llama,
-         "torch_llama_oom": compare_llama_oom, "torch_layout": compare_torch_layout}.get(kind, compare_c)(t, work, name)
+         "torch_llama_oom": compare_llama_oom, "torch_layout": compare_torch_layout, "job": compare_job}.get(kind, compare_c)(t, work, name)
     if bench:
         compare_bench(t, work, target)
         compare_train_bench(t, work)
