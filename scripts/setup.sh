@@ -11,6 +11,7 @@ packages=(
   nodejs                      # node --check of the report's script (tests/html)
   clang libclang-rt-dev       # the libFuzzer targets (tests/fuzz/): -fsanitize=fuzzer needs compiler-rt
   debootstrap                 # tests/portability: an old Debian root file system for old_distro_demo
+  prometheus-node-exporter prometheus  # metrics_test.cpp: the textfile collector, and promtool
 )
 
 missing=()
