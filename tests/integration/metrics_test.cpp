@@ -147,8 +147,8 @@ TEST(Metrics, ExactFiguresAfterAKnownSequenceAndMarkedExitedAtTheEnd) {
   RunResult r = box.run(argv, with(kJob, {{"GPUMEMPROF_METRICS_DIR", prom}}));
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const std::string run = box.only_run_dir();
-  EXPECT_EQ(r.err.rfind("gpumemprof: CUDA_ERROR_OUT_OF_MEMORY: cuMemAlloc_v2 of 2.00 GiB (2147483648 bytes) on device 0; "
-                        "OOM bundle written to " + run + "/oom/", 0), 0u) << r.err;  // and nothing else
+  EXPECT_EQ(r.err.rfind("gpumemprof: CUDA_ERROR_OUT_OF_MEMORY: cuMemAlloc_v2 of 2.00 GiB (2147483648 bytes) on "
+                        "device 0; OOM bundle written to " + run + "/oom/", 0), 0u) << r.err;  // and nothing else
   EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
   const std::string path = only_file(prom, run);
   double seconds = 0;
@@ -166,31 +166,45 @@ TEST(Metrics, ExactFiguresAfterAKnownSequenceAndMarkedExitedAtTheEnd) {
   EXPECT_EQ(s["devices"][0]["allocated_bytes"]["peak"], 130 * MiB) << s.dump();
 }
 
+// Polls `path` for up to 5 s (fifty intervals of 100 ms: slack for a loaded machine) until it holds
+// `expected` (clock aside); returns the time it says.
+double wait_for_text(const std::string& path, const std::string& expected) {
+  std::string text;
+  double seconds = 0;
+  for (int i = 0; i < 500 && (text = without_clock(slurp(path), &seconds)) != expected; ++i) {
+    std::this_thread::sleep_for(10ms);
+  }
+  EXPECT_EQ(text, expected);
+  return seconds;
+}
+
+// prog_ops running `ops` with a 100 ms metrics interval, once it has printed "one" (by then it
+// profiles: its run directory is there).
+struct Running {
+  pid_t pid = -1;
+  int out = -1;
+  std::string run;
+};
+
+Running start_ops(const Sandbox& box, const std::string& prom, std::vector<std::string> ops) {
+  Running p;
+  ops.insert(ops.begin(), Paths::bin("prog_ops"));
+  p.pid = box.spawn(ops, with(kJob, {{"GPUMEMPROF_METRICS_DIR", prom}, {"GPUMEMPROF_METRICS_INTERVAL_MS", "100"}}),
+                    &p.out);
+  EXPECT_EQ(read_line(p.out, 30000), "one");
+  p.run = box.only_run_dir();
+  return p;
+}
+
 TEST(Metrics, RewrittenEveryIntervalWhileTheProcessRuns) {
   Sandbox box;
   const std::string prom = box.dir() + "/prom";
-  int out = -1;
-  const pid_t pid = box.spawn({Paths::bin("prog_ops"), "alloc:1M", "print:one", "sleep:1500", "alloc:2M",
-                               "print:three", "sleep:1500"},
-                              with(kJob, {{"GPUMEMPROF_METRICS_DIR", prom}, {"GPUMEMPROF_METRICS_INTERVAL_MS", "100"}}),
-                              &out);
-  ASSERT_GT(pid, 0);
-  ASSERT_EQ(read_line(out, 30000), "one");
-  const std::string run = box.only_run_dir();  // the process has started profiling: its manifest is there
+  auto [pid, out, run] = start_ops(box, prom, {"alloc:1M", "print:one", "sleep:1500", "alloc:2M", "print:three",
+                                               "sleep:1500"});
   const std::string L = process_labels(run), path = prom + "/" + file_name(run);
-  // Polls the file for up to 1 s (ten intervals) until it holds `expected`; the time it says.
-  auto wait_for_text = [&](const std::string& expected) {
-    std::string text;
-    double seconds = 0;
-    for (int i = 0; i < 100 && (text = without_clock(slurp(path), &seconds)) != expected; ++i) {
-      std::this_thread::sleep_for(10ms);
-    }
-    EXPECT_EQ(text, expected);
-    return seconds;
-  };
-  const double first = wait_for_text(expected_file(L, 0, 1 * MiB, 1 * MiB, 1, 0, 0));
+  const double first = wait_for_text(path, expected_file(L, 0, 1 * MiB, 1 * MiB, 1, 0, 0));
   ASSERT_EQ(read_line(out, 30000), "three");
-  const double second = wait_for_text(expected_file(L, 0, 3 * MiB, 3 * MiB, 2, 0, 0));
+  const double second = wait_for_text(path, expected_file(L, 0, 3 * MiB, 3 * MiB, 2, 0, 0));
   EXPECT_GE(second - first, 1.0);  // rewritten with the time of each write, 1.5 s of sleep apart
   RunResult r = wait_for(pid, out, -1, 60);
   close(out);
@@ -201,19 +215,15 @@ TEST(Metrics, RewrittenEveryIntervalWhileTheProcessRuns) {
 TEST(Metrics, AProcessKilledOutrightLeavesItsLastFiguresUnmarked) {
   Sandbox box;
   const std::string prom = box.dir() + "/prom";
-  int out = -1;
-  const pid_t pid = box.spawn({Paths::bin("prog_ops"), "alloc:1M", "print:one", "sleep:30000"},
-                              with(kJob, {{"GPUMEMPROF_METRICS_DIR", prom}, {"GPUMEMPROF_METRICS_INTERVAL_MS", "100"}}),
-                              &out);
-  ASSERT_EQ(read_line(out, 30000), "one");
-  std::this_thread::sleep_for(300ms);  // three intervals: the allocation is in the file
+  auto [pid, out, run] = start_ops(box, prom, {"alloc:1M", "print:one", "sleep:30000"});
+  const std::string expected = expected_file(process_labels(run), 0, MiB, MiB, 1, 0, 0);
+  wait_for_text(prom + "/" + file_name(run), expected);
   kill(pid, SIGKILL);
   wait_for(pid, out, -1, 30);
   close(out);
-  const std::string run = box.only_run_dir();
   // gpumemprof_exited 0 and a last update that no longer moves: the documented sign of a process
   // that could not say it ended (docs/metrics.md, the stale-file alert).
-  EXPECT_EQ(without_clock(slurp(only_file(prom, run))), expected_file(process_labels(run), 0, MiB, MiB, 1, 0, 0));
+  EXPECT_EQ(without_clock(slurp(only_file(prom, run))), expected);
 }
 
 TEST(Metrics, NothingIsWrittenByAProcessThatNeverUsesCuda) {
@@ -228,16 +238,22 @@ TEST(Metrics, NothingIsWrittenByAProcessThatNeverUsesCuda) {
 
 TEST(Metrics, AFailedWriteIsSaidOnceAndTheProgramCarriesOn) {
   Sandbox box;
-  const std::string prom = box.dir() + "/prom";
-  // The directory disappears under the running process: ten intervals of failed writes.
-  RunResult r = box.run({Paths::bin("prog_ops"), "alloc:1M", "sleep:200", "remove:" + prom, "sleep:1000", "alloc:1M"},
-                        with(kJob, {{"GPUMEMPROF_METRICS_DIR", prom}, {"GPUMEMPROF_METRICS_INTERVAL_MS", "100"}}));
+  const std::string prom = box.dir() + "/prom", gone = box.dir() + "/gone";
+  auto [pid, out, run] = start_ops(box, prom, {"alloc:1M", "print:one", "sleep:1200", "alloc:1M"});
+  const std::string expected = expected_file(process_labels(run), 0, MiB, MiB, 1, 0, 0);
+  wait_for_text(prom + "/" + file_name(run), expected);
+  // The directory goes away at once (a rename: nothing for the writer to race): ten intervals of
+  // failed writes, the final one included.
+  ASSERT_EQ(rename(prom.c_str(), gone.c_str()), 0);
+  RunResult r = wait_for(pid, out, -1, 60);
+  close(out);
   EXPECT_EQ(r.exit_code, 0);
   EXPECT_EQ(r.out, "ok\n");
-  const std::string run = box.only_run_dir();
-  EXPECT_EQ(r.err, "gpumemprof: cannot write the metrics file " + prom + "/" + file_name(run) +
-                       ": No such file or directory; trying again every interval\n");
+  EXPECT_EQ(slurp(box.dir() + "/.stderr"), "gpumemprof: cannot write the metrics file " + prom + "/" +
+                                               file_name(run) + ": No such file or directory; trying again every "
+                                               "interval\n");
   EXPECT_EQ(read_json_file(run + "/summary.json")["devices"][0]["allocated_bytes"]["peak"], 2 * MiB);
+  EXPECT_EQ(without_clock(slurp(gone + "/" + file_name(run))), expected);
 }
 
 TEST(Metrics, AnUnusableDirectoryIsSaidOnceAndProfilingCarriesOn) {
