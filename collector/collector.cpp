@@ -52,6 +52,7 @@ bool Collector::start() {
   alert_command_.set_output(run_dir_ + "/" + kAlertCommandLogFile);
   log::attach_file(run_dir_ + "/" + kLogFile);
   write_manifest();
+  metrics_.open(config_.metrics_dir, config_.metrics_interval_ms, info_);
   attribution_.set_path(run_dir_ + "/" + kAttributionFile);
   // A trace that cannot be created is said once (TraceWriter); events are still counted.
   trace_.open(run_dir_,
@@ -131,6 +132,7 @@ void Collector::run() {
     synthesized_.clear();
     sampler_.maybe_sample(now, devices_, synthesized_);
     for (const Event& s : synthesized_) add_own(s);
+    metrics_.maybe_write(now, accounting_);
     if (drained > 0) {
       idle_rounds = 0;
       sleep_or_wake(kBusySleepNs);
@@ -229,6 +231,7 @@ void Collector::write_summary(bool clean_exit, int signal, const char* ended_by)
   if (!reserve_.write_file(run_dir_ + "/" + kSummaryFile, json_text(to_json(s), 2) + "\n")) {
     log::error("cannot write {}/{}: {}; its figures are not saved", run_dir_, kSummaryFile, std::strerror(errno));
   }
+  metrics_.write_final(now_ns(), accounting_);
 }
 
 bool Collector::checkpoint(Ending why, int signal, uint64_t timeout_ms) {

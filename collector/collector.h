@@ -12,6 +12,7 @@
 #include "clock.h"
 #include "config.h"
 #include "device_table.h"
+#include "metrics_writer.h"
 #include "alert_actions.h"
 #include "alerts.h"
 #include "attribution_writer.h"
@@ -81,6 +82,7 @@ class Collector {
   TraceWriter trace_;
   AttributionWriter attribution_;
   SpaceReserve reserve_;
+  MetricsFile metrics_;
   std::string run_dir_;
   std::string error_;
   std::vector<Event> batch_;

@@ -68,6 +68,15 @@ class Reader {
   Config& c_;
 };
 
+// A path: kept byte for byte, but never empty or only whitespace.
+auto path_into(std::string& field) {
+  return [&field](std::string_view s) {
+    if (is_blank(s)) return false;
+    field = std::string(s);
+    return true;
+  };
+}
+
 template <typename T>
 auto uint_in(T& field, uint64_t lo, uint64_t hi) {
   return [&field, lo, hi](std::string_view s) {
@@ -110,11 +119,7 @@ Config parse_config(const EnvLookup& env) {
     if (v) c.enable = *v;
     return v.has_value();
   });
-  r.read("GPUMEMPROF_OUTPUT", c.output, "a non-empty directory template", [&](std::string_view s) {
-    if (is_blank(s)) return false;
-    c.output = std::string(s);
-    return true;
-  });
+  r.read("GPUMEMPROF_OUTPUT", c.output, "a non-empty directory template", path_into(c.output));
   r.read("GPUMEMPROF_LOG_LEVEL", "warn", "one of trace, debug, info, warn, error, critical, off",
          [&](std::string_view s) {
            const std::string v = lower(s);
@@ -168,16 +173,15 @@ Config parse_config(const EnvLookup& env) {
            c.on_alert = is_blank(s) ? std::string() : std::string(s);  // split on whitespace when run
            return true;
          });
-  r.read("GPUMEMPROF_OOM_DIR", "<run dir>/oom", "a non-empty directory path", [&](std::string_view s) {
-    if (is_blank(s)) return false;
-    c.oom_dir = std::string(s);
-    return true;
-  });
+  r.read("GPUMEMPROF_OOM_DIR", "<run dir>/oom", "a non-empty directory path", path_into(c.oom_dir));
   r.read("GPUMEMPROF_OOM_EVENTS", "10000", "an integer from 0 to 10000000", uint_in(c.oom_events, 0, 10'000'000));
   r.read("GPUMEMPROF_OOM_MAX_DUMPS", "5", "an integer from 1 to 100000", uint_in(c.oom_max_dumps, 1, 100'000));
   r.read("GPUMEMPROF_OOM_MAX_TOTAL_MB", "256", "an integer from 1 to 1048576",
          uint_in(c.oom_max_total_mb, 1, 1u << 20));
   r.read("GPUMEMPROF_OOM_WAIT_MS", "5000", "an integer from 0 to 600000", uint_in(c.oom_wait_ms, 0, 600'000));
+  r.read("GPUMEMPROF_METRICS_DIR", "none", "a non-empty directory path", path_into(c.metrics_dir));
+  r.read("GPUMEMPROF_METRICS_INTERVAL_MS", "5000", "an integer from 100 to 3600000",
+         uint_in(c.metrics_interval_ms, 100, 3'600'000));
   if (c.critical_percent < c.warn_percent) {
     c.errors.push_back("GPUMEMPROF_CRITICAL_PERCENT is below GPUMEMPROF_WARN_PERCENT; using 80 and 95");
     c.warn_percent = 80;
@@ -211,6 +215,8 @@ ConfigRecord config_record(const Config& c) {
   r.oom_max_dumps = c.oom_max_dumps;
   r.oom_max_total_mb = c.oom_max_total_mb;
   r.oom_wait_ms = c.oom_wait_ms;
+  if (!c.metrics_dir.empty()) r.metrics_dir = c.metrics_dir;
+  r.metrics_interval_ms = c.metrics_interval_ms;
   return r;
 }
 

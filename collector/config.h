@@ -38,6 +38,8 @@ struct Config {
   uint64_t oom_max_dumps = 5;
   uint64_t oom_max_total_mb = 256;
   uint64_t oom_wait_ms = 5000;  // how long a failing call waits for its bundle
+  std::string metrics_dir;      // where the Prometheus textfile goes (docs/metrics.md); empty: none
+  uint64_t metrics_interval_ms = 5000;
 
   std::vector<std::string> errors;  // one line per rejected variable
 };

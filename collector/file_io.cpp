@@ -52,9 +52,9 @@ bool write_all(int fd, const void* data, size_t size) {
   return true;
 }
 
-bool write_file_atomic(const std::string& path, std::string_view content) {
+bool write_file_atomic(const std::string& path, std::string_view content, mode_t mode) {
   const std::string tmp = path + ".tmp";
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, mode);
   if (fd < 0) return false;
   bool ok = write_all(fd, content.data(), content.size());
   ok = (::close(fd) == 0) && ok;

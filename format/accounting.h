@@ -151,6 +151,9 @@ class Accounting {
   // docs/accounting.md §Counts: linear, pool, array, managed, VMM handles, and tensors; not the
   // driver allocations that are a framework's segments: those are its cache.
   LiveTotals live_at_exit() const;
+  // live_at_exit() by device, at any moment (the metrics file's live allocations). Not a copy of the
+  // allocations: a walk of the tables, cheap enough for a periodic pass over millions of them.
+  std::map<int, LiveTotals> live_by_device() const;
   LiveTotals cached_at_exit() const;  // the framework's segments still reserved
   // The bridge: whether it attached, the framework's version, why it refused (FrameworkAttach).
   struct FrameworkState {
@@ -225,6 +228,9 @@ class Accounting {
   uint64_t add_segment(int16_t device, uint64_t address, uint64_t size);
   uint64_t remove_segment(uint64_t address, uint64_t size);
   bool in_framework_segment(uint64_t address) const;
+  // Calls f(const LiveAllocation&) for each allocation of live_outside_framework(), in its order.
+  template <typename F>
+  void for_each_live_outside_framework(F&& f) const;
   void refresh_outside(const Event& e);
 
   std::map<int, DeviceStats> devices_;

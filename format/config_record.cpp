@@ -34,6 +34,8 @@ json to_json(const ConfigRecord& c) {
       {"oom_max_dumps", c.oom_max_dumps},
       {"oom_max_total_mb", c.oom_max_total_mb},
       {"oom_wait_ms", c.oom_wait_ms},
+      {"metrics_dir", reader::or_null(c.metrics_dir)},
+      {"metrics_interval_ms", c.metrics_interval_ms},
   };
 }
 
@@ -58,6 +60,8 @@ ConfigRecord config_record_from_json(const json* j) {
   c.oom_max_dumps = reader::u64_or(member(j, "oom_max_dumps"));
   c.oom_max_total_mb = reader::u64_or(member(j, "oom_max_total_mb"));
   c.oom_wait_ms = reader::u64_or(member(j, "oom_wait_ms"));
+  c.metrics_dir = reader::as_string(member(j, "metrics_dir"));
+  c.metrics_interval_ms = reader::u64_or(member(j, "metrics_interval_ms"));
   return c;
 }
 

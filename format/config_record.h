@@ -31,6 +31,8 @@ struct ConfigRecord {
   uint64_t oom_max_dumps = 0;
   uint64_t oom_max_total_mb = 0;
   uint64_t oom_wait_ms = 0;
+  std::optional<std::string> metrics_dir;  // nullopt (null): no metrics file (docs/metrics.md)
+  uint64_t metrics_interval_ms = 0;
   bool operator==(const ConfigRecord&) const = default;
 };
 

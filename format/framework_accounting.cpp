@@ -226,9 +226,8 @@ std::vector<Accounting::Segment> Accounting::framework_segments() const {
   return out;
 }
 
-std::vector<LiveAllocation> Accounting::live_outside_framework() const {
-  std::vector<LiveAllocation> out;
-  auto add = [&out](uint64_t, const LiveAllocation& a) { out.push_back(a); };
+template <typename F>
+void Accounting::for_each_live_outside_framework(F&& f) const {
   // VMM handles mapped into a framework's (expandable) segment are its cache too.
   std::unordered_set<uint64_t> cache_handles;
   if (!segments_.empty()) {
@@ -236,24 +235,39 @@ std::vector<LiveAllocation> Accounting::live_outside_framework() const {
       if (in_framework_segment(va)) cache_handles.insert(m.handle);
     }
   }
-  device_ptrs_.for_each([&](uint64_t key, const LiveAllocation& a) {
-    if (!in_framework_segment(a.address)) add(key, a);
+  device_ptrs_.for_each([&](uint64_t, const LiveAllocation& a) {
+    if (!in_framework_segment(a.address)) f(a);
   });
-  arrays_.for_each(add);
+  arrays_.for_each([&](uint64_t, const LiveAllocation& a) { f(a); });
   for (auto& [key, h] : handles_) {
-    if (!cache_handles.contains(key)) out.push_back(h.alloc);
+    if (!cache_handles.contains(key)) f(h.alloc);
   }
+}
+
+std::vector<LiveAllocation> Accounting::live_outside_framework() const {
+  std::vector<LiveAllocation> out;
+  for_each_live_outside_framework([&out](const LiveAllocation& a) { out.push_back(a); });
+  return out;
+}
+
+std::map<int, Accounting::LiveTotals> Accounting::live_by_device() const {
+  std::map<int, LiveTotals> out;
+  auto add = [&out](const LiveAllocation& a) {
+    LiveTotals& t = out[a.device];
+    ++t.count;
+    t.bytes += a.size;
+  };
+  for_each_live_outside_framework(add);
+  tensors_.for_each([&add](uint64_t, const LiveAllocation& a) { add(a); });
   return out;
 }
 
 Accounting::LiveTotals Accounting::live_at_exit() const {
   LiveTotals t;
-  auto add = [&t](const LiveAllocation& a) {
-    ++t.count;
-    t.bytes += a.size;
-  };
-  for (const LiveAllocation& a : live_outside_framework()) add(a);
-  tensors_.for_each([&add](uint64_t, const LiveAllocation& a) { add(a); });
+  for (const auto& [_, d] : live_by_device()) {
+    t.count += d.count;
+    t.bytes += d.bytes;
+  }
   return t;
 }
 

@@ -12,6 +12,7 @@ packages=(
   clang libclang-rt-dev       # the libFuzzer targets (tests/fuzz/): -fsanitize=fuzzer needs compiler-rt
   debootstrap                 # tests/portability: an old Debian root file system for old_distro_demo
   dpkg-dev groff-base         # tests/install: dpkg-shlibdeps on the .deb's binaries, the man page rendered
+  prometheus-node-exporter prometheus  # metrics_test.cpp: the textfile collector, and promtool
 )
 
 missing=()

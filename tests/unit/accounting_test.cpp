@@ -151,6 +151,29 @@ TEST(FrameworkAccounting, TensorsAndSegmentsBesideTheDriverLevel) {
   EXPECT_EQ(s.acc.cached_at_exit().bytes, 20 * MiB);
 }
 
+// By device, the same allocations as live_at_exit(): tensors rather than the segments they sit in,
+// and neither pinned host memory nor frees.
+TEST(FrameworkAccounting, LiveByDeviceSplitsLiveAtExit) {
+  Stream s;
+  attach(s, true);
+  s.alloc(Kind::Linear, 0x100000, 20 * MiB);
+  framework(s, Op::SegmentAlloc, 0x100000, 20 * MiB);
+  framework(s, Op::TensorAlloc, 0x100000, 4000);
+  framework(s, Op::TensorAlloc, 0x101000, 3 * MiB);
+  s.alloc(Kind::Linear, 0x9000000, 32 * MiB, 1);
+  s.alloc(Kind::Linear, 0xa000000, 1 * MiB, 1);
+  s.free(Kind::Linear, 0xa000000);
+  s.alloc(Kind::HostPinned, 0x7000000, 5 * MiB);
+  const auto live = s.acc.live_by_device();
+  ASSERT_EQ(live.size(), 2u);
+  EXPECT_EQ(live.at(0).count, 2u);
+  EXPECT_EQ(live.at(0).bytes, 3 * MiB + 4000);
+  EXPECT_EQ(live.at(1).count, 1u);
+  EXPECT_EQ(live.at(1).bytes, 32 * MiB);
+  EXPECT_EQ(s.acc.live_at_exit().count, 3u);
+  EXPECT_EQ(s.acc.live_at_exit().bytes, 35 * MiB + 4000);
+}
+
 TEST(FrameworkAccounting, AFreeThatWaitsOnAStreamIsPendingUntilItCompletes) {
   Stream s;
   attach(s, true);

@@ -30,6 +30,8 @@ TEST(Config, DefaultsFromTheContract) {
   EXPECT_EQ(c.oom_events, 10000u);
   EXPECT_EQ(c.oom_max_dumps, 5u);
   EXPECT_EQ(c.oom_max_total_mb, 256u);
+  EXPECT_TRUE(c.metrics_dir.empty());
+  EXPECT_EQ(c.metrics_interval_ms, 5000u);
   EXPECT_TRUE(c.errors.empty());
 }
 
@@ -48,7 +50,9 @@ TEST(Config, AcceptsValidValues) {
                     {"GPUMEMPROF_OOM_DIR", "/tmp/oom"},
                     {"GPUMEMPROF_OOM_EVENTS", "20"},
                     {"GPUMEMPROF_OOM_MAX_DUMPS", "2"},
-                    {"GPUMEMPROF_OOM_MAX_TOTAL_MB", "64"}});
+                    {"GPUMEMPROF_OOM_MAX_TOTAL_MB", "64"},
+                    {"GPUMEMPROF_METRICS_DIR", "/var/lib/prometheus/node-exporter"},
+                    {"GPUMEMPROF_METRICS_INTERVAL_MS", "250"}});
   EXPECT_TRUE(c.errors.empty()) << c.errors.front();
   EXPECT_FALSE(c.enable);
   EXPECT_EQ(c.output, "/tmp/x.%p");
@@ -61,6 +65,8 @@ TEST(Config, AcceptsValidValues) {
   EXPECT_EQ(c.leak_bytes, 1536ull << 20);
   EXPECT_EQ(c.oom_dir, "/tmp/oom");
   EXPECT_EQ(c.oom_max_total_mb, 64u);
+  EXPECT_EQ(c.metrics_dir, "/var/lib/prometheus/node-exporter");
+  EXPECT_EQ(c.metrics_interval_ms, 250u);
 }
 
 TEST(Config, InvalidValueKeepsDefaultAndExplainsInOneLine) {
@@ -184,6 +190,15 @@ TEST(Config, EveryKindOfValueIsStrict) {
       {"GPUMEMPROF_OUTPUT", "", nullptr, nullptr},
       {"GPUMEMPROF_OUTPUT", " \t ", nullptr, nullptr},
       {"GPUMEMPROF_OOM_DIR", "", nullptr, nullptr},
+      {"GPUMEMPROF_METRICS_DIR", " prom", "metrics_dir", " prom"},
+      {"GPUMEMPROF_METRICS_DIR", "", nullptr, nullptr},
+      {"GPUMEMPROF_METRICS_DIR", "  ", nullptr, nullptr},
+      // the metrics interval: 100 ms to an hour
+      {"GPUMEMPROF_METRICS_INTERVAL_MS", "100", "metrics_interval_ms", 100},
+      {"GPUMEMPROF_METRICS_INTERVAL_MS", "3600000", "metrics_interval_ms", 3600000},
+      {"GPUMEMPROF_METRICS_INTERVAL_MS", "99", nullptr, nullptr},
+      {"GPUMEMPROF_METRICS_INTERVAL_MS", "3600001", nullptr, nullptr},
+      {"GPUMEMPROF_METRICS_INTERVAL_MS", "5s", nullptr, nullptr},
   };
   const Config defaults = parse({});
   for (const ValueCase& k : cases) {

@@ -49,6 +49,8 @@ constexpr const char* kUsage =
     "  --log-level LEVEL        trace, debug, info, warn (default), error, critical, off\n"
     "  --trace-max SIZE         disk the trace may take, 0 = unbounded (default 1GiB); past it the\n"
     "                           oldest events are dropped, the summary stays exact\n"
+    "  --metrics-dir DIR        each process keeps its figures in DIR as a Prometheus textfile\n"
+    "                           (node_exporter's textfile collector; docs/metrics.md)\n"
     "  --shim PATH              libgpumemprof.so to preload (default: ../" GMP_INSTALL_SHIM_DIR "/ from this\n"
     "                           program's directory, where it is installed, else ../lib/ in a build tree)\n"
     "memory limits, checked on every run directory under ROOT once the command ends (docs/check.md):\n";
@@ -63,7 +65,7 @@ const std::map<std::string, std::string> kEnvOptions = {
     {"--warn-percent", "GPUMEMPROF_WARN_PERCENT"}, {"--critical-percent", "GPUMEMPROF_CRITICAL_PERCENT"},
     {"--sample-ms", "GPUMEMPROF_SAMPLE_MS"},       {"--on-alert", "GPUMEMPROF_ON_ALERT"},
     {"--oom-dir", "GPUMEMPROF_OOM_DIR"},           {"--log-level", "GPUMEMPROF_LOG_LEVEL"},
-    {"--trace-max", "GPUMEMPROF_TRACE_MAX"},
+    {"--trace-max", "GPUMEMPROF_TRACE_MAX"},       {"--metrics-dir", "GPUMEMPROF_METRICS_DIR"},
 };
 
 volatile sig_atomic_t g_child = 0;

@@ -1,0 +1,63 @@
+// Fleet metrics (docs/metrics.md): with GPUMEMPROF_METRICS_DIR, each profiled process keeps one
+// gpumemprof_<host>_<pid>.prom file in the Prometheus text exposition format, for node_exporter's
+// textfile collector. The text is a pure function of the accounting (render_metrics, unit-tested);
+// MetricsFile rewrites it atomically from the collector thread, never from an allocating thread.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "accounting.h"
+#include "process_record.h"
+
+namespace gmp {
+
+// A label value as the exposition format writes it between double quotes: backslash, double quote
+// and newline escaped; bytes that are not UTF-8 become U+FFFD, since a parser refuses the whole
+// file (and node_exporter every textfile with it) over one invalid label value.
+std::string metrics_label_value(std::string_view v);
+
+// The labels every sample carries, escaped: rank, job_id (both empty when no launcher says), host,
+// pid and executable, e.g. `rank="0",job_id="4711",host="gpu7",pid="1234",executable="python3"`.
+// Not `job`: Prometheus gives every scraped series its own `job` label and would rename ours.
+std::string metrics_process_labels(const ProcessInfo& info);
+
+// gpumemprof_<host>_<pid>.prom; a byte of the host name outside [A-Za-z0-9._-] becomes '_', so the
+// name is always one plain file name.
+std::string metrics_file_name(const std::string& host, int pid);
+
+// The whole file: every family with HELP and TYPE, no sample timestamps (the textfile collector
+// refuses them). `now_realtime_ns` is the last-update time; `running` false marks the final figures
+// of a process that has ended (gpumemprof_exited 1).
+std::string render_metrics(const Accounting& acc, std::string_view process_labels, uint64_t now_realtime_ns,
+                           bool running);
+
+// The file itself. Files are mode 0644 less the umask: node_exporter runs as another user.
+class MetricsFile {
+ public:
+  // Nothing when `dir` is empty. Otherwise creates `dir` where missing (0777 less the umask),
+  // reached by the rules of trusted_dir.h; a directory that cannot be used is one warning, and no
+  // metrics for this process (profiling carries on).
+  void open(const std::string& dir, uint64_t interval_ms, const ProcessInfo& info);
+  // Rewrites the file when `interval_ms` has passed since the last write (`now_ns`: now_ns()).
+  void maybe_write(uint64_t now_ns, const Accounting& acc);
+  // The process is ending (exit, a fatal signal, _exit, exec): the final figures, gpumemprof_exited 1.
+  // The next periodic write is an interval away, so a process that really ends never flips the
+  // file back; one whose exec failed and carries on does, an interval later.
+  void write_final(uint64_t now_ns, const Accounting& acc);
+  const std::string& path() const { return path_; }
+
+ private:
+  void write(uint64_t now_ns, const Accounting& acc, bool running);
+
+  std::string path_;  // empty: no metrics (off, or the directory was refused)
+  std::string labels_;
+  bool warned_ = false;  // a failed write was said
+  uint64_t interval_ns_ = 0;
+  uint64_t due_ns_ = 0;  // the first pass writes at once
+};
+
+}  // namespace gmp
