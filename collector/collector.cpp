@@ -255,6 +255,7 @@ bool Collector::stop(uint64_t timeout_ms) {
   wake();
   if (thread_.joinable()) thread_.join();  // the loop exits within one idle sleep
   drain_until(ring_.claimed(), deadline, kStallNs);
+  ring_.close();  // a thread still recording past this point must not wait for a consumer
   write_summary(true, 0, kEndedByExit);
   return lost_.load() == 0;
 }

@@ -120,7 +120,9 @@ void Ring::room_for(Buffer* b, uint64_t pos) {
 
 void Ring::wait_for_room(Buffer* b, uint64_t pos) {
   waits_.fetch_add(1, std::memory_order_relaxed);
-  auto full = [&] { return pos - b->tail.load(std::memory_order_seq_cst) > b->mask; };
+  auto full = [&] {
+    return pos - b->tail.load(std::memory_order_seq_cst) > b->mask && !closed_.load(std::memory_order_acquire);
+  };
   for (unsigned spin = 0; spin < 64 && full(); ++spin) __builtin_ia32_pause();
   while (full()) {
     const uint32_t seen = room_.load(std::memory_order_acquire);
@@ -148,6 +150,11 @@ bool Ring::consumer_sleep(uint64_t ns) {
   const bool woken = !producers_waiting() && futex_wait(consumer_wake_, seen, ns);
   consumer_asleep_.store(false, std::memory_order_relaxed);
   return woken || producers_waiting();
+}
+
+void Ring::close() {
+  closed_.store(true, std::memory_order_release);
+  futex_wake(room_, INT_MAX);
 }
 
 void Ring::wake_consumer() { futex_wake(consumer_wake_, 1); }

@@ -61,6 +61,9 @@ class Ring {
   // The consumer's sleep: returns true when woken by wake_consumer(), false after `ns`.
   bool consumer_sleep(uint64_t ns);
   void wake_consumer();
+  // The consumer is gone for good (the session's final drain is done): a producer waiting on a
+  // full buffer, or later finding one full, overwrites its oldest slot instead of waiting for ever.
+  void close();
   // True while a producer is blocked on a full buffer: the consumer should not sleep then.
   bool producers_waiting() const { return waiting_.load(std::memory_order_acquire) != 0; }
 
@@ -106,6 +109,7 @@ class Ring {
   std::atomic<size_t> buffer_count_{0};
   std::atomic<uint64_t> waits_{0};
   std::atomic<uint64_t> dropped_{0};
+  std::atomic<bool> closed_{false};
   alignas(64) std::atomic<uint32_t> waiting_{0};  // producers blocked in wait_for_room
   std::atomic<uint32_t> room_{0};                  // futex word: bumped when pop() makes room
   alignas(64) std::atomic<uint32_t> consumer_wake_{0};  // futex word of the consumer's sleep

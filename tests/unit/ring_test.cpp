@@ -246,9 +246,9 @@ TEST(Ring, ThreadBufferBelongsToOneRing) {
 // an event was published, that event has been handed out, whatever other threads record.
 TEST(Ring, ConsumedReachingAClaimedReadingCoversEveryEventPublishedBefore) {
   Ring ring(1024);
-  std::atomic<bool> stop{false};
+  std::atomic<bool> stop{false}, stop_noise{false};
   std::thread noise([&] {
-    for (uint64_t i = 0; !stop.load(std::memory_order_relaxed); ++i) ring.push(make(1, i));
+    for (uint64_t i = 0; !stop_noise.load(std::memory_order_relaxed); ++i) ring.push(make(1, i));
   });
   std::atomic<bool> seen{false};
   std::atomic<uint64_t> processed{0};  // as the collector's: stored once a batch is handled
@@ -266,9 +266,25 @@ TEST(Ring, ConsumedReachingAClaimedReadingCoversEveryEventPublishedBefore) {
   const uint64_t target = ring.claimed();
   while (processed.load(std::memory_order_acquire) < target) std::this_thread::yield();
   EXPECT_TRUE(seen.load(std::memory_order_acquire));
-  stop = true;
+  // The consumer drains until the noise has stopped: noise may be waiting for room in its buffer.
+  stop_noise = true;
   noise.join();
+  stop = true;
   consumer.join();
+}
+
+// Once the consumer is gone for good, a producer on a full buffer carries on instead of waiting.
+TEST(Ring, AClosedRingNeverKeepsAProducerWaiting) {
+  Ring ring(1024);
+  std::thread producer([&] {
+    for (uint64_t i = 0; i < 1024; ++i) ring.push(make(0, i));
+    ring.push(make(0, 1024));  // the buffer is full: waits until close()
+    for (uint64_t i = 0; i < 4096; ++i) ring.push(make(0, i));
+  });
+  while (ring.producers_waiting() == false) std::this_thread::yield();
+  ring.close();
+  producer.join();
+  EXPECT_EQ(ring.claimed(), 1025u + 4096u);
 }
 
 TEST(Ring, ProducerBlockedOnAFullBufferWakesTheSleepingConsumer) {
