@@ -28,8 +28,9 @@ Workloads:
   python_layout      shim/python_layouts.h against offsetof on this Python's own headers
   torch_layout       shim/torch_layouts.h against this PyTorch's own headers (vtable slot, offsets)
   exit_os_exit exit_sigterm exit_oom_retry         PyTorch ending without exit handlers
-  torch_job          a one-rank `torchrun` job through `gpumemprof run -o ROOT` with limits; the job
-                     report, `check` (a limit that must break) and the job's perfetto export on ROOT
+  torch_job          a one-rank `torchrun` job through `gpumemprof run -o ROOT` with limits and a
+                     metrics directory; the job report, `check` (a limit that must break), the job's
+                     perfetto export and the Prometheus file, judged against PyTorch and torchrun
   hotpath_costs      ns per call of the hot path's ingredients (INFO)
   bench_async bench_malloc bench_train             interleaved A/B timing against targets
   bench_pairs        ns per torch.empty alloc/free pair: no profiler, bridge on, bridge off, and
@@ -396,7 +397,8 @@ class Check:
         t0 = time.monotonic()
         env = {k: v for k, v in os.environ.items() if k != "PYTORCH_CUDA_ALLOC_CONF"}
         env.update(GROUND_TRUTH=os.path.join(d, "gt.json"), GPU_CHECK_NAME=name)
-        argv = [self.tool, "run", "-o", root, "--max-peak", "64GiB", "--no-oom", "--", self.py, "-m",
+        argv = [self.tool, "run", "-o", root, "--max-peak", "64GiB", "--no-oom", "--metrics-dir",
+                os.path.join(d, "metrics"), "--", self.py, "-m",
                 "torch.distributed.run", "--nproc-per-node", "1", os.path.join(ROOT, "tests", "gpu", "job_rank.py")]
         rc = self.timed(self.budget(180), argv, cwd=d, env=env, stdout=os.path.join(d, "stdout.txt"),
                         stderr=os.path.join(d, "stderr.txt"))

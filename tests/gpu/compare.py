@@ -994,6 +994,24 @@ def compare_job(t, work, name):
           "MATCH" if len(groups) == 1 and groups[0].startswith("rank 0 (") else "MISMATCH")
     size = os.path.getsize(os.path.join(d, "job.html")) if os.path.exists(os.path.join(d, "job.html")) else 0
     t.add(name, "job html", size, ">0 bytes", "MATCH" if size > 0 else "FAIL")
+    # The Prometheus textfile (docs/metrics.md) of the rank: final figures, marked exited.
+    mdir = os.path.join(d, "metrics")
+    proms = sorted(f for f in os.listdir(mdir) if f.endswith(".prom")) if os.path.isdir(mdir) else []
+    t.add(name, "metrics: .prom files", len(proms), 1, "MATCH" if len(proms) == 1 else "MISMATCH", ",".join(proms))
+    samples = {}
+    for line in read_text(os.path.join(mdir, proms[0])).splitlines() if proms else []:
+        m = re.fullmatch(r'(\w+)\{([^}]*)\} (\S+)', line) or re.fullmatch(r'(\w+)() (\S+)', line)
+        if m:
+            samples.setdefault(m[1], (dict(re.findall(r'(\w+)="([^"]*)"', m[2])), float(m[3])))
+    exited = samples.get("gpumemprof_exited", ({}, None))
+    t.exact(name, "metrics: gpumemprof_exited, its rank label", [exited[1], exited[0].get("rank")],
+            [1.0, env.get("RANK")])
+    fw_peak = samples.get("gpumemprof_framework_allocated_peak_bytes", ({}, None))[1]
+    t.exact(name, "metrics: framework allocated peak vs torch requested_bytes.all.peak",
+            int(fw_peak) if fw_peak is not None else None, st.get("requested_bytes.all.peak"))
+    peak = samples.get("gpumemprof_reserved_peak_bytes", ({}, None))[1]
+    t.exact(name, "metrics: reserved peak == job view's driver-level reserved peak",
+            int(peak) if peak is not None else None, (dev.get("reserved_peak") or {}).get("bytes"))
 
 
 def run(work, out=None, only=None, bench=True, target=BENCH_TARGET, quiet=False):
