@@ -164,6 +164,7 @@ void Collector::account(const Event& e) {
   // A new segment's checkpoint is the state just before its first event (docs/trace-format.md).
   if (trace_.segment_full()) trace_.start_segment(accounting_.save_checkpoint());
   accounting_.apply(e);
+  metrics_.note(e);
   trace_.append(e);
 }
 

@@ -118,8 +118,8 @@ std::string metrics_file_name(const std::string& host, int pid) {
   return name + "_" + std::to_string(pid) + ".prom";
 }
 
-std::string render_metrics(const Accounting& acc, std::string_view process_labels, uint64_t now_realtime_ns,
-                           bool running) {
+std::string render_metrics(const Accounting& acc, const MetricsTally& tally, std::string_view process_labels,
+                           uint64_t now_realtime_ns, bool running) {
   std::string out;
   family(out, "gpumemprof_exited", "gauge", "1 once the profiled process has ended: the figures are its last ones.");
   sample(out, "gpumemprof_exited", process_labels, running ? "0" : "1");
@@ -139,14 +139,33 @@ std::string render_metrics(const Accounting& acc, std::string_view process_label
                     true);
   }
 
-  family(out, "gpumemprof_oom_bundles_total", "counter", "OOM bundles written for the process.");
-  sample(out, "gpumemprof_oom_bundles_total", process_labels, std::to_string(acc.oom().bundles_written));
-  family(out, "gpumemprof_alerts_total", "counter", "Alerts fired for the process, by type.");
-  for (AlertType t : kAlertTypes) {
-    sample(out, "gpumemprof_alerts_total", std::string(process_labels) + ",type=\"" + alert_type_name(t) + "\"",
-           std::to_string(acc.alerts_fired()[static_cast<size_t>(t)]));
+  // Every device the accounting knows, and any other a bundle was written for.
+  std::map<int, MetricsTally::Device> counted;
+  for (const auto& [ordinal, _] : acc.devices()) counted[ordinal] = {};
+  for (const auto& [ordinal, d] : tally.devices()) counted[ordinal] = d;
+  auto device_labels = [&](int ordinal) {
+    return "device=\"" + (ordinal >= 0 ? std::to_string(ordinal) : std::string()) + "\"," + std::string(process_labels);
+  };
+  family(out, "gpumemprof_oom_bundles_total", "counter", "OOM bundles written for an allocation on the device.");
+  for (const auto& [ordinal, d] : counted) {
+    sample(out, "gpumemprof_oom_bundles_total", device_labels(ordinal), std::to_string(d.oom_bundles));
+  }
+  family(out, "gpumemprof_alerts_total", "counter", "Alerts fired for the device, by type.");
+  for (const auto& [ordinal, d] : counted) {
+    for (AlertType t : kAlertTypes) {
+      sample(out, "gpumemprof_alerts_total", device_labels(ordinal) + ",type=\"" + alert_type_name(t) + "\"",
+             std::to_string(d.alerts_fired[static_cast<size_t>(t)]));
+    }
   }
   return out;
+}
+
+void MetricsTally::note(const Event& e) {
+  if (e.op == Op::OomBundle) {
+    ++devices_[e.device].oom_bundles;
+  } else if (e.op == Op::Alert && e.result == 1 && e.value < MetricsTally::Device{}.alerts_fired.size()) {
+    ++devices_[e.device].alerts_fired[e.value];  // fired (result 1), not cleared; as the accounting counts
+  }
 }
 
 void MetricsFile::open(const std::string& dir, uint64_t interval_ms, const ProcessInfo& info) {
@@ -175,7 +194,7 @@ void MetricsFile::write_final(uint64_t now_ns, const Accounting& acc) {
 
 void MetricsFile::write(uint64_t now_ns, const Accounting& acc, bool running) {
   due_ns_ = now_ns + interval_ns_;
-  if (write_file_atomic(path_, render_metrics(acc, labels_, realtime_ns(), running), 0644) || warned_) return;
+  if (write_file_atomic(path_, render_metrics(acc, tally_, labels_, realtime_ns(), running), 0644) || warned_) return;
   // Said once: a full disk or a removed directory would otherwise repeat it every interval. Later
   // writes still try, so the file comes back once there is room (or the directory) again.
   warned_ = true;

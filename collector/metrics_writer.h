@@ -6,7 +6,9 @@
 
 #include <sys/types.h>
 
+#include <array>
 #include <cstdint>
+#include <map>
 #include <string>
 #include <string_view>
 
@@ -29,11 +31,27 @@ std::string metrics_process_labels(const ProcessInfo& info);
 // name is always one plain file name.
 std::string metrics_file_name(const std::string& host, int pid);
 
+// What the accounting counts per process but the metrics give per device: OOM bundles written and
+// alerts fired, by type, tallied from the events as the collector handles them. A device below 0
+// (an OOM bundle for pinned host memory) is the device "" of the file.
+class MetricsTally {
+ public:
+  struct Device {
+    uint64_t oom_bundles = 0;
+    std::array<uint64_t, 5> alerts_fired{};  // by AlertType, as Accounting::alerts_fired()
+  };
+  void note(const Event& e);
+  const std::map<int, Device>& devices() const { return devices_; }
+
+ private:
+  std::map<int, Device> devices_;
+};
+
 // The whole file: every family with HELP and TYPE, no sample timestamps (the textfile collector
 // refuses them). `now_realtime_ns` is the last-update time; `running` false marks the final figures
 // of a process that has ended (gpumemprof_exited 1).
-std::string render_metrics(const Accounting& acc, std::string_view process_labels, uint64_t now_realtime_ns,
-                           bool running);
+std::string render_metrics(const Accounting& acc, const MetricsTally& tally, std::string_view process_labels,
+                           uint64_t now_realtime_ns, bool running);
 
 // The file itself. Files are mode 0644 less the umask: node_exporter runs as another user.
 class MetricsFile {
@@ -42,6 +60,10 @@ class MetricsFile {
   // reached by the rules of trusted_dir.h; a directory that cannot be used is one warning, and no
   // metrics for this process (profiling carries on).
   void open(const std::string& dir, uint64_t interval_ms, const ProcessInfo& info);
+  // Every event the collector handles, in order (for the per-device counts of MetricsTally).
+  void note(const Event& e) {
+    if (!path_.empty()) tally_.note(e);
+  }
   // Rewrites the file when `interval_ms` has passed since the last write (`now_ns`: now_ns()).
   void maybe_write(uint64_t now_ns, const Accounting& acc);
   // The process is ending (exit, a fatal signal, _exit, exec): the final figures, gpumemprof_exited 1.
@@ -55,6 +77,7 @@ class MetricsFile {
 
   std::string path_;  // empty: no metrics (off, or the directory was refused)
   std::string labels_;
+  MetricsTally tally_;
   bool warned_ = false;  // a failed write was said
   uint64_t interval_ns_ = 0;
   uint64_t due_ns_ = 0;  // the first pass writes at once

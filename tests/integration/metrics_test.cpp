@@ -116,15 +116,15 @@ std::string expected_file(const std::string& L, int exited, uint64_t allocated, 
          "error).\n"
          "# TYPE gpumemprof_failed_allocations_total counter\n"
          "gpumemprof_failed_allocations_total" + d0 + std::to_string(failed) + "\n"
-         "# HELP gpumemprof_oom_bundles_total OOM bundles written for the process.\n"
+         "# HELP gpumemprof_oom_bundles_total OOM bundles written for an allocation on the device.\n"
          "# TYPE gpumemprof_oom_bundles_total counter\n"
-         "gpumemprof_oom_bundles_total{" + L + "} " + std::to_string(bundles) + "\n"
-         "# HELP gpumemprof_alerts_total Alerts fired for the process, by type.\n"
+         "gpumemprof_oom_bundles_total" + d0 + std::to_string(bundles) + "\n"
+         "# HELP gpumemprof_alerts_total Alerts fired for the device, by type.\n"
          "# TYPE gpumemprof_alerts_total counter\n"
-         "gpumemprof_alerts_total{" + L + ",type=\"warning\"} 0\n"
-         "gpumemprof_alerts_total{" + L + ",type=\"critical\"} 0\n"
-         "gpumemprof_alerts_total{" + L + ",type=\"fragmentation\"} 0\n"
-         "gpumemprof_alerts_total{" + L + ",type=\"growth\"} 0\n";
+         "gpumemprof_alerts_total{device=\"0\"," + L + ",type=\"warning\"} 0\n"
+         "gpumemprof_alerts_total{device=\"0\"," + L + ",type=\"critical\"} 0\n"
+         "gpumemprof_alerts_total{device=\"0\"," + L + ",type=\"fragmentation\"} 0\n"
+         "gpumemprof_alerts_total{device=\"0\"," + L + ",type=\"growth\"} 0\n";
 }
 
 constexpr uint64_t MiB = 1 << 20;

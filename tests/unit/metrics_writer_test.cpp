@@ -19,6 +19,12 @@ constexpr uint64_t MiB = 1 << 20;
 class Events {
  public:
   Accounting acc;
+  MetricsTally tally;
+
+  void apply(const Event& e) {
+    acc.apply(e);
+    tally.note(e);
+  }
 
   Event& next(Op op, int dev) {
     e_ = Event{};
@@ -30,7 +36,7 @@ class Events {
   }
   void device(int dev, uint64_t total) {
     next(Op::DeviceInfo, dev).size = total;
-    acc.apply(e_);
+    apply(e_);
   }
   void alloc(int dev, uint64_t addr, uint64_t size, int result = 0) {
     Event& e = next(Op::Alloc, dev);
@@ -38,22 +44,22 @@ class Events {
     e.address = addr;
     e.size = size;
     e.result = static_cast<int16_t>(result);
-    acc.apply(e);
+    apply(e);
   }
   void free(uint64_t addr) {
     Event& e = next(Op::Free, -1);
     e.kind = Kind::Linear;
     e.address = addr;
-    acc.apply(e);
+    apply(e);
   }
   void alert(int dev, AlertType type, bool fired) {
     Event& e = next(Op::Alert, dev);
     e.api = Api::Collector;
     e.value = static_cast<uint64_t>(type);
     e.result = fired ? 1 : 0;
-    acc.apply(e);
+    apply(e);
   }
-  void oom_bundle(int dev) { acc.apply(next(Op::OomBundle, dev)); }
+  void oom_bundle(int dev) { apply(next(Op::OomBundle, dev)); }
 
  private:
   Event e_{};
@@ -160,21 +166,36 @@ TEST(MetricsText, ExactFileForAFixedState) {
       "# TYPE gpumemprof_failed_allocations_total counter\n"
       "gpumemprof_failed_allocations_total" + d0 + "0\n"
       "gpumemprof_failed_allocations_total" + d1 + "1\n"
-      "# HELP gpumemprof_oom_bundles_total OOM bundles written for the process.\n"
+      "# HELP gpumemprof_oom_bundles_total OOM bundles written for an allocation on the device.\n"
       "# TYPE gpumemprof_oom_bundles_total counter\n"
-      "gpumemprof_oom_bundles_total{" + L + "} 1\n"
-      "# HELP gpumemprof_alerts_total Alerts fired for the process, by type.\n"
+      "gpumemprof_oom_bundles_total" + d0 + "0\n"
+      "gpumemprof_oom_bundles_total" + d1 + "1\n"
+      "# HELP gpumemprof_alerts_total Alerts fired for the device, by type.\n"
       "# TYPE gpumemprof_alerts_total counter\n"
-      "gpumemprof_alerts_total{" + L + ",type=\"warning\"} 1\n"
-      "gpumemprof_alerts_total{" + L + ",type=\"critical\"} 1\n"
-      "gpumemprof_alerts_total{" + L + ",type=\"fragmentation\"} 0\n"
-      "gpumemprof_alerts_total{" + L + ",type=\"growth\"} 0\n";
-  EXPECT_EQ(render_metrics(s.acc, L, 1'700'000'000'123'456'789ull, true), expected);
+      "gpumemprof_alerts_total{device=\"0\"," + L + ",type=\"warning\"} 1\n"
+      "gpumemprof_alerts_total{device=\"0\"," + L + ",type=\"critical\"} 1\n"
+      "gpumemprof_alerts_total{device=\"0\"," + L + ",type=\"fragmentation\"} 0\n"
+      "gpumemprof_alerts_total{device=\"0\"," + L + ",type=\"growth\"} 0\n"
+      "gpumemprof_alerts_total{device=\"1\"," + L + ",type=\"warning\"} 0\n"
+      "gpumemprof_alerts_total{device=\"1\"," + L + ",type=\"critical\"} 0\n"
+      "gpumemprof_alerts_total{device=\"1\"," + L + ",type=\"fragmentation\"} 0\n"
+      "gpumemprof_alerts_total{device=\"1\"," + L + ",type=\"growth\"} 0\n";
+  EXPECT_EQ(render_metrics(s.acc, s.tally, L, 1'700'000'000'123'456'789ull, true), expected);
   // The final figures differ in gpumemprof_exited only.
   std::string final_text = expected;
   const std::string running = "gpumemprof_exited{" + L + "} 0\n";
   final_text.replace(final_text.find(running), running.size(), "gpumemprof_exited{" + L + "} 1\n");
-  EXPECT_EQ(render_metrics(s.acc, L, 1'700'000'000'123'456'789ull, false), final_text);
+  EXPECT_EQ(render_metrics(s.acc, s.tally, L, 1'700'000'000'123'456'789ull, false), final_text);
+}
+
+// An OOM bundle for pinned host memory has no device: it counts under device "".
+TEST(MetricsText, ABundleWithoutADeviceCountsUnderAnEmptyDevice) {
+  Events s;
+  s.device(0, 1024 * MiB);
+  s.oom_bundle(-1);
+  const std::string text = render_metrics(s.acc, s.tally, "pid=\"1\"", 0, true);
+  EXPECT_NE(text.find("gpumemprof_oom_bundles_total{device=\"\",pid=\"1\"} 1\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("gpumemprof_oom_bundles_total{device=\"0\",pid=\"1\"} 0\n"), std::string::npos) << text;
 }
 
 TEST(MetricsText, FrameworkFamiliesOnlyOnBridgedDevices) {
@@ -200,7 +221,7 @@ TEST(MetricsText, FrameworkFamiliesOnlyOnBridgedDevices) {
   framework(Op::SegmentAlloc, 0x100000, 20 * MiB);
   framework(Op::TensorAlloc, 0x100000, 3 * MiB);
   framework(Op::TensorAlloc, 0x400000, 1000);
-  const std::string text = render_metrics(s.acc, "pid=\"1\"", 0, true);
+  const std::string text = render_metrics(s.acc, s.tally, "pid=\"1\"", 0, true);
   const std::string d0 = "{device=\"0\",pid=\"1\"} ";
   EXPECT_NE(text.find("gpumemprof_framework_allocated_bytes" + d0 + std::to_string(3 * MiB + 1000) + "\n"),
             std::string::npos) << text;
