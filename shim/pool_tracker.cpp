@@ -77,7 +77,10 @@ uint64_t read_reserved(CUmemoryPool pool, int device) {
   const auto handle = reinterpret_cast<uint64_t>(pool);
   uint64_t v = 0;
   if (!query_reserved(handle, &v)) return 0;
-  if (KnownPool* k = find_or_add(handle, device)) k->reserved.store(v, std::memory_order_relaxed);
+  // Written only when it changed: most allocations leave the pool as it was, and a line every
+  // allocating thread writes would bounce between their cores.
+  KnownPool* k = find_or_add(handle, device);
+  if (k != nullptr && k->reserved.load(std::memory_order_relaxed) != v) k->reserved.store(v, std::memory_order_relaxed);
   return v;
 }
 
