@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Sets up, builds and runs the whole test suite: the collector and ring unit tests under
+# Sets up, builds and runs the whole test suite: the recording side's unit tests under
 # AddressSanitizer+UBSan and ThreadSanitizer, then every test (unit, fake driver, integration
 # through the preloaded shim) with CTest, then a short run of the libFuzzer targets (tests/fuzz/).
 set -euo pipefail
@@ -13,8 +13,8 @@ sanitize() {  # name, flags
   echo "== unit tests under $1 sanitizer"
   cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Debug \
     -DCMAKE_CXX_FLAGS="-fsanitize=$2 -fno-omit-frame-pointer -fno-sanitize-recover=all" >/dev/null
-  cmake --build "$dir" --target unit_tests -j "$jobs" >/dev/null
-  "$dir/tests/bin/unit_tests" --gtest_brief=1
+  cmake --build "$dir" --target sanitized_unit_tests -j "$jobs" >/dev/null
+  "$dir/tests/bin/sanitized_unit_tests" --gtest_brief=1
 }
 ASAN_OPTIONS=detect_leaks=1 sanitize asan address,undefined
 TSAN_OPTIONS=halt_on_error=1 sanitize tsan thread
