@@ -39,6 +39,36 @@ TEST(RunCommand, KeepsTheExitStatusAndPrintsTheNextCommand) {
   EXPECT_EQ(read_json_file(dirs[0] + "/summary.json")["devices"][0]["alloc_count"], 2);
 }
 
+// -o naming a file that is no directory would profile nothing: refused before the command runs.
+TEST(RunCommand, AnOutputThatIsNoDirectoryIsRefusedBeforeTheCommandRuns) {
+  Sandbox box;
+  const std::string file = box.dir() + "/a-file", marker = box.dir() + "/ran";
+  std::ofstream(file) << "not a directory\n";
+  RunResult r = box.run({Paths::tool(), "run", "-o", file, "--", "/bin/touch", marker}, tool_env());
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_EQ(r.err, "gpumemprof run: -o " + file + " is not a directory; give a directory (created if missing)\n");
+  struct stat st {};
+  EXPECT_NE(stat(marker.c_str(), &st), 0) << "the command ran";
+}
+
+// A command that never allocates leaves nothing behind: the directory the run made is removed,
+// and one it did not make is kept.
+TEST(RunCommand, ARunThatProfiledNothingLeavesNoEmptyDirectory) {
+  Sandbox box;
+  const std::string root = box.dir() + "/runs";
+  RunResult r = box.run(run_args(root, {"/bin/true"}), tool_env());
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err, "\ngpumemprof: 0 profiled processes under " + root + "\n  (no process allocated GPU memory)\n" +
+                       "  the empty directory " + root + " is removed\n");
+  struct stat st {};
+  EXPECT_NE(stat(root.c_str(), &st), 0);
+  ASSERT_EQ(mkdir(root.c_str(), 0700), 0);
+  r = box.run(run_args(root, {"/bin/true"}), tool_env());
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err.find("is removed"), std::string::npos) << r.err;
+  EXPECT_EQ(stat(root.c_str(), &st), 0);
+}
+
 TEST(RunCommand, EveryCudaProcessOfAScriptGetsItsOwnDirectory) {
   Sandbox box;
   const std::string script = box.dir() + "/two.sh";

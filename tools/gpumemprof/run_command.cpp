@@ -211,7 +211,15 @@ int run_main(int argc, char** argv) {
   const bool has_bootstrap = stat(bootstrap.c_str(), &bootstrap_st) == 0 && S_ISDIR(bootstrap_st.st_mode);
   const std::string pythonpath =
       bootstrap + (pythonpath_prev != nullptr && *pythonpath_prev != '\0' ? ":" + std::string(pythonpath_prev) : "");
-  mkdir(root.c_str(), 0777);
+  // A ROOT that exists but is no directory would leave every process unprofiled, found out only
+  // once the command has run: refused before it starts.
+  const bool created_root = mkdir(root.c_str(), 0777) == 0;
+  struct stat root_st {};
+  if (!created_root && errno == EEXIST && (stat(root.c_str(), &root_st) != 0 || !S_ISDIR(root_st.st_mode))) {
+    std::fprintf(stderr, "gpumemprof run: -o %s is not a directory; give a directory (created if missing)\n",
+                 root.c_str());
+    return 2;
+  }
   root = absolute(root);
 
   struct sigaction sa {};
@@ -254,6 +262,10 @@ int run_main(int argc, char** argv) {
   if (members.empty()) std::fprintf(stderr, "  (no process allocated GPU memory)\n");
   if (job) std::fprintf(stderr, "  next: gpumemprof report %s\n", root.c_str());
   const int limits_status = limits.any() ? check_limits("run", root, limits, stderr) : 0;
+  // Nothing to read later: a directory this run made and nothing wrote into is not left behind.
+  if (members.empty() && created_root && rmdir(root.c_str()) == 0) {
+    std::fprintf(stderr, "  the empty directory %s is removed\n", root.c_str());
+  }
 
   if (WIFSIGNALED(status)) {
     // Die the same way, so that callers see the command's fate, not ours.
