@@ -66,8 +66,6 @@ std::string over(uint64_t figure, const char* option, uint64_t limit) {
   return f + ", over " + option + " " + l;
 }
 
-std::string processes_text(size_t n) { return std::to_string(n) + (n == 1 ? " process" : " processes"); }
-
 std::string percent_text(double percent) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%g%%", percent);
@@ -200,7 +198,7 @@ std::string passed_text(const Limits& limits, const Highests& h, size_t processe
   if (limits.max_leak) bytes_part("highest live at exit", h.leak, "--max-leak", *limits.max_leak);
   if (limits.no_oom) parts.push_back("no out-of-memory failure");
   std::string text =
-      "passed on " + where + " (" + processes_text(processes) + ", " + counted(devices, "per-process device") + ")";
+      "passed on " + where + " (" + counted(processes, "process") + ", " + counted(devices, "per-process device") + ")";
   for (size_t i = 0; i < parts.size(); ++i) text += (i == 0 ? ": " : "; ") + parts[i];
   return text;
 }
@@ -279,7 +277,7 @@ std::optional<LimitsVerdict> evaluate_limits(const std::vector<reader::JobMember
     if (baselines[i] == nullptr) {
       error = "baseline: " + limits.baseline_path + " has no process for " + process_label(runs[i]) +
               " (matched by rank when both record ranks, else by position; it holds " +
-              processes_text(limits.baseline.size()) + ")";
+              counted(limits.baseline.size(), "process") + ")";
       return std::nullopt;
     }
   }

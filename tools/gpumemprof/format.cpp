@@ -16,7 +16,8 @@ std::string human_duration_ns(uint64_t ns) {
 }
 
 std::string counted(uint64_t n, const std::string& noun) {
-  return std::to_string(n) + " " + noun + (n == 1 ? "" : "s");
+  const bool sibilant = noun.ends_with('s') || noun.ends_with('x') || noun.ends_with("ch") || noun.ends_with("sh");
+  return std::to_string(n) + " " + noun + (n == 1 ? "" : sibilant ? "es" : "s");
 }
 
 std::string marker_label(const analysis::Marker& m) {

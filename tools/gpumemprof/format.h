@@ -17,7 +17,7 @@ std::string human_duration_ns(uint64_t ns);  // "1.234 s", "12.5 ms"
 // "%.2f GiB" (its bounds are inclusive).
 std::string pytorch_size_text(uint64_t bytes);
 
-// "1 allocation", "3 allocations": a count with its noun.
+// "1 allocation", "3 allocations", "2 processes": a count with its noun (plural -es after s, x, ch, sh).
 std::string counted(uint64_t n, const std::string& noun);
 
 // "WARNING alert", "cuMemAlloc_v2 of 2.00 GiB failed (CUDA_ERROR_OUT_OF_MEMORY)", ...

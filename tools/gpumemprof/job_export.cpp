@@ -8,6 +8,7 @@
 #include <set>
 
 #include "export_formats.h"
+#include "format.h"
 #include "job_view.h"
 #include "trace_reader.h"
 
@@ -124,9 +125,8 @@ int export_job_perfetto(const analysis::JobAnalysis& job, const JobExportOptions
   }
   for (const std::string& n : notes) std::fprintf(stderr, "gpumemprof export: note: %s\n", n.c_str());
   if (out.name() != "stdout") {
-    std::fprintf(stderr, "gpumemprof export: wrote %s (perfetto, %zu process%s, %llu trace events)\n",
-                 out.name().c_str(), exported.size(), exported.size() == 1 ? "" : "es",
-                 static_cast<unsigned long long>(events));
+    std::fprintf(stderr, "gpumemprof export: wrote %s (perfetto, %s, %llu trace events)\n", out.name().c_str(),
+                 counted(exported.size(), "process").c_str(), static_cast<unsigned long long>(events));
   }
   return 0;
 }

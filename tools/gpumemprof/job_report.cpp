@@ -62,8 +62,7 @@ void print_table(const std::vector<std::vector<std::string>>& table) {
 
 void print_text(const JobAnalysis& job) {
   const JobFacts facts = job_facts(job);
-  const size_t n = job.members.size();
-  std::string what = std::to_string(n) + (n == 1 ? " process" : " processes");
+  std::string what = counted(job.members.size(), "process");
   if (!facts.job_id.empty()) what = "job " + facts.job_id + ", " + what;
   if (!facts.launcher.empty()) what += " started by " + facts.launcher;
   if (facts.world_size) what += ", world size " + std::to_string(*facts.world_size);

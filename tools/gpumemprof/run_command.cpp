@@ -253,8 +253,8 @@ int run_main(int argc, char** argv) {
   std::string error;  // no run directory under ROOT: nothing allocated GPU memory
   const std::vector<reader::JobMember> members = reader::open_job_directory(root, error).value_or(
       std::vector<reader::JobMember>{});
-  std::fprintf(stderr, "\ngpumemprof: %zu profiled process%s under %s\n", members.size(),
-               members.size() == 1 ? "" : "es", root.c_str());
+  std::fprintf(stderr, "\ngpumemprof: %s under %s\n", counted(members.size(), "profiled process").c_str(),
+               root.c_str());
   // Several processes are a job: its view (docs/report.md §Jobs) shows them side by side, with
   // each one's own report command, so it is the one next step printed.
   const bool job = members.size() > 1;
