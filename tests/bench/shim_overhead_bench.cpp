@@ -6,7 +6,13 @@
 //
 // `shim_overhead_bench --rounds R` replaces the Google Benchmark runs with the recording cost per
 // event: R interleaved rounds, each timing a block of pairs directly and through each shim copy
-// (the order rotating), and the median (min-max) of (shimmed - direct) / 2 per pair.
+// (the order rotating), and the median (min-max) of (shimmed - direct) / 2 per pair. With
+// `--driver libcuda.so.1` the same runs on a real GPU: direct and shimmed calls in one process, so
+// the large differences between processes of the same program (a bare cudaMallocAsync pair takes
+// 750 ns in one process and 1,550 ns in the next on an H200 host) cancel out. `--pairs N` sets the
+// block (200,000), `--only async|sync` times one kind of pair. `--shim PATH` times another build of
+// the shim, and `--second PATH` makes the second copy another build (with GMP_BENCH_STACKS=0, an
+// A/B of two builds in one process).
 #include <benchmark/benchmark.h>
 #include <cuda.h>
 #include <dlfcn.h>
@@ -53,13 +59,15 @@ Api resolve(void* h) {
 }
 
 std::string g_dir;  // the run directories: gigabytes of trace after a full run
+std::string g_driver_path = GMP_FAKE_LIB;
+std::string g_shim_path = GMP_SHIM_PATH, g_second_path = GMP_SHIM_PATH;
 
 void setup() {
   char dir[] = "/tmp/gmp-bench-XXXXXX";
   g_dir = mkdtemp(dir);
   setenv("GPUMEMPROF_OUTPUT", (g_dir + "/run.%p").c_str(), 1);
-  g_driver = dlopen(GMP_FAKE_LIB, RTLD_NOW | RTLD_GLOBAL);
-  g_shim = dlopen(GMP_SHIM_PATH, RTLD_NOW | RTLD_LOCAL);
+  g_driver = dlopen(g_driver_path.c_str(), RTLD_NOW | RTLD_GLOBAL);
+  g_shim = dlopen(g_shim_path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (g_driver == nullptr || g_shim == nullptr) {
     std::fprintf(stderr, "bench: cannot load driver or shim: %s\n", dlerror());
     std::exit(1);
@@ -76,7 +84,7 @@ void setup() {
   g_shimmed.alloc(&p, 256);  // starts this copy's session with stacks off
   g_shimmed.free(p);
   const std::string copy = std::string(dir) + "/libgpumemprof-stacks.so";
-  if (std::system(("cp " + std::string(GMP_SHIM_PATH) + " " + copy).c_str()) != 0 ||
+  if (std::system(("cp " + g_second_path + " " + copy).c_str()) != 0 ||
       (g_shim_stacks = dlopen(copy.c_str(), RTLD_NOW | RTLD_LOCAL)) == nullptr) {
     std::fprintf(stderr, "bench: cannot load a second copy of the shim: %s\n", dlerror());
     std::exit(1);
@@ -143,29 +151,29 @@ void async_pair(const Api& api) {
   api.free_async(p, g_stream);
 }
 
-void interleaved_rounds(int rounds) {
-  constexpr int kPairs = 200'000;
+void interleaved_rounds(int rounds, int block, const std::string& only) {
   const Api* apis[] = {&g_direct, &g_shimmed, &g_shimmed_stacks};
   const struct {
     const char* name;
     void (*pair)(const Api&);
   } pairs[] = {{"cuMemAlloc_v2+cuMemFree_v2", sync_pair}, {"cuMemAllocAsync+cuMemFreeAsync", async_pair}};
   for (const auto& kind : pairs) {
+    if (!only.empty() && std::string(kind.name).find(only == "async" ? "Async" : "_v2") == std::string::npos) continue;
     std::vector<double> direct, cost[3];
     for (int r = 0; r < rounds; ++r) {
       double ns[3];
       for (int k = 0; k < 3; ++k) {
         const int v = (r + k) % 3;
-        ns[v] = ns_per_pair(kind.pair, *apis[v], kPairs);
+        ns[v] = ns_per_pair(kind.pair, *apis[v], block);
       }
       direct.push_back(ns[0]);
       for (int v = 1; v < 3; ++v) cost[v].push_back((ns[v] - ns[0]) / 2);
     }
     const auto d = gmp::bench::spread(direct), off = gmp::bench::spread(cost[1]), on = gmp::bench::spread(cost[2]);
     std::printf("%s, %d rounds of %d pairs: direct %.1f ns/pair (%.1f-%.1f); recording per event: stacks off "
-                "%.1f ns (%.1f-%.1f), stacks on %.1f ns (%.1f-%.1f)\n",
-                kind.name, rounds, kPairs, d.median, d.min, d.max, off.median, off.min, off.max, on.median, on.min,
-                on.max);
+                "%.1f ns (%.1f-%.1f), stacks on %.1f ns (%.1f-%.1f); pair ratio: stacks off %.3f, on %.3f\n",
+                kind.name, rounds, block, d.median, d.min, d.max, off.median, off.min, off.max, on.median, on.min,
+                on.max, (d.median + 2 * off.median) / d.median, (d.median + 2 * on.median) / d.median);
   }
 }
 
@@ -186,9 +194,20 @@ int main(int argc, char** argv) {
     setenv("GLIBC_TUNABLES", "glibc.rtld.optional_static_tls=16384", 1);
     execv("/proc/self/exe", argv);
   }
+  int rounds = 0, block = 200'000;
+  std::string only;
+  for (int i = 1; i + 1 < argc; ++i) {
+    const std::string flag = argv[i];
+    if (flag == "--rounds") rounds = std::atoi(argv[++i]);
+    else if (flag == "--pairs") block = std::atoi(argv[++i]);
+    else if (flag == "--driver") g_driver_path = argv[++i];
+    else if (flag == "--only") only = argv[++i];
+    else if (flag == "--shim") g_shim_path = argv[++i];
+    else if (flag == "--second") g_second_path = argv[++i];
+  }
   setup();
-  if (argc == 3 && std::string(argv[1]) == "--rounds" && std::atoi(argv[2]) > 0) {
-    interleaved_rounds(std::atoi(argv[2]));
+  if (rounds > 0 && block > 0) {
+    interleaved_rounds(rounds, block, only);
   } else {
     benchmark::Initialize(&argc, argv);
     benchmark::RunSpecifiedBenchmarks();
