@@ -158,8 +158,8 @@ TEST(RunCommand, ACommandKilledByASignalTakesTheLauncherWithIt) {
 TEST(RunCommand, TheCommandAndEachProcessSayHowTheyEnded) {
   Sandbox box;
   const std::string root = box.dir() + "/runs";
-  RunResult r = box.run(run_args(root, {"/bin/sh", "-c", Paths::bin("prog_ops") + " alloc:1M >/dev/null; kill -KILL $$"}),
-                        tool_env());
+  const std::string script = Paths::bin("prog_ops") + " alloc:1M >/dev/null; kill -KILL $$";
+  RunResult r = box.run(run_args(root, {"/bin/sh", "-c", script}), tool_env());
   EXPECT_EQ(r.term_signal, SIGKILL) << r.err;
   const std::string dir = dirs_under(root).at(0);
   EXPECT_NE(r.err.find(" profiled process under " + root + "\n  " + Paths::bin("prog_ops") + " (pid " +

@@ -70,7 +70,8 @@ using tool::OptionSection;
 // A value each placeholder of the tables takes.
 std::string example_value(const std::string& placeholder, const Sandbox& box) {
   const std::map<std::string, std::string> examples = {
-      {"SIZE", "1G"}, {"S", "1M"}, {"T", "1s"}, {"D", "1ms"}, {"N", "50"}, {"PERCENT", "10"}, {"FILE", box.dir() + "/out"},
+      {"SIZE", "1G"},   {"S", "1M"}, {"T", "1s"}, {"D", "1ms"}, {"N", "50"}, {"PERCENT", "10"},
+      {"FILE", box.dir() + "/out"},
       {"ROOT", box.dir() + "/runs"}, {"DIR", box.dir() + "/dir"}, {"LEVEL", "info"}, {"FORMAT", "csv"},
       {"'CMD ARGS'", "/bin/true"}, {"PATH", Paths::shim()}};
   return examples.at(placeholder);

@@ -220,7 +220,9 @@ std::string help_text(const CommandOptions& command) {
       left += left.size() < kNameColumn - 1 ? std::string(kNameColumn - left.size(), ' ')
                                             : "\n" + std::string(kNameColumn, ' ');
       text += left;
-      for (const char* c = o.help; *c; ++c) text += *c == '\n' ? "\n" + std::string(kNameColumn, ' ') : std::string(1, *c);
+      for (const char* c = o.help; *c; ++c) {
+        text += *c == '\n' ? "\n" + std::string(kNameColumn, ' ') : std::string(1, *c);
+      }
       text += "\n";
     }
   }

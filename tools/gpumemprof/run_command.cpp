@@ -166,7 +166,8 @@ void print_run(const reader::JobMember& member, pid_t child, int child_status, c
   const Summary& s = run.figures;
   const std::string& exe = run.manifest.exe;
   const uint64_t pid = run.manifest.pid.value_or(0);
-  const std::string ended = pid == static_cast<uint64_t>(child) ? wait_status_text(child_status) : summary_end_text(run);
+  const std::string ended =
+      pid == static_cast<uint64_t>(child) ? wait_status_text(child_status) : summary_end_text(run);
   std::fprintf(stderr, "  %s%s (pid %llu): %s\n", rank_prefix(run.manifest).c_str(), exe.empty() ? "?" : exe.c_str(),
                (unsigned long long)pid, ended.c_str());
   for (const DeviceFigures& d : s.devices) {
@@ -254,9 +255,10 @@ int run_main(int argc, char** argv) {
   if ((warn || critical) && !thresholds_ordered(warn_in_force, critical_in_force)) {
     char other[32];
     std::snprintf(other, sizeof other, "%g", critical ? warn_in_force : critical_in_force);
+    const SettingRule& given = critical ? settings::critical_percent : settings::warn_percent;
     std::fprintf(stderr, "gpumemprof run: invalid %s '%s': expected %s no %s than the %s threshold %s\n",
                  critical ? "--critical-percent" : "--warn-percent",
-                 echo_value(critical ? critical_text : warn_text).c_str(), (critical ? settings::critical_percent : settings::warn_percent).accepted,
+                 echo_value(critical ? critical_text : warn_text).c_str(), given.accepted,
                  critical ? "lower" : "higher", critical ? "warning" : "critical", other);
     return 2;
   }
