@@ -121,7 +121,9 @@ def check_demo(args, tool, prefix, work):
     for line in ("    device 0: peak allocated 2.50 GiB, peak reserved 2.50 GiB",
                  "    out-of-memory failures 1 (bundles 1), alerts 0",
                  "    events: 57 recorded, 0 lost, 0 unwritten, 57 in trace.gmpt, 0 producer waits",
-                 f"    next: gpumemprof report {run_dir}"):
+                 # The installed command is not on PATH here: the lines name it by its path.
+                 f"    next: {os.path.realpath(tool)} report {run_dir}",
+                 f"          {os.path.realpath(tool)} oom {run_dir}"):
         expect(line in r.stderr.splitlines(), f"the run's summary lacks {line!r}", r)
 
     # The installed shim and the libunwind copy beside it were the ones loaded.

@@ -202,9 +202,9 @@ options:
   --max-reserved SIZE      fail when a device's peak reserved memory is over SIZE
   --max-leak SIZE          fail when a process leaves more than SIZE allocated at exit (0: any leak)
   --no-oom                 fail on any out-of-memory failure, recovered or not, the driver's or PyTorch's
-  --baseline DIR --max-growth PERCENT
-                           fail when a device's peak allocated memory grew more than PERCENT over the
-                           same rank's and device's in DIR (a run directory or a job root)
+  --baseline DIR           a run directory or a job root to compare with; needs --max-growth
+  --max-growth PERCENT     fail when a device's peak allocated memory grew more than PERCENT over the
+                           same rank's and device's in the --baseline DIR
 Exit status: 0 every limit holds (one line: each limit, the highest figure and where it was); 1 a limit
 broke (one line each: the rank or pid, the device, the figure, the limit); 2 bad usage or unreadable input.
 )";

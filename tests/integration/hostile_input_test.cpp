@@ -229,7 +229,7 @@ TEST(HostileInput, BadCommandLinesAndForeignDirectoriesAreStatus2WithOneLine) {
       {{"diff"}, "two run directories expected, got 0; usage: gpumemprof diff DIR_A DIR_B [--json]"},
       {{"diff", "/tmp"}, "two run directories expected, got 1"},
       {{"diff", "a", "b", "c"}, "two run directories expected, got 3"},
-      {{"diff", "--frob", "a", "b"}, "unknown option '--frob'; accepted: --json, --help"},
+      {{"diff", "--frob", "a", "b"}, "unknown option '--frob'; accepted: --json, --fail-if-peak-grows, --help"},
       // export
       {{"export"}, "no run directory given; usage: gpumemprof export DIR --format csv|jsonl|perfetto|telemetry-v2"},
       {{"export", run}, "--format is required; " + formats},

@@ -226,5 +226,40 @@ TEST(Diff, ChangesBetweenTwoRuns) {
   for (const auto& [name, row] : s["devices"][0]["figures"].items()) EXPECT_EQ(row["change"], 0) << name;
 }
 
+// --fail-if-peak-grows is check's --max-growth with A as the baseline: exit 1 past it, 0 within,
+// 2 for a bad value; two different programs are compared with a warning.
+TEST(Diff, FailsWhenThePeakGrowsAndWarnsOnDifferentPrograms) {
+  Sandbox a_box, b_box, other_box;
+  const std::string a = ops_run(a_box);
+  const std::string b = ops_run(b_box, {"alloc:100M", "alloc:250M", "alloc_async:50M", "free:0", "alloc:300M", "sync"});
+  const std::string pid = std::to_string(read_json_file(b + "/manifest.json")["pid"].get<int>());
+  const std::string figures = "600.00 MiB against the baseline's 550.00 MiB";
+  RunResult r = run_tool({"diff", a, b, "--fail-if-peak-grows", "5"});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_EQ(r.err, "");
+  EXPECT_TRUE(r.out.ends_with("\ngpumemprof diff: pid " + pid + ", device 0: peak allocated " + figures +
+                              " (+9.09%), over --fail-if-peak-grows 5%\n")) << r.out;
+  r = run_tool({"diff", a, b, "--fail-if-peak-grows=10%"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(r.out.ends_with("\ngpumemprof diff: passed on " + b + " (1 process, 1 per-process device): highest "
+                              "growth +9.09% (pid " + pid + ", device 0: " + figures + "), --fail-if-peak-grows 10%\n"))
+      << r.out;
+  r = run_tool({"diff", a, b, "--json", "--fail-if-peak-grows", "5"});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_EQ(nlohmann::json::parse(r.out)["limits"]["broken"][0],
+            "pid " + pid + ", device 0: peak allocated " + figures + " (+9.09%), over --fail-if-peak-grows 5%");
+  r = run_tool({"diff", a, b, "--fail-if-peak-grows", "ten"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err, "gpumemprof diff: --fail-if-peak-grows 'ten' is not a percentage; accepted: a number, decimals "
+                   "allowed, an optional % (10, 2.5%)\n");
+  EXPECT_EQ(r.out, "");
+
+  ASSERT_EQ(other_box.run({Paths::bin("prog_linked")}).exit_code, 0);
+  r = run_tool({"diff", a, other_box.only_run_dir()});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err, "gpumemprof diff: warning: A and B are runs of different programs (A: " + Paths::bin("prog_ops") +
+                       "; B: " + Paths::bin("prog_linked") + ")\n");
+}
+
 }  // namespace
 }  // namespace gmp::test

@@ -3,6 +3,7 @@
 #include <signal.h>
 #include <sys/stat.h>
 
+#include <filesystem>
 #include <fstream>
 
 #include "harness.h"
@@ -33,10 +34,61 @@ TEST(RunCommand, KeepsTheExitStatusAndPrintsTheNextCommand) {
   EXPECT_EQ(r.exit_code, 3) << r.err;
   auto dirs = dirs_under(root);
   ASSERT_EQ(dirs.size(), 1u);
-  EXPECT_NE(r.err.find("gpumemprof: 1 profiled process under " + root), std::string::npos) << r.err;
+  const std::string pid = dirs[0].substr(dirs[0].rfind('.') + 1);
+  // How it ended first; then the commands to paste: this build's binary, which is not on PATH.
+  EXPECT_NE(r.err.find("gpumemprof: 1 profiled process under " + root + "\n  " + Paths::bin("prog_lifecycle") +
+                       " (pid " + pid + "): exited 3\n"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("device 0: peak allocated 3.00 MiB, peak reserved 3.00 MiB"), std::string::npos) << r.err;
-  EXPECT_NE(r.err.find("next: gpumemprof report " + dirs[0]), std::string::npos) << r.err;
+  const std::string tool = std::filesystem::canonical(Paths::tool());
+  EXPECT_TRUE(r.err.ends_with("    next: " + tool + " report " + dirs[0] + "\n          " + tool + " html " +
+                              dirs[0] + " -o " + dirs[0] + ".html\n")) << r.err;
   EXPECT_EQ(read_json_file(dirs[0] + "/summary.json")["devices"][0]["alloc_count"], 2);
+
+  // Found on PATH, the command is its name; an OOM adds the oom command.
+  const std::string bin = tool.substr(0, tool.rfind('/'));
+  r = box.run(run_args(box.dir() + "/oom", {Paths::bin("prog_ops"), "alloc:2G"}),
+              tool_env({{"PATH", bin + ":/usr/bin:/bin"}, {"FAKE_CUDA_CAPACITY", "1G"}}));
+  const std::string ops_dir = dirs_under(box.dir() + "/oom").at(0);
+  EXPECT_TRUE(r.err.ends_with("    next: gpumemprof report " + ops_dir + "\n          gpumemprof oom " + ops_dir +
+                              "\n          gpumemprof html " + ops_dir + " -o " + ops_dir + ".html\n")) << r.err;
+}
+
+// Every option value is checked before the command starts: status 2, one line naming the flag and
+// what it accepts, and the command never ran.
+TEST(RunCommand, ABadOptionValueIsRefusedBeforeTheCommandRuns) {
+  Sandbox box;
+  const std::string marker = box.dir() + "/ran";
+  const std::vector<std::pair<std::vector<std::string>, std::string>> rows = {
+      {{"--warn-percent", "abc"}, "invalid --warn-percent 'abc': expected a number in (0, 100]"},
+      {{"--warn-percent", "150"}, "invalid --warn-percent '150': expected a number in (0, 100]"},
+      {{"--critical-percent", "50"},
+       "invalid --critical-percent '50': expected a number in (0, 100] no lower than the warning threshold 80"},
+      {{"--warn-percent=90", "--critical-percent", "85"},
+       "invalid --critical-percent '85': expected a number in (0, 100] no lower than the warning threshold 90"},
+      {{"--warn-percent", "97.5"},
+       "invalid --warn-percent '97.5': expected a number in (0, 100] no higher than the critical threshold 95"},
+      {{"--sample-ms", "1.5"}, "invalid --sample-ms '1.5': expected an integer from 0 (off) to 3600000"},
+      {{"--log-level", "loud"}, "invalid --log-level 'loud': expected one of trace, debug, info, warn, error, "
+                                "critical, off"},
+      {{"--oom-dir", " "}, "invalid --oom-dir ' ': expected a non-empty directory path"},
+      {{"--metrics-dir", "\n"}, "invalid --metrics-dir '\\n': expected a non-empty directory path"},
+      {{"--max-peak", "lots"}, "--max-peak 'lots' is not a size; accepted: a byte count with an optional unit K, M, "
+                               "G, KiB, MiB or GiB (e.g. 1M, 512KiB)"},
+  };
+  for (const auto& [options, message] : rows) {
+    std::vector<std::string> args = {Paths::tool(), "run"};
+    args.insert(args.end(), options.begin(), options.end());
+    args.insert(args.end(), {"--", "/bin/touch", marker});
+    RunResult r = box.run(args, tool_env());
+    EXPECT_EQ(r.exit_code, 2) << options[0];
+    EXPECT_EQ(r.err, "gpumemprof run: " + message + "\n");
+  }
+  // The environment's warning threshold is the one in force when only the critical one is given.
+  RunResult r = box.run({Paths::tool(), "run", "--critical-percent", "50", "--", "/bin/touch", marker},
+                        tool_env({{"GPUMEMPROF_WARN_PERCENT", "40"}}));
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  struct stat st {};
+  EXPECT_EQ(stat(marker.c_str(), &st), 0) << "a valid pair was refused";
 }
 
 // -o naming a file that is no directory would profile nothing: refused before the command runs.
@@ -93,8 +145,27 @@ TEST(RunCommand, EveryCudaProcessOfAScriptGetsItsOwnDirectory) {
 
 TEST(RunCommand, ACommandKilledByASignalTakesTheLauncherWithIt) {
   Sandbox box;
-  RunResult r = box.run(run_args(box.dir() + "/runs", {Paths::bin("prog_lifecycle"), "sigterm"}), tool_env());
+  const std::string root = box.dir() + "/runs";
+  RunResult r = box.run(run_args(root, {Paths::bin("prog_lifecycle"), "sigterm"}), tool_env());
   EXPECT_EQ(r.term_signal, SIGTERM) << r.err;
+  const std::string dir = dirs_under(root).at(0);
+  EXPECT_NE(r.err.find("  " + Paths::bin("prog_lifecycle") + " (pid " + dir.substr(dir.rfind('.') + 1) +
+                       "): killed by signal 15 (SIGTERM)\n"), std::string::npos) << r.err;
+}
+
+// A command that is no CUDA process (a shell) says how it ended too; the processes it started, as
+// their summaries say.
+TEST(RunCommand, TheCommandAndEachProcessSayHowTheyEnded) {
+  Sandbox box;
+  const std::string root = box.dir() + "/runs";
+  const std::string script = Paths::bin("prog_ops") + " alloc:1M >/dev/null; kill -KILL $$";
+  RunResult r = box.run(run_args(root, {"/bin/sh", "-c", script}), tool_env());
+  EXPECT_EQ(r.term_signal, SIGKILL) << r.err;
+  const std::string dir = dirs_under(root).at(0);
+  EXPECT_NE(r.err.find(" profiled process under " + root + "\n  " + Paths::bin("prog_ops") + " (pid " +
+                       dir.substr(dir.rfind('.') + 1) + "): exited\n"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find(".html\n  the command /bin/sh (pid "), std::string::npos) << r.err;
+  EXPECT_TRUE(r.err.ends_with("): killed by signal 9 (SIGKILL)\n")) << r.err;
 }
 
 TEST(RunCommand, SignalsArePassedToTheCommand) {

@@ -1,6 +1,7 @@
 // The gpumemprof command on run directories produced by the fake-driver programs.
 #include <gtest/gtest.h>
 
+#include "command_options.h"
 #include "harness.h"
 #include "scenario_expected.h"
 
@@ -31,9 +32,11 @@ TEST(Tool, Help) {
       {{"--help"}, "usage: gpumemprof COMMAND [ARGS]\n"},
       {{"run", "--help"}, "usage: gpumemprof run [options] -- COMMAND [ARGS...]\n"},
       {{"report", "--help"}, "usage: gpumemprof report DIR [--json] [--since T] [--until T]\n"},
-      {{"diff", "--help"}, "usage: gpumemprof diff DIR_A DIR_B [--json]\n"},
+      {{"diff", "--help"}, "usage: gpumemprof diff DIR_A DIR_B [--json] [--fail-if-peak-grows PERCENT]\n"},
       {{"export", "--help"}, "usage: gpumemprof export DIR --format FORMAT [-o FILE] [--since T] [--until T] "
                              "[--resolution D] [--min-size S]\n"},
+      {{"check", "--help"}, "usage: gpumemprof check DIR_OR_ROOT [--max-peak SIZE] [--max-reserved SIZE] "
+                            "[--max-leak SIZE] [--no-oom]\n"},
       {{"html", "--help"}, "usage: gpumemprof html DIR -o FILE [--since T] [--until T]\n"},
       {{"oom", "--help"}, "usage: gpumemprof oom BUNDLE_OR_DIR [--json]\n"},
   };
@@ -43,6 +46,69 @@ TEST(Tool, Help) {
     EXPECT_EQ(r.out.rfind(usage, 0), 0u) << r.out;
     EXPECT_EQ(r.err, "");
   }
+}
+
+// What a new user missed in the help: the folded export, the flame graph; and report --help said
+// call sites needed stacks turned on, which they are by default.
+TEST(Tool, HelpNamesWhatTheCommandsDo) {
+  EXPECT_NE(run_tool({"--help"}).out.find("  export DIR --format F [-o FILE]       the trace as csv, jsonl, perfetto, "
+                                          "telemetry-v2, folded or memory-viz\n"),
+            std::string::npos);
+  EXPECT_NE(run_tool({"export", "--help"}).out.find("\n    folded        the call stacks"), std::string::npos);
+  EXPECT_NE(run_tool({"html", "--help"}).out.find("what was live at the peak with a flame graph\n"), std::string::npos);
+  const std::string report = run_tool({"report", "--help"}).out;
+  EXPECT_EQ(report.find("With GPUMEMPROF_STACKS"), std::string::npos) << report;
+  EXPECT_NE(report.find("Call sites come from the stacks\n  recorded by default (GPUMEMPROF_STACKS=0 turns them off)"),
+            std::string::npos) << report;
+}
+
+using tool::all_command_options;
+using tool::CommandOptions;
+using tool::Option;
+using tool::OptionSection;
+
+// A value each placeholder of the tables takes.
+std::string example_value(const std::string& placeholder, const Sandbox& box) {
+  const std::map<std::string, std::string> examples = {
+      {"SIZE", "1G"},   {"S", "1M"}, {"T", "1s"}, {"D", "1ms"}, {"N", "50"}, {"PERCENT", "10"},
+      {"FILE", box.dir() + "/out"},
+      {"ROOT", box.dir() + "/runs"}, {"DIR", box.dir() + "/dir"}, {"LEVEL", "info"}, {"FORMAT", "csv"},
+      {"'CMD ARGS'", "/bin/true"}, {"PATH", Paths::shim()}};
+  return examples.at(placeholder);
+}
+
+// Every option of every command's table (command_options.h) is named by the command's --help and
+// taken by its parser: never "unknown option" (what else is said depends on the other arguments).
+TEST(Tool, EveryOptionOfTheTablesIsInTheHelpAndTakenByTheParser) {
+  Sandbox box;
+  size_t options = 0;
+  for (const CommandOptions* command : all_command_options()) {
+    const std::string help = run_tool({command->command, "--help"}).out;
+    EXPECT_EQ(help, tool::help_text(*command));
+    for (const OptionSection& section : command->sections) {
+      for (const Option& o : section.options) {
+        ++options;
+        const std::string named = std::string("\n  ") + (o.alias ? std::string(o.alias) + ", " : "") + o.name +
+                                  (o.value ? std::string(" ") + o.value : "");
+        EXPECT_NE(help.find(named), std::string::npos) << command->command << " " << o.name;
+        for (const char* spelling : {o.name, o.alias}) {
+          if (spelling == nullptr) continue;
+          std::vector<std::string> args = {command->command};
+          if (std::string(command->command) == "diff") args.push_back(box.dir() + "/a");
+          if (std::string(command->command) != "run") args.push_back(box.dir() + "/nowhere");
+          args.push_back(spelling);
+          if (o.value) args.push_back(example_value(o.value, box));
+          if (std::string(command->command) == "run") args.insert(args.end(), {"--", "/bin/true"});
+          RunResult r = run_tool(args);
+          EXPECT_EQ(r.err.find("unknown option"), std::string::npos) << command->command << " " << spelling << ": "
+                                                                     << r.err;
+          EXPECT_EQ(r.err.find("needs a value"), std::string::npos) << command->command << " " << spelling << ": "
+                                                                    << r.err;
+        }
+      }
+    }
+  }
+  EXPECT_EQ(options, 38u);
 }
 
 }  // namespace

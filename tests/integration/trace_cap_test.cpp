@@ -94,8 +94,8 @@ TEST(TraceCap, ABadCapIsRefusedWithOneLineAndTheDefaultUsed) {
 TEST(TraceCap, RunRefusesABadTraceMaxBeforeRunningAnything) {
   RunResult r = run_tool({"run", "--trace-max", "10X", "--", "/bin/true"});
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_EQ(r.err, "gpumemprof run: --trace-max '10X': expected 0 (unbounded) or a size of at least 1MiB such as "
-                   "512M, 1GiB or 20G\n");
+  EXPECT_EQ(r.err, "gpumemprof run: invalid --trace-max '10X': expected 0 (unbounded) or a size of at least 1MiB "
+                   "such as 512M, 1GiB or 20G\n");
 }
 
 }  // namespace

@@ -5,44 +5,29 @@
 #include <string>
 
 #include "check_limits.h"
+#include "command_options.h"
 #include "commands.h"
 
 namespace gmp::tool {
-namespace {
-
-constexpr const char* kUsage =
-    "usage: gpumemprof check DIR_OR_ROOT [--max-peak SIZE] [--max-reserved SIZE] [--max-leak SIZE] [--no-oom]\n"
-    "                        [--baseline DIR --max-growth PERCENT]\n"
-    "  A CI gate: checks memory limits on a run directory, or on every run directory of a job root (one per\n"
-    "  rank or process, as gpumemprof run -o ROOT leaves them). Peaks are the driver level's, per device\n"
-    "  (summary.json's allocated_bytes.peak and reserved_bytes.peak); under PyTorch they hold its segments,\n"
-    "  so they bound its tensor-level figures, which are not checked apart. Live at exit is summary.json's\n"
-    "  live_at_exit, per process: tensors still allocated and driver allocations outside PyTorch's cache\n"
-    "  (the report's leaks). A process killed before writing summary.json is checked on the figures rebuilt\n"
-    "  from its trace, with a note. Baseline processes are matched by rank when both record ranks, else by\n"
-    "  position. docs/check.md says more.\n"
-    "options:\n"
-    "%s"
-    "Exit status: 0 every limit holds (one line: each limit, the highest figure and where it was); 1 a limit\n"
-    "broke (one line each: the rank or pid, the device, the figure, the limit); 2 bad usage or unreadable input.\n";
-
-}  // namespace
 
 int check_main(int argc, char** argv) {
   Limits limits;
   std::string dir;
   for (int i = 0; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--help") || !std::strcmp(argv[i], "-h")) {
-      std::printf(kUsage, kLimitOptionsHelp);
+      std::fputs(help_text(kCheckOptions).c_str(), stdout);
       return 0;
     }
   }
   for (int i = 0; i < argc; ++i) {
-    const LimitArg taken = take_limit_arg("check", argc, argv, i, limits);
-    if (taken == LimitArg::Refused) return 2;
-    if (taken == LimitArg::Taken) continue;
+    // Every option of the table is a limit.
+    if (find_option(kCheckOptions, argv[i]) != nullptr) {
+      if (take_limit_arg("check", argc, argv, i, limits) == LimitArg::Refused) return 2;
+      continue;
+    }
     if (argv[i][0] == '-' && argv[i][1] != '\0') {
-      std::fprintf(stderr, "gpumemprof check: unknown option '%s'; accepted: %s, --help\n", argv[i], kLimitOptionNames);
+      std::fprintf(stderr, "gpumemprof check: unknown option '%s'; accepted: %s\n", argv[i],
+                   accepted_options(kCheckOptions).c_str());
       return 2;
     }
     if (!dir.empty()) {

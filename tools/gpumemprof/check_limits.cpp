@@ -148,8 +148,8 @@ void check_device(const Limits& limits, const std::string& who, const DeviceFigu
   if (!highest.growth.value || growth > *highest.growth.value) highest.growth_figures = figures;
   highest.growth.offer(growth, where);
   if (growth <= *limits.max_growth) return;
-  broken.push_back(where + ": peak allocated " + figures + " (" + growth_text(growth) + "), over --max-growth " +
-                   percent_text(*limits.max_growth));
+  broken.push_back(where + ": peak allocated " + figures + " (" + growth_text(growth) + "), over " +
+                   limits.growth_option + " " + percent_text(*limits.max_growth));
 }
 
 // The out-of-memory failures of a process, counted by the driver (summary.json's oom.failures) and
@@ -193,7 +193,7 @@ std::string passed_text(const Limits& limits, const Highests& h, size_t processe
                     (h.growth.value
                          ? growth_text(*h.growth.value) + " (" + h.growth.where + ": " + h.growth_figures + ")"
                          : std::string("none (no device)")) +
-                    ", --max-growth " + percent_text(*limits.max_growth));
+                    ", " + limits.growth_option + " " + percent_text(*limits.max_growth));
   }
   if (limits.max_leak) bytes_part("highest live at exit", h.leak, "--max-leak", *limits.max_leak);
   if (limits.no_oom) parts.push_back("no out-of-memory failure");
@@ -216,6 +216,17 @@ void refuse(const char* command, const char* option, const std::optional<std::st
 
 }  // namespace
 
+bool take_growth_arg(const char* command, int argc, char** argv, int& i, Limits& limits) {
+  const auto v = option_value(argc, argv, i);
+  std::string_view number = v ? std::string_view(*v) : std::string_view();
+  if (number.ends_with('%')) number.remove_suffix(1);
+  limits.max_growth = parse_double(number);
+  if (!limits.max_growth) {
+    refuse(command, limits.growth_option, v, "a percentage", "a number, decimals allowed, an optional % (10, 2.5%)");
+  }
+  return limits.max_growth.has_value();
+}
+
 LimitArg take_limit_arg(const char* command, int argc, char** argv, int& i, Limits& limits) {
   if (!std::strcmp(argv[i], "--no-oom")) {
     limits.no_oom = true;
@@ -225,25 +236,17 @@ LimitArg take_limit_arg(const char* command, int argc, char** argv, int& i, Limi
        {std::pair{"--max-peak", &limits.max_peak}, std::pair{"--max-reserved", &limits.max_reserved},
         std::pair{"--max-leak", &limits.max_leak}}) {
     if (!is_option(argv[i], name)) continue;
-    const auto v = option_value(argc, argv, i, name);
+    const auto v = option_value(argc, argv, i);
     *field = v ? parse_size(*v) : std::nullopt;
     if (*field) return LimitArg::Taken;
     refuse(command, name, v, "a size", kSizeForm);
     return LimitArg::Refused;
   }
   if (is_option(argv[i], "--max-growth")) {
-    const auto v = option_value(argc, argv, i, "--max-growth");
-    std::string_view number = v ? std::string_view(*v) : std::string_view();
-    if (number.ends_with('%')) number.remove_suffix(1);
-    limits.max_growth = parse_double(number);
-    if (!limits.max_growth) {
-      refuse(command, "--max-growth", v, "a percentage", "a number, decimals allowed, an optional % (10, 2.5%)");
-      return LimitArg::Refused;
-    }
-    return LimitArg::Taken;
+    return take_growth_arg(command, argc, argv, i, limits) ? LimitArg::Taken : LimitArg::Refused;
   }
   if (is_option(argv[i], "--baseline")) {
-    const auto v = option_value(argc, argv, i, "--baseline");
+    const auto v = option_value(argc, argv, i);
     if (!v || v->empty()) {
       std::fprintf(stderr, "%s--baseline needs a run directory or a job root\n", prefix(command).c_str());
       return LimitArg::Refused;

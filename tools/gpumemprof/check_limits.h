@@ -22,22 +22,10 @@ struct Limits {
   std::string baseline_path;                // --baseline: a run directory or a job root
   std::optional<double> max_growth;         // percent, per device: allocated peak against the baseline's
   std::vector<reader::JobMember> baseline;  // read by prepare_limits()
+  const char* growth_option = "--max-growth";  // as messages name it: diff's is --fail-if-peak-grows
 
   bool any() const { return max_peak || max_reserved || max_leak || no_oom || max_growth; }
 };
-
-// The options, as --help texts list them.
-inline constexpr const char* kLimitOptionsHelp =
-    "  --max-peak SIZE          fail when a device's peak allocated memory is over SIZE (40GiB, 512MiB, 1.5G)\n"
-    "  --max-reserved SIZE      fail when a device's peak reserved memory is over SIZE\n"
-    "  --max-leak SIZE          fail when a process leaves more than SIZE allocated at exit (0: any leak)\n"
-    "  --no-oom                 fail on any out-of-memory failure, recovered or not, the driver's or PyTorch's\n"
-    "  --baseline DIR --max-growth PERCENT\n"
-    "                           fail when a device's peak allocated memory grew more than PERCENT over the\n"
-    "                           same rank's and device's in DIR (a run directory or a job root)\n";
-inline constexpr const char* kLimitOptionNames =
-    "--max-peak, --max-reserved, --max-leak, --no-oom, --baseline, "
-    "--max-growth";
 
 enum class LimitArg {
   Other,    // argv[i] is not a limit option
@@ -46,6 +34,10 @@ enum class LimitArg {
 };
 // argv[i] as "--name value" or "--name=value" of a limit option.
 LimitArg take_limit_arg(const char* command, int argc, char** argv, int& i, Limits& limits);
+
+// The growth limit's value at argv[i] (a percentage: 10, 2.5%) into limits.max_growth; false
+// after one line on stderr naming limits.growth_option when it is missing or bad.
+bool take_growth_arg(const char* command, int argc, char** argv, int& i, Limits& limits);
 
 // After the options: --baseline and --max-growth need each other, and the baseline is read now, so
 // that a bad one is refused before anything else is read or run. One line on stderr and 2 when not.

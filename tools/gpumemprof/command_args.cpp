@@ -43,17 +43,23 @@ constexpr Unit kDurationUnits[] = {{"ns", 1}, {"us", 1'000}, {"ms", 1'000'000}, 
                                    {"m", 60'000'000'000}, {"h", 3'600'000'000'000}};
 }  // namespace
 
-std::optional<int> parse_path_args(const char* command, const char* usage, int argc, char** argv, PathArgs& out,
-                                   const char* accepted) {
+std::optional<int> parse_path_args(const CommandOptions& command, int argc, char** argv, PathArgs& out,
+                                   const OtherOption& other) {
   for (int i = 0; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--help") || !std::strcmp(argv[i], "-h")) {
-      std::fputs(usage, stdout);
+      std::fputs(help_text(command).c_str(), stdout);
       return 0;
     }
-    if (!std::strcmp(argv[i], "--json")) {
+  }
+  for (int i = 0; i < argc; ++i) {
+    const Option* o = find_option(command, argv[i]);
+    if (o != nullptr && !std::strcmp(o->name, "--json")) {
       out.json = true;
+    } else if (o != nullptr && other) {
+      if (auto status = other(*o, argc, argv, i)) return status;
     } else if (argv[i][0] == '-' && argv[i][1] != '\0') {
-      std::fprintf(stderr, "gpumemprof %s: unknown option '%s'; accepted: %s\n", command, argv[i], accepted);
+      std::fprintf(stderr, "gpumemprof %s: unknown option '%s'; accepted: %s\n", command.command, argv[i],
+                   accepted_options(command).c_str());
       return 2;
     } else {
       out.paths.push_back(argv[i]);
@@ -68,19 +74,6 @@ std::optional<uint64_t> parse_duration_ns(std::string_view text) {
 
 std::optional<uint64_t> parse_byte_size(std::string_view text) { return parse_size(text); }  // format/value_text.h
 
-bool is_option(const char* arg, const char* name) {
-  const size_t n = std::strlen(name);
-  return std::strncmp(arg, name, n) == 0 && (arg[n] == '\0' || arg[n] == '=');
-}
-
-std::optional<std::string> option_value(int argc, char** argv, int& i, const char* name) {
-  const char* arg = argv[i];
-  const size_t n = std::strlen(name);
-  if (std::strncmp(arg, name, n) == 0 && arg[n] == '=') return std::string(arg + n + 1);
-  if (i + 1 >= argc) return std::nullopt;
-  return std::string(argv[++i]);
-}
-
 std::optional<int> take_window_args(const char* command, int& argc, char** argv, reader::Window& window) {
   int kept = 0;
   std::string since_text = "0s", until_text;  // as given, for the message below
@@ -94,7 +87,7 @@ std::optional<int> take_window_args(const char* command, int& argc, char** argv,
       continue;
     }
     const char* name = since ? "--since" : "--until";
-    auto v = option_value(argc, argv, i, name);
+    auto v = option_value(argc, argv, i);
     auto ns = v ? parse_duration_ns(*v) : std::nullopt;
     if (!ns && help) continue;
     if (!ns) {

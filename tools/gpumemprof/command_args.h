@@ -5,11 +5,13 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "command_options.h"
 #include "trace_replay.h"
 
 namespace gmp::tool {
@@ -19,11 +21,16 @@ struct PathArgs {
   bool json = false;
 };
 
-// Parses `argv`. --help or -h prints `usage` on stdout: returns 0. An unknown option prints
-// "gpumemprof COMMAND: unknown option 'X'; accepted: ACCEPTED" on stderr: returns 2.
-// Otherwise fills `out` and returns nothing; how many paths are right is the command's to say.
-std::optional<int> parse_path_args(const char* command, const char* usage, int argc, char** argv, PathArgs& out,
-                                   const char* accepted = "--json, --help");
+// An option of the command's table other than --json, at argv[i]: nothing when taken (i past its
+// value), else the exit status after one line on stderr.
+using OtherOption = std::function<std::optional<int>(const Option&, int argc, char** argv, int& i)>;
+
+// Parses `argv` by `command`'s table. --help or -h prints its help on stdout: returns 0. An option
+// not in the table prints "gpumemprof COMMAND: unknown option 'X'; accepted: ..." on stderr:
+// returns 2. Otherwise fills `out` and returns nothing; how many paths are right is the command's
+// to say.
+std::optional<int> parse_path_args(const CommandOptions& command, int argc, char** argv, PathArgs& out,
+                                   const OtherOption& other = {});
 
 // A duration: a number (decimals allowed) and a unit ns, us, ms, s, m or h ("1.5s", "250ms"), in
 // nanoseconds; nullopt when `text` is not one.
@@ -34,11 +41,6 @@ constexpr const char* kDurationForm = "a number with a unit ns, us, ms, s, m or 
 // (docs/configuration.md).
 std::optional<uint64_t> parse_byte_size(std::string_view text);
 constexpr const char* kSizeForm = "a byte count with an optional unit K, M, G, KiB, MiB or GiB (e.g. 1M, 512KiB)";
-
-// "--name value" or "--name=value" at argv[i]: whether argv[i] is that option.
-bool is_option(const char* arg, const char* name);
-// Its value, advancing i past it; nullopt when it is missing.
-std::optional<std::string> option_value(int argc, char** argv, int& i, const char* name);
 
 // Takes --since T and --until T (docs/report.md §Windows) out of argv, compacting it, into
 // `window`. A missing or bad value, or a since after the until, prints one line naming the option,

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "bytes_text.h"
+#include "check_limits.h"
 #include "command_args.h"
 #include "commands.h"
 #include "format.h"
@@ -19,15 +20,6 @@
 
 namespace gmp::tool {
 namespace {
-
-constexpr const char* kUsage =
-    "usage: gpumemprof diff DIR_A DIR_B [--json]\n"
-    "  Compares two run directories: per device the allocated and reserved peaks, final figures and\n"
-    "  counts (and the framework's, PyTorch's tensors and cache, when both runs have them); leaks,\n"
-    "  OOMs and alerts; and the largest changes in what was live at the allocated peak,\n"
-    "  by kind and by call site (sites are compared by their symbolised names, docs/attribution.md).\n"
-    "  B is the new run: changes are B minus A.\n"
-    "  --json  the same as one JSON object\n";
 
 constexpr size_t kChangesShown = 10;
 
@@ -185,7 +177,7 @@ nlohmann::json changes_json(const std::vector<Row>& rows, const char* key) {
   return j;
 }
 
-int diff(const analysis::RunAnalysis& a, const analysis::RunAnalysis& b, bool json) {
+void diff(const analysis::RunAnalysis& a, const analysis::RunAnalysis& b, bool json, nlohmann::json limits) {
   std::set<int> ordinals;
   for (const auto& [o, _] : a.devices) ordinals.insert(o);
   for (const auto& [o, _] : b.devices) ordinals.insert(o);
@@ -226,6 +218,7 @@ int diff(const analysis::RunAnalysis& a, const analysis::RunAnalysis& b, bool js
   if (json) {
     out["process"] = rows_json(process);
     out["leaks_by_site"] = changes_json(leak_sites, "site");
+    if (!limits.is_null()) out["limits"] = std::move(limits);
     std::printf("%s\n", json_text(out, 2).c_str());
   } else {
     std::printf("\nprocess\n");
@@ -235,14 +228,30 @@ int diff(const analysis::RunAnalysis& a, const analysis::RunAnalysis& b, bool js
       print_site_rows(leak_sites, kChangesShown);
     }
   }
-  return 0;
+}
+
+// The program a run profiled, as the warning below names it: the executable, and for a Python
+// interpreter the script or module it ran (its first argument that is no option).
+std::string program_text(const ManifestRecord& m) {
+  if (!m.exe.substr(m.exe.rfind('/') + 1).starts_with("python") || !m.argv) return m.exe;
+  for (size_t i = 1; i < m.argv->size(); ++i) {
+    if (!(*m.argv)[i].starts_with("-")) return m.exe + " " + (*m.argv)[i];
+  }
+  return m.exe;
 }
 
 }  // namespace
 
 int diff_main(int argc, char** argv) {
   PathArgs args;
-  if (auto status = parse_path_args("diff", kUsage, argc, argv, args)) return *status;
+  Limits limits;
+  limits.growth_option = "--fail-if-peak-grows";
+  // The table's one option besides --json: the growth limit, with A as the baseline.
+  auto growth = [&](const Option&, int n, char** v, int& i) -> std::optional<int> {
+    if (take_growth_arg("diff", n, v, i, limits)) return std::nullopt;
+    return 2;
+  };
+  if (auto status = parse_path_args(kDiffOptions, argc, argv, args, growth)) return *status;
   const std::vector<std::string>& dirs = args.paths;
   const bool json = args.json;
   if (dirs.size() != 2) {
@@ -262,7 +271,39 @@ int diff_main(int argc, char** argv) {
     std::fprintf(stderr, "gpumemprof diff: B: %s\n", error.c_str());
     return 2;
   }
-  return diff(*a, *b, json);
+  // Runs of two different programs are seldom what a diff means to compare.
+  if (program_text(a->run.manifest) != program_text(b->run.manifest)) {
+    std::fprintf(stderr, "gpumemprof diff: warning: A and B are runs of different programs (A: %s; B: %s)\n",
+                 program_text(a->run.manifest).c_str(), program_text(b->run.manifest).c_str());
+  }
+  // The limit is check's --max-growth with A as the baseline (check_limits.h), on B's figures.
+  std::optional<LimitsVerdict> verdict;
+  if (limits.any()) {
+    auto member = [](const std::string& path, const analysis::RunAnalysis& r) {
+      return reader::JobMember{path, r.run, ""};
+    };
+    limits.baseline_path = dirs[0];
+    limits.baseline = {member(dirs[0], *a)};
+    verdict = evaluate_limits({member(dirs[1], *b)}, limits, dirs[1], error);
+    if (!verdict) {
+      std::fprintf(stderr, "gpumemprof diff: %s\n", error.c_str());
+      return 2;
+    }
+  }
+  nlohmann::json limits_json;
+  if (verdict) {
+    limits_json = {{"broken", verdict->broken}, {"notes", verdict->notes}};
+    limits_json["passed"] = verdict->broken.empty() ? nlohmann::json(verdict->passed) : nlohmann::json();
+  }
+  diff(*a, *b, json, std::move(limits_json));
+  if (!verdict) return 0;
+  if (!json) {
+    std::printf("\n");
+    for (const std::string& line : verdict->notes) std::printf("gpumemprof diff: %s\n", line.c_str());
+    for (const std::string& line : verdict->broken) std::printf("gpumemprof diff: %s\n", line.c_str());
+    if (verdict->broken.empty()) std::printf("gpumemprof diff: %s\n", verdict->passed.c_str());
+  }
+  return verdict->broken.empty() ? 0 : 1;
 }
 
 }  // namespace gmp::tool

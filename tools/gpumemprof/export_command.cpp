@@ -22,38 +22,6 @@ namespace {
 
 using namespace exporter;
 
-constexpr const char* kUsage =
-    "usage: gpumemprof export DIR --format FORMAT [-o FILE] [--since T] [--until T] "
-    "[--resolution D] [--min-size S]\n"
-    "       gpumemprof export ROOT --format perfetto [-o FILE] [--resolution D] [--min-size S]\n"
-    "  Writes every event of DIR's trace in a machine format, streaming (memory stays bounded).\n"
-    "  DIR is a run directory written by libgpumemprof.so. FORMAT:\n"
-    "    csv           one row per trace event, with its device's allocated and reserved bytes after it\n"
-    "    jsonl         the same, one JSON object per line\n"
-    "    perfetto      Chrome trace-event JSON: per-device memory counters, OOM and alert markers;\n"
-    "                  open it in https://ui.perfetto.dev (Open trace file)\n"
-    "    telemetry-v2  TelemetryEvent v2 records (a JSON array) for the Python gpumemprof tools\n"
-    "    folded        the call stacks of the memory live at each device's allocated peak, weighted by\n"
-    "                  bytes, rooted at \"GPU N\" (needs GPUMEMPROF_STACKS): for flamegraph.pl, inferno,\n"
-    "                  speedscope\n"
-    "    memory-viz    a snapshot for PyTorch's memory viewer (a pickle): drop it on https://pytorch.org/memory_viz\n"
-    "                  or run python -m torch.cuda._memory_viz trace_plot FILE -o trace.html\n"
-    "  -o, --output FILE   write FILE instead of stdout ('-' is stdout)\n"
-    "  --world-size N      telemetry-v2: the job's world size (default: the manifest's, else rank + 1)\n"
-    "  --since T, --until T  only the events in this window of the run (times since the profiler started:\n"
-    "                      1.5s, 250ms, 2m); the figures are exact, counters start at the state at T\n"
-    "  --resolution D      perfetto, telemetry-v2: counter points thinned to buckets of D, keeping each bucket's\n"
-    "                      first, last, highest and lowest (peaks stay exact); 0 keeps every change. Default: 0 up\n"
-    "                      to 250000 trace events, else the window in 10000 buckets\n"
-    "  --min-size S        csv, jsonl: only allocations of at least S (1M, 512KiB) make rows; perfetto: each one\n"
-    "                      is an instant event too; telemetry-v2: their records are never thinned\n"
-    "  ROOT, a directory holding the run directories of a job: one perfetto file in which every rank is a\n"
-    "  track group (process) of its own, in rank order, its times since the job's start so the ranks line up\n"
-    "  on the wall clock; the other formats take one run directory.\n"
-    "  Sizes are raw bytes. Every field is described in docs/exports.md.\n";
-
-constexpr const char* kFormats = "csv, jsonl, perfetto, telemetry-v2, folded, memory-viz";
-
 // What a format reads: the command's replay of the window (a stream), or passes of its own.
 struct Format {
   const char* name;
@@ -86,42 +54,47 @@ std::optional<int> parse(int argc, char** argv, Args& a) {
   for (int i = 0; i < argc; ++i) {
     const char* arg = argv[i];
     if (!std::strcmp(arg, "--help") || !std::strcmp(arg, "-h")) {
-      std::fputs(kUsage, stdout);
+      std::fputs(help_text(kExportOptions).c_str(), stdout);
       return 0;
     }
-    if (is_option(arg, "--format")) {
-      auto v = option_value(argc, argv, i, "--format");
-      if (!v) return usage_error(std::string("--format needs a value; accepted: ") + kFormats);
+  }
+  for (int i = 0; i < argc; ++i) {
+    const char* arg = argv[i];
+    const Option* o = find_option(kExportOptions, arg);
+    const std::string name = o != nullptr ? o->name : "";
+    if (o == nullptr && arg[0] == '-' && arg[1] != '\0') {
+      return usage_error(std::string("unknown option '") + arg + "'; accepted: " + accepted_options(kExportOptions));
+    }
+    if (name == "--format") {
+      auto v = option_value(argc, argv, i);
+      if (!v) return usage_error(std::string("--format needs a value; accepted: ") + kExportFormats);
       for (const Format& f : kFormatTable) {
         if (*v == f.name) a.format = &f;
       }
-      if (a.format == nullptr) return usage_error("unknown format '" + *v + "'; accepted: " + kFormats);
-    } else if (is_option(arg, "-o") || is_option(arg, "--output")) {
-      auto v = option_value(argc, argv, i, arg[1] == 'o' ? "-o" : "--output");
+      if (a.format == nullptr) return usage_error("unknown format '" + *v + "'; accepted: " + kExportFormats);
+    } else if (name == "--output") {
+      auto v = option_value(argc, argv, i);
       if (!v || v->empty()) return usage_error("-o needs a file name ('-' for stdout)");
       a.output = *v;
-    } else if (is_option(arg, "--world-size")) {
-      auto v = option_value(argc, argv, i, "--world-size");
+    } else if (name == "--world-size") {
+      auto v = option_value(argc, argv, i);
       uint64_t n = 0;
       const char* end = v ? v->data() + v->size() : nullptr;
       if (!v || std::from_chars(v->data(), end, n).ptr != end || v->empty() || n == 0) {
         return usage_error("--world-size needs a positive integer");
       }
       a.world_size = n;
-    } else if (is_option(arg, "--resolution")) {
-      auto v = option_value(argc, argv, i, "--resolution");
+    } else if (name == "--resolution") {
+      auto v = option_value(argc, argv, i);
       a.resolution_ns = v && *v == "0" ? std::optional<uint64_t>(0) : v ? parse_duration_ns(*v) : std::nullopt;
       if (!a.resolution_ns) {
         return usage_error("--resolution '" + v.value_or("") + "' is not a duration; accepted: 0 (every change) or " +
                            kDurationForm);
       }
-    } else if (is_option(arg, "--min-size")) {
-      auto v = option_value(argc, argv, i, "--min-size");
+    } else if (name == "--min-size") {
+      auto v = option_value(argc, argv, i);
       a.min_size = v ? parse_byte_size(*v) : std::nullopt;
       if (!a.min_size) return usage_error("--min-size '" + v.value_or("") + "' is not a size; accepted: " + kSizeForm);
-    } else if (arg[0] == '-' && arg[1] != '\0') {
-      return usage_error(std::string("unknown option '") + arg +
-                         "'; accepted: --format, -o, --world-size, --since, --until, --resolution, --min-size, --help");
     } else if (a.dir.empty()) {
       a.dir = arg;
     } else {
@@ -132,7 +105,7 @@ std::optional<int> parse(int argc, char** argv, Args& a) {
     return usage_error(std::string("no run directory given; usage: gpumemprof export DIR --format ") +
                        "csv|jsonl|perfetto|telemetry-v2|folded|memory-viz [-o FILE]");
   }
-  if (a.format == nullptr) return usage_error(std::string("--format is required; accepted: ") + kFormats);
+  if (a.format == nullptr) return usage_error(std::string("--format is required; accepted: ") + kExportFormats);
   if (a.world_size && std::strcmp(a.format->name, "telemetry-v2") != 0) {
     return usage_error("--world-size applies to --format telemetry-v2 only");
   }

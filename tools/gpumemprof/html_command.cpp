@@ -18,20 +18,6 @@
 namespace gmp::tool {
 namespace {
 
-constexpr const char* kUsage =
-    "usage: gpumemprof html DIR -o FILE [--since T] [--until T]\n"
-    "       gpumemprof html ROOT -o FILE\n"
-    "  Writes a self-contained HTML report of the run directory DIR: per device a timeline of allocated,\n"
-    "  reserved and NVML memory with alerts and OOMs marked, what was live at the peak, leaks at exit,\n"
-    "  failed allocations and OOM bundles, alerts. One file, no network access; open it in any browser.\n"
-    "  The figures are embedded as JSON (<script id=\"gmp-data\">). See docs/html-report.md.\n"
-    "  -o, --output FILE   the file to write ('-' is stdout); required\n"
-    "  --since T, --until T  the report of this window of the run (times since the profiler started: 1.5s,\n"
-    "                      250ms, 2m); summary.json's counts stay the whole run's, marked so\n"
-    "  ROOT, a directory holding the run directories of a job: one page with a row per rank and device, bars\n"
-    "  of their peaks, the spread across the ranks and which rank ran out of memory first (the job view of\n"
-    "  gpumemprof report ROOT)\n";
-
 int usage_error(const std::string& what) {
   std::fprintf(stderr, "gpumemprof html: %s\n", what.c_str());
   return 2;
@@ -75,24 +61,21 @@ int html_main(int argc, char** argv) {
   analysis::Options options;
   if (auto status = take_window_args("html", argc, argv, options.window)) return *status;
   for (int i = 0; i < argc; ++i) {
-    const char* arg = argv[i];
-    if (!std::strcmp(arg, "--help") || !std::strcmp(arg, "-h")) {
-      std::fputs(kUsage, stdout);
+    if (!std::strcmp(argv[i], "--help") || !std::strcmp(argv[i], "-h")) {
+      std::fputs(help_text(kHtmlOptions).c_str(), stdout);
       return 0;
     }
-    if (is_option(arg, "-o") || is_option(arg, "--output")) {
-      const char* eq = std::strchr(arg, '=');
-      if (eq != nullptr) {
-        output = eq + 1;
-      } else if (i + 1 < argc) {
-        output = argv[++i];
-      } else {
-        return usage_error("-o needs a file name ('-' for stdout)");
-      }
-      if (output.empty()) return usage_error("-o needs a file name ('-' for stdout)");
+  }
+  for (int i = 0; i < argc; ++i) {
+    const char* arg = argv[i];
+    const Option* o = find_option(kHtmlOptions, arg);
+    if (o != nullptr && !std::strcmp(o->name, "--output")) {
+      auto v = option_value(argc, argv, i);
+      if (!v || v->empty()) return usage_error("-o needs a file name ('-' for stdout)");
+      output = *v;
       have_output = true;
     } else if (arg[0] == '-' && arg[1] != '\0') {
-      return usage_error(std::string("unknown option '") + arg + "'; accepted: -o, --output, --since, --until, --help");
+      return usage_error(std::string("unknown option '") + arg + "'; accepted: " + accepted_options(kHtmlOptions));
     } else if (dir.empty()) {
       dir = arg;
     } else {

@@ -8,6 +8,7 @@
 #include <exception>
 #include <string>
 
+#include "command_options.h"
 #include "commands.h"
 
 namespace {
@@ -21,18 +22,6 @@ constexpr Command kCommands[] = {
     {"export", gmp::tool::export_main}, {"diff", gmp::tool::diff_main},     {"html", gmp::tool::html_main},
     {"check", gmp::tool::check_main},
 };
-
-constexpr const char* kUsage =
-    "usage: gpumemprof COMMAND [ARGS]\n"
-    "  run [options] -- CMD ARGS...          profile CMD and the processes it starts; prints the next commands\n"
-    "  report DIR [--json]                   peaks, what was live at the peak, leaks, OOMs, alerts\n"
-    "  oom BUNDLE_OR_DIR [--json]            explain an out-of-memory failure in plain words\n"
-    "  export DIR --format F [-o FILE]       csv, jsonl, perfetto, telemetry-v2, folded or memory-viz\n"
-    "  diff DIR_A DIR_B [--json]             what changed between two runs\n"
-    "  html DIR -o FILE                      a self-contained HTML report\n"
-    "  check DIR_OR_ROOT LIMITS...           a CI gate: exit 1 when a peak, leak or OOM limit broke\n"
-    "  --version, -V                         print the version\n"
-    "Each command has --help. Exit status 2 means bad usage or unreadable input.\n";
 
 // "gpumemprof report: " or, outside a command, "gpumemprof: ".
 std::string prefix(const char* command) {
@@ -85,7 +74,7 @@ int dispatch(int argc, char** argv) {
     return 2;
   }
   if (!std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h")) {
-    std::fputs(kUsage, stdout);
+    std::fputs(gmp::tool::top_level_help().c_str(), stdout);
     return finish(nullptr, 0);
   }
   if (!std::strcmp(argv[1], "--version") || !std::strcmp(argv[1], "-V")) {

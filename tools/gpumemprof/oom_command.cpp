@@ -30,15 +30,6 @@
 namespace gmp::tool {
 namespace {
 
-constexpr const char* kUsage =
-    "usage: gpumemprof oom BUNDLE_OR_DIR [--json]\n"
-    "  Explains out-of-memory failures in plain words: what was requested, what this process held on\n"
-    "  the device and in what, what the driver said was free, what other processes held, whether a\n"
-    "  retry recovered, the largest live allocations, and what to try.\n"
-    "  BUNDLE_OR_DIR: an OOM bundle directory (oom_dump_...), a run directory written by\n"
-    "  libgpumemprof.so (every bundle of the run, oldest first), or a directory of bundles.\n"
-    "  --json  the same explanation, machine-readable\n";
-
 constexpr const char* kExpected =
     "expected an OOM bundle directory (oom_dump_..., with metadata.json), a gpumemprof run directory "
     "(manifest.json, trace.gmpt, oom/) or a directory of bundles";
@@ -224,7 +215,7 @@ int fail(const std::string& message) {
 
 int oom_main(int argc, char** argv) {
   PathArgs args;
-  if (auto status = parse_path_args("oom", kUsage, argc, argv, args)) return *status;
+  if (auto status = parse_path_args(kOomOptions, argc, argv, args)) return *status;
   if (args.paths.size() > 1) {
     return fail("one bundle or directory expected, got '" + args.paths[0] + "' and '" + args.paths[1] + "'");
   }

@@ -19,27 +19,6 @@
 namespace gmp::tool {
 namespace {
 
-constexpr const char* kUsage =
-    "usage: gpumemprof report DIR [--json] [--since T] [--until T]\n"
-    "       gpumemprof report ROOT [--json]\n"
-    "  Per device: peak allocated and reserved memory and when; what was live at the allocated peak, by\n"
-    "  kind and the largest allocations; allocations live at exit (leaks); failed allocations and OOM\n"
-    "  bundles; alerts; NVML's view of the process; lost events. With GPUMEMPROF_STACKS, the memory live at\n"
-    "  each peak and at exit by call site; with ranges (NVTX or gpumemprof_range_push), marks and pauses,\n"
-    "  a table of each (docs/attribution.md). DIR is a run directory written by libgpumemprof.so. Without\n"
-    "  summary.json (a killed process) the figures are rebuilt from the trace. Frames get file:line when\n"
-    "  addr2line is on PATH (GPUMEMPROF_ADDR2LINE=0 turns that off).\n"
-    "  Where PyTorch's caching allocator was seen from inside (the framework bridge), both levels: tensors\n"
-    "  (allocated) against PyTorch's cache (reserved), what is cached, pending and outside PyTorch, the tensors\n"
-    "  live at their peak by call site, and tensors as leaks (docs/report.md).\n"
-    "  --json  the same as one JSON object: summary.json's figures plus an \"analysis\" object\n"
-    "  --since T, --until T  the figures of this window of the run (times since the profiler started: 1.5s,\n"
-    "          250ms, 2m): peaks inside it, what was live at its end; summary.json's figures stay the whole run's\n"
-    "  ROOT, a directory holding the run directories of a job (gpumemprof run -o ROOT -- torchrun ...): one row\n"
-    "  per rank and device (host, peaks and when, OOMs, alerts, lost events), the spread of the peaks across\n"
-    "  the ranks, which rank ran out of memory first, and each rank's own report command. Exit status 2 only\n"
-    "  when none of its run directories can be read (docs/report.md, \"Jobs\").\n";
-
 constexpr size_t kMarkersShown = 20;
 
 using ull = unsigned long long;
@@ -285,9 +264,7 @@ int report_main(int argc, char** argv) {
   PathArgs args;
   analysis::Options options;
   if (auto status = take_window_args("report", argc, argv, options.window)) return *status;
-  if (auto status = parse_path_args("report", kUsage, argc, argv, args, "--json, --since, --until, --help")) {
-    return *status;
-  }
+  if (auto status = parse_path_args(kReportOptions, argc, argv, args)) return *status;
   if (args.paths.size() > 1) {
     std::fprintf(stderr, "gpumemprof report: one run directory expected, got '%s' too\n", args.paths[1].c_str());
     return 2;

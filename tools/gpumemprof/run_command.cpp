@@ -5,7 +5,9 @@
 // next commands to run.
 #include "bytes_text.h"
 #include "check_limits.h"
+#include "command_options.h"
 #include "commands.h"
+#include "config_rules.h"
 
 #include <limits.h>
 #include <signal.h>
@@ -26,46 +28,17 @@
 #include "format.h"
 #include "job_directory.h"
 #include "trace_format.h"
-#include "value_text.h"
 
 namespace gmp::tool {
 namespace {
 
-constexpr const char* kUsage =
-    "usage: gpumemprof run [options] -- COMMAND [ARGS...]\n"
-    "  Runs COMMAND with libgpumemprof.so preloaded. Every process it starts that uses GPU memory\n"
-    "  gets a run directory under ROOT: rank<R>.<exe>.<pid> for a rank of torchrun, mpirun or srun,\n"
-    "  else <exe>.<pid>; the summary and the next commands (gpumemprof report ROOT for a job) are\n"
-    "  printed at the end.\n"
-    "  NVTX ranges and marks are recorded too: NVTX_INJECTION64_PATH is set to the shim, and a tool\n"
-    "  it already named (Nsight Systems) is chained through GPUMEMPROF_NVTX_CHAIN and keeps working.\n"
-    "options:\n"
-    "  -o, --output ROOT        where run directories go (default gpumemprof.<command>.<UTC time>)\n"
-    "  --warn-percent N         warning alert threshold, % of device memory (default 80)\n"
-    "  --critical-percent N     critical alert threshold (default 95)\n"
-    "  --sample-ms N            NVML telemetry period in ms, 0 = off (default 100)\n"
-    "  --on-alert 'CMD ARGS'    command started on every alert (no shell)\n"
-    "  --oom-dir DIR            where OOM bundles go (default <run dir>/oom)\n"
-    "  --log-level LEVEL        trace, debug, info, warn (default), error, critical, off\n"
-    "  --trace-max SIZE         disk the trace may take, 0 = unbounded (default 1GiB); past it the\n"
-    "                           oldest events are dropped, the summary stays exact\n"
-    "  --metrics-dir DIR        each process keeps its figures in DIR as a Prometheus textfile\n"
-    "                           (node_exporter's textfile collector; docs/metrics.md)\n"
-    "  --shim PATH              libgpumemprof.so to preload (default: ../" GMP_INSTALL_SHIM_DIR "/ from this\n"
-    "                           program's directory, where it is installed, else ../lib/ in a build tree)\n"
-    "memory limits, checked on every run directory under ROOT once the command ends (docs/check.md):\n";
-// After kLimitOptionsHelp.
-constexpr const char* kUsageEnd =
-    "Exit status: the command's (a command killed by a signal kills gpumemprof with it); when it\n"
-    "succeeded, 1 if a limit broke and 2 if the run directories could not be read; 2 for a bad\n"
-    "command line.\n";
-
-// Options that map one-to-one onto the profiled processes' environment.
-const std::map<std::string, std::string> kEnvOptions = {
-    {"--warn-percent", "GPUMEMPROF_WARN_PERCENT"}, {"--critical-percent", "GPUMEMPROF_CRITICAL_PERCENT"},
-    {"--sample-ms", "GPUMEMPROF_SAMPLE_MS"},       {"--on-alert", "GPUMEMPROF_ON_ALERT"},
-    {"--oom-dir", "GPUMEMPROF_OOM_DIR"},           {"--log-level", "GPUMEMPROF_LOG_LEVEL"},
-    {"--trace-max", "GPUMEMPROF_TRACE_MAX"},       {"--metrics-dir", "GPUMEMPROF_METRICS_DIR"},
+// Options that map one-to-one onto the profiled processes' environment, each checked by the rule
+// the collector reads that variable with, so a value the process would refuse is refused here.
+const std::map<std::string, const SettingRule*> kEnvOptions = {
+    {"--warn-percent", &settings::warn_percent}, {"--critical-percent", &settings::critical_percent},
+    {"--sample-ms", &settings::sample_ms},       {"--on-alert", &settings::on_alert},
+    {"--oom-dir", &settings::oom_dir},           {"--log-level", &settings::log_level},
+    {"--trace-max", &settings::trace_max},       {"--metrics-dir", &settings::metrics_dir},
 };
 
 volatile sig_atomic_t g_child = 0;
@@ -114,8 +87,77 @@ std::string rank_prefix(const ManifestRecord& m) {
   return "rank " + std::to_string(*m.rank) + (m.world_size ? " of " + std::to_string(*m.world_size) : "") + ": ";
 }
 
-// `next`: end with the command of the process's own report.
-void print_run(const reader::JobMember& member, bool next) {
+// A word the shell passes through as it is, else the text in single quotes.
+std::string shell_word(const std::string& text) {
+  const bool plain = !text.empty() && text.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+                                                              "0123456789_-+=.,:/@%") == std::string::npos;
+  if (plain) return text;
+  std::string quoted = "'";
+  for (char c : text) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return quoted + "'";
+}
+
+// This program as a command the user can paste: `gpumemprof` when that is what PATH finds (this
+// very file), else the absolute path of the running binary (a build tree's is seldom on PATH).
+std::string self_command() {
+  const std::string self = absolute("/proc/self/exe");
+  const char* path = std::getenv("PATH");
+  std::string dirs = path != nullptr ? path : "";
+  for (size_t at = 0; at <= dirs.size();) {
+    const size_t end = std::min(dirs.find(':', at), dirs.size());
+    const std::string dir = end == at ? "." : dirs.substr(at, end - at);  // an empty entry is the current directory
+    const std::string candidate = dir + "/gpumemprof";
+    if (access(candidate.c_str(), X_OK) == 0) return absolute(candidate) == self ? "gpumemprof" : shell_word(self);
+    at = end + 1;
+  }
+  return shell_word(self);
+}
+
+// "killed by signal 9 (SIGKILL)".
+std::string signal_text(int sig) {
+  const char* abbrev = sigabbrev_np(sig);
+  return "killed by signal " + std::to_string(sig) + (abbrev != nullptr ? std::string(" (SIG") + abbrev + ")" : "");
+}
+
+// How the command's own process ended, as waitpid() told: "exited 3", "killed by signal 11
+// (SIGSEGV), core dumped".
+std::string wait_status_text(int status) {
+  if (WIFEXITED(status)) return "exited " + std::to_string(WEXITSTATUS(status));
+  if (!WIFSIGNALED(status)) return "ended";
+  return signal_text(WTERMSIG(status)) + (WCOREDUMP(status) ? ", core dumped" : "");
+}
+
+// How another process ended, as its summary.json says (no exit status is recorded there).
+std::string summary_end_text(const reader::RunDirectory& run) {
+  const Summary& s = run.figures;
+  if (run.summary_rebuilt) return "ended without writing summary.json (killed by SIGKILL, or crashed)";
+  if (s.ended_by == kEndedBySignal && s.terminated_by_signal != 0) {
+    return signal_text(static_cast<int>(s.terminated_by_signal));
+  }
+  if (s.ended_by == kEndedByExitCall) return "exited through _exit";
+  if (s.ended_by == kEndedByExec) return "replaced itself by exec";
+  return "exited";
+}
+
+// The commands to read what a run left: its report, its OOM explanations when it ran out of
+// memory, and its HTML page (written beside the directory), each ready to paste.
+void print_next(const std::string& self, const std::string& dir, const std::vector<std::string>& oom_dirs,
+                const char* indent) {
+  std::fprintf(stderr, "%snext: %s report %s\n", indent, self.c_str(), shell_word(dir).c_str());
+  for (const std::string& d : oom_dirs) {
+    std::fprintf(stderr, "%s      %s oom %s\n", indent, self.c_str(), shell_word(d).c_str());
+  }
+  std::fprintf(stderr, "%s      %s html %s -o %s\n", indent, self.c_str(), shell_word(dir).c_str(),
+               shell_word(dir + ".html").c_str());
+}
+
+bool ran_out_of_memory(const reader::JobMember& member) {
+  return member.run && member.run->figures.oom.failures > 0;
+}
+
+// One process: how it ended first (`child_status` when it is the command's own process), then
+// its figures; `self` non-empty: its next commands too.
+void print_run(const reader::JobMember& member, pid_t child, int child_status, const std::string& self) {
   if (!member.run) {
     std::fprintf(stderr, "gpumemprof run: %s\n", member.error.c_str());
     return;
@@ -123,8 +165,11 @@ void print_run(const reader::JobMember& member, bool next) {
   const reader::RunDirectory& run = *member.run;
   const Summary& s = run.figures;
   const std::string& exe = run.manifest.exe;
-  std::fprintf(stderr, "  %s%s (pid %llu)\n", rank_prefix(run.manifest).c_str(), exe.empty() ? "?" : exe.c_str(),
-               (unsigned long long)run.manifest.pid.value_or(0));
+  const uint64_t pid = run.manifest.pid.value_or(0);
+  const std::string ended =
+      pid == static_cast<uint64_t>(child) ? wait_status_text(child_status) : summary_end_text(run);
+  std::fprintf(stderr, "  %s%s (pid %llu): %s\n", rank_prefix(run.manifest).c_str(), exe.empty() ? "?" : exe.c_str(),
+               (unsigned long long)pid, ended.c_str());
   for (const DeviceFigures& d : s.devices) {
     std::fprintf(stderr, "    device %d: peak allocated %s, peak reserved %s\n", d.stats.device,
                  bytes_text(d.stats.allocated.peak).c_str(), bytes_text(d.stats.reserved.peak).c_str());
@@ -135,7 +180,18 @@ void print_run(const reader::JobMember& member, bool next) {
   std::fprintf(stderr, "    events: %s\n", reader::event_counts_line(run.events).c_str());
   for (const std::string& w : reader::event_count_warnings(run.events))
     std::fprintf(stderr, "    note: %s\n", w.c_str());
-  if (next) std::fprintf(stderr, "    next: gpumemprof report %s\n", member.path.c_str());
+  if (!self.empty()) {
+    print_next(self, member.path, ran_out_of_memory(member) ? std::vector{member.path} : std::vector<std::string>{},
+               "    ");
+  }
+}
+
+// The alert thresholds in force: the option's, else the environment's when valid, else the default.
+double threshold(const std::optional<double>& option, const SettingRule& rule, double fallback) {
+  if (option) return *option;
+  const char* env = std::getenv(rule.name);
+  const auto v = env != nullptr ? rule.parse(env) : std::nullopt;
+  return v ? std::get<double>(*v) : fallback;
 }
 
 }  // namespace
@@ -144,6 +200,8 @@ int run_main(int argc, char** argv) {
   std::string root, shim = default_shim();
   std::vector<std::pair<std::string, std::string>> env;
   Limits limits;
+  std::optional<double> warn, critical;  // as given, for the order of the two
+  std::string warn_text, critical_text;
   int i = 0;
   for (; i < argc; ++i) {
     const std::string a = argv[i];
@@ -152,35 +210,57 @@ int run_main(int argc, char** argv) {
       break;
     }
     if (a == "-h" || a == "--help") {
-      for (const char* part : {kUsage, kLimitOptionsHelp, kUsageEnd}) std::fputs(part, stdout);
+      std::fputs(help_text(kRunOptions).c_str(), stdout);
       return 0;
+    }
+    const Option* o = find_option(kRunOptions, argv[i]);
+    if (o == nullptr) {
+      std::fprintf(stderr, "gpumemprof run: unknown option '%s'; see gpumemprof run --help (COMMAND goes after --)\n",
+                   a.c_str());
+      return 2;
     }
     if (const LimitArg taken = take_limit_arg("run", argc, argv, i, limits); taken != LimitArg::Other) {
       if (taken == LimitArg::Refused) return 2;
       continue;
     }
-    const bool takes_value = a == "-o" || a == "--output" || a == "--shim" || kEnvOptions.count(a);
-    if (!takes_value) {
-      std::fprintf(stderr, "gpumemprof run: unknown option '%s'; see gpumemprof run --help (COMMAND goes after --)\n",
-                   a.c_str());
+    const std::optional<std::string> v = option_value(argc, argv, i);
+    if (!v) {
+      std::fprintf(stderr, "gpumemprof run: option %s needs a value\n", a.substr(0, a.find('=')).c_str());
       return 2;
     }
-    if (i + 1 >= argc) {
-      std::fprintf(stderr, "gpumemprof run: option %s needs a value\n", a.c_str());
+    const std::string name = o->name;
+    if (name == "--output") {
+      root = *v;
+      continue;
+    }
+    if (name == "--shim") {
+      shim = *v;
+      continue;
+    }
+    const SettingRule& rule = *kEnvOptions.at(name);
+    const std::optional<SettingValue> parsed = rule.parse(*v);
+    if (!parsed) {
+      std::fprintf(stderr, "gpumemprof run: invalid %s '%s': expected %s\n", o->name, echo_value(*v).c_str(),
+                   rule.accepted);
       return 2;
     }
-    const std::string v = argv[++i];
-    if (a == "--trace-max") {
-      const auto max = parse_size(v);
-      if (!max || (*max != 0 && *max < kMinTraceMax)) {
-        std::fprintf(stderr, "gpumemprof run: --trace-max '%s': expected 0 (unbounded) or a size of at least 1MiB "
-                     "such as 512M, 1GiB or 20G\n", v.c_str());
-        return 2;
-      }
-    }
-    if (a == "-o" || a == "--output") root = v;
-    else if (a == "--shim") shim = v;
-    else env.emplace_back(kEnvOptions.at(a), v);
+    if (&rule == &settings::warn_percent) warn = std::get<double>(*parsed), warn_text = *v;
+    if (&rule == &settings::critical_percent) critical = std::get<double>(*parsed), critical_text = *v;
+    env.emplace_back(rule.name, *v);
+  }
+  // The collector would replace a critical threshold below the warning by both defaults: the
+  // option given is refused instead, naming the other threshold in force.
+  const double warn_in_force = threshold(warn, settings::warn_percent, kDefaultWarnPercent);
+  const double critical_in_force = threshold(critical, settings::critical_percent, kDefaultCriticalPercent);
+  if ((warn || critical) && !thresholds_ordered(warn_in_force, critical_in_force)) {
+    char other[32];
+    std::snprintf(other, sizeof other, "%g", critical ? warn_in_force : critical_in_force);
+    const SettingRule& given = critical ? settings::critical_percent : settings::warn_percent;
+    std::fprintf(stderr, "gpumemprof run: invalid %s '%s': expected %s no %s than the %s threshold %s\n",
+                 critical ? "--critical-percent" : "--warn-percent",
+                 echo_value(critical ? critical_text : warn_text).c_str(), given.accepted,
+                 critical ? "lower" : "higher", critical ? "warning" : "critical", other);
+    return 2;
   }
   if (i >= argc) {
     std::fprintf(stderr, "gpumemprof run: no command given; usage: gpumemprof run [options] -- COMMAND [ARGS...]\n");
@@ -256,11 +336,26 @@ int run_main(int argc, char** argv) {
   std::fprintf(stderr, "\ngpumemprof: %s under %s\n", counted(members.size(), "profiled process").c_str(),
                root.c_str());
   // Several processes are a job: its view (docs/report.md §Jobs) shows them side by side, with
-  // each one's own report command, so it is the one next step printed.
+  // each one's own report command, so its commands are the next steps printed.
   const bool job = members.size() > 1;
-  for (const reader::JobMember& m : members) print_run(m, !job);
+  const std::string self = members.empty() ? "" : self_command();
+  for (const reader::JobMember& m : members) print_run(m, child, status, job ? "" : self);
   if (members.empty()) std::fprintf(stderr, "  (no process allocated GPU memory)\n");
-  if (job) std::fprintf(stderr, "  next: gpumemprof report %s\n", root.c_str());
+  if (job) {
+    std::vector<std::string> oom_dirs;
+    for (const reader::JobMember& m : members) {
+      if (ran_out_of_memory(m)) oom_dirs.push_back(m.path);
+    }
+    print_next(self, root, oom_dirs, "  ");
+  }
+  // The command's own process says how it ended too when it is no CUDA process (a shell script).
+  const bool child_profiled = std::any_of(members.begin(), members.end(), [&](const reader::JobMember& m) {
+    return m.run && m.run->manifest.pid == static_cast<uint64_t>(child);
+  });
+  if (!members.empty() && !child_profiled) {
+    std::fprintf(stderr, "  the command %s (pid %d): %s\n", argv[i], static_cast<int>(child),
+                 wait_status_text(status).c_str());
+  }
   const int limits_status = limits.any() ? check_limits("run", root, limits, stderr) : 0;
   // Nothing to read later: a directory this run made and nothing wrote into is not left behind.
   if (members.empty() && created_root && rmdir(root.c_str()) == 0) {
