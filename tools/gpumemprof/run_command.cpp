@@ -25,6 +25,7 @@
 
 #include "format.h"
 #include "job_directory.h"
+#include "process_facts.h"
 #include "trace_format.h"
 #include "value_text.h"
 
@@ -122,9 +123,8 @@ void print_run(const reader::JobMember& member, bool next) {
   }
   const reader::RunDirectory& run = *member.run;
   const Summary& s = run.figures;
-  const std::string& exe = run.manifest.exe;
-  std::fprintf(stderr, "  %s%s (pid %llu)\n", rank_prefix(run.manifest).c_str(), exe.empty() ? "?" : exe.c_str(),
-               (unsigned long long)run.manifest.pid.value_or(0));
+  std::fprintf(stderr, "  %s%s (pid %llu)\n", rank_prefix(run.manifest).c_str(),
+               analysis::program_title(run.manifest).c_str(), (unsigned long long)run.manifest.pid.value_or(0));
   for (const DeviceFigures& d : s.devices) {
     std::fprintf(stderr, "    device %d: peak allocated %s, peak reserved %s\n", d.stats.device,
                  bytes_text(d.stats.allocated.peak).c_str(), bytes_text(d.stats.reserved.peak).c_str());
