@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "log.h"
+#include "program_name.h"
 #include "trusted_dir.h"
 
 namespace gmp {
@@ -35,7 +36,7 @@ std::string expand_output_template(const std::string& tpl, const ProcessInfo& in
       continue;
     }
     switch (tpl[++i]) {
-      case 'e': out += info.exe_name; break;
+      case 'e': out += program_name(info.exe_name, info.argv).name; break;  // a Python script's own name
       case 'p': out += std::to_string(info.pid); break;
       case 'h': out += info.host; break;
       case 'r': out += info.rank; break;

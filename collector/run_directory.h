@@ -11,7 +11,8 @@
 
 namespace gmp {
 
-// Expands %e (executable name), %p (pid), %h (host), %r (rank, "0" when none), %R ("rank<R>." when a
+// Expands %e (executable name; a Python interpreter's script or module: program_name.h), %p (pid),
+// %h (host), %r (rank, "0" when none), %R ("rank<R>." when a
 // launcher gave the process a rank, nothing otherwise: `gpumemprof run` names its directories
 // %R%e.%p), %j (job id, "nojob" when none; a '/' in it becomes '_'), %t (UTC start time) and %%. Any
 // other '%' sequence, and a '%' at the end, is kept as written, with one warning naming them.

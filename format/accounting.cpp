@@ -363,4 +363,24 @@ std::vector<LiveAllocation> Accounting::live_allocations() const {
   return out;
 }
 
+std::vector<LiveAllocation> Accounting::live_allocated(int device) const {
+  std::vector<LiveAllocation> out;
+  auto add = [&out, device](uint64_t, const LiveAllocation& a) {
+    if (a.device == device && a.kind != Kind::Managed) out.push_back(a);
+  };
+  device_ptrs_.for_each(add);
+  arrays_.for_each(add);
+  for (const auto& [va, m] : mappings_) {
+    if (m.device != device) continue;
+    auto h = handles_.find(m.handle);
+    LiveAllocation a = h != handles_.end() ? h->second.alloc : LiveAllocation{};
+    a.address = va;
+    a.size = m.size;
+    a.device = m.device;
+    a.kind = Kind::Vmm;
+    out.push_back(a);
+  }
+  return out;
+}
+
 }  // namespace gmp

@@ -134,6 +134,10 @@ class Accounting {
 
   // Every allocation still holding memory: device pointers, arrays, VMM physical handles, pinned.
   std::vector<LiveAllocation> live_allocations() const;
+  // What a device's allocated figure counts, one entry each (docs/accounting.md): linear, pool and
+  // array allocations, and VMM mappings (the mapped handle's allocation with the mapping's address
+  // and size); not managed or pinned memory. Their sizes add up to allocated.current.
+  std::vector<LiveAllocation> live_allocated(int device) const;
   // Tensors the framework still holds (kind None, api torch_caching_allocator).
   std::vector<LiveAllocation> live_tensors() const;
   struct Segment {

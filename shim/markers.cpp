@@ -2,6 +2,7 @@
 
 #include <atomic>
 #include <cstring>
+#include <mutex>
 
 #include "../collector/intern_table.h"
 #include "../collector/session.h"
@@ -12,6 +13,7 @@ namespace gmp::shim {
 namespace {
 
 constexpr uint32_t kMaxOpenRanges = 128;  // deeper pushes are counted but not named
+constexpr uint32_t kMaxEarlyMarks = 256;  // marks before the session: later ones are dropped
 
 std::atomic<bool> g_paused{false};
 
@@ -49,6 +51,33 @@ void sync_ranges(Session* s) {
   for (uint32_t i = 0; i < named; ++i) record_named(Op::RangePush, t_ranges.open[i].source, t_ranges.open[i].name_id);
 }
 
+// Marks made while no session was recording (before the process's first CUDA memory call), in
+// order, replayed when a session records: a program that marks "warmup done" first keeps it.
+struct EarlyMark {
+  uint32_t name_id;
+  Api source;
+};
+std::mutex g_early_lock;
+EarlyMark g_early[kMaxEarlyMarks];
+uint32_t g_early_count = 0;                // under g_early_lock
+std::atomic<bool> g_early_pending{false};  // g_early_count != 0, read without the lock
+
+void keep_early_mark(Api source, uint32_t id) {
+  std::lock_guard<std::mutex> lock(g_early_lock);
+  if (g_early_count == kMaxEarlyMarks) return;
+  g_early[g_early_count++] = {id, source};
+  g_early_pending.store(true, std::memory_order_release);
+}
+
+// Replays the early marks (once: they are taken out of the list) into the session now recording.
+void replay_early_marks() {
+  if (!g_early_pending.load(std::memory_order_acquire)) return;
+  std::lock_guard<std::mutex> lock(g_early_lock);
+  for (uint32_t i = 0; i < g_early_count; ++i) record_named(Op::Mark, g_early[i].source, g_early[i].name_id);
+  g_early_count = 0;
+  g_early_pending.store(false, std::memory_order_relaxed);
+}
+
 }  // namespace
 
 namespace {
@@ -57,6 +86,7 @@ namespace {
 bool prepare_event(Session** session) {
   if (g_paused.load(std::memory_order_relaxed)) return false;
   Session* s = session_get();
+  if (s != nullptr) replay_early_marks();
   if (s != nullptr && t_ranges.depth != 0 && t_ranges.synced_with != s) sync_ranges(s);
   *session = s;
   return true;
@@ -86,17 +116,22 @@ bool prepare_framework_event(uint32_t* stack) {
 
 // Marks and ranges never start a session: a process that never uses CUDA writes nothing.
 void record_mark(Api source, const char* name) {
+  const uint32_t id = name_id(name);
   Session* s = g_active_session.load(std::memory_order_acquire);
-  if (s == nullptr) return;
+  if (s == nullptr) return keep_early_mark(source, id);
+  replay_early_marks();
   if (t_ranges.depth != 0) sync_ranges(s);
-  record_named(Op::Mark, source, name_id(name));
+  record_named(Op::Mark, source, id);
 }
 
 void record_range_push(Api source, const char* name) {
   const uint32_t id = name_id(name);
   if (t_ranges.depth < kMaxOpenRanges) t_ranges.open[t_ranges.depth] = {id, source};
   Session* s = g_active_session.load(std::memory_order_acquire);
-  if (s != nullptr) sync_ranges(s);  // the earlier ranges first, then this one
+  if (s != nullptr) {  // the earlier marks and ranges first, then this one
+    replay_early_marks();
+    sync_ranges(s);
+  }
   ++t_ranges.depth;
   if (s != nullptr) record_named(Op::RangePush, source, id);
 }
@@ -104,7 +139,10 @@ void record_range_push(Api source, const char* name) {
 void record_range_pop(Api source) {
   if (t_ranges.depth == 0) return;  // unbalanced: nothing of ours to close
   Session* s = g_active_session.load(std::memory_order_acquire);
-  if (s != nullptr) sync_ranges(s);
+  if (s != nullptr) {
+    replay_early_marks();
+    sync_ranges(s);
+  }
   --t_ranges.depth;
   if (s != nullptr) record_named(Op::RangePop, source, 0);
 }

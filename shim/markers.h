@@ -1,6 +1,7 @@
 // Marks, ranges and pause/resume (docs/attribution.md), from the C API in include/gpumemprof.h
 // and from NVTX. A thread's open ranges are also kept here, so ranges opened before the session
-// started (before the first CUDA call) are replayed into the trace when that thread first records.
+// started (before the first CUDA call) are replayed into the trace when that thread first records;
+// marks made then are kept too and replayed, in order, when the session first records.
 #pragma once
 
 #include <cstdint>

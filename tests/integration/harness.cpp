@@ -188,6 +188,18 @@ bool exists(const std::string& path) {
   return stat(path.c_str(), &st) == 0;
 }
 
+namespace {
+constexpr const char* kTestColumns = "1000";
+[[maybe_unused]] const bool g_columns_set = setenv("COLUMNS", kTestColumns, 1) == 0;
+}  // namespace
+
+ScopedColumns::ScopedColumns(const char* columns) {
+  if (columns != nullptr) setenv("COLUMNS", columns, 1);
+  else unsetenv("COLUMNS");
+}
+
+ScopedColumns::~ScopedColumns() { setenv("COLUMNS", kTestColumns, 1); }
+
 RunResult run_tool(const std::vector<std::string>& args, int timeout_s, const std::string& stdout_path) {
   Sandbox scratch;
   std::vector<std::string> argv{Paths::tool()};

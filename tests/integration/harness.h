@@ -58,6 +58,15 @@ bool exists(const std::string& path);
 // test; `stdout_path` as in Sandbox::run (e.g. "/dev/full").
 RunResult run_tool(const std::vector<std::string>& args, int timeout_s = 120, const std::string& stdout_path = {});
 
+// The tools' text output fits the terminal, 80 columns when stdout is not one (docs/report.md,
+// "Width"). The tests that pin whole lines of prose run with COLUMNS=1000 (set for the whole test
+// program); a test of the width itself sets its own for its lifetime (nullptr: unset).
+class ScopedColumns {
+ public:
+  explicit ScopedColumns(const char* columns);
+  ~ScopedColumns();
+};
+
 // `gpumemprof run -o ROOT [OPTIONS] -- CMD...` as an argv, and the environment it runs in: the
 // tool itself is never preloaded, and the run directories are the ones it names (the fake driver
 // stays on the library path for the command). Run them with Sandbox::run.

@@ -6,6 +6,8 @@
 
 #include <fstream>
 #include <map>
+#include <regex>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -89,7 +91,7 @@ void expect_ranges(const Recorded& r, const std::string& wide_domain_range) {
   EXPECT_NE(main_thread, second);
   EXPECT_EQ(r.by_thread.size(), 2u);
   const std::vector<std::string> main_expected = {
-      "push:outer", "push:inner", "pop", "mark:checkpoint", "push:wide-\u00fc\u4e2d", "pop",
+      "mark:warmup done", "push:outer", "push:inner", "pop", "mark:checkpoint", "push:wide-\u00fc\u4e2d", "pop",
       "push:ex-ascii", "mark:mark-wide", "pop", "pop",
       "push:mydomain::registered", "mark:mydomain::dmark", "push:default-domain", "pop", "pop",
       "push:" + wide_domain_range, "pop"};
@@ -104,8 +106,8 @@ void expect_ranges(const Recorded& r, const std::string& wide_domain_range) {
   for (uint64_t mib = 2; mib <= 10; ++mib) {
     EXPECT_EQ(r.alloc_thread.at(mib), mib == 8 || mib == 9 ? second : main_thread) << mib << " MiB";
   }
-  // The first range of the main thread, opened before any CUDA memory call, is replayed when that
-  // thread first records, still as NVTX's: every range and mark event is.
+  // The first mark and range of the main thread, made before any CUDA memory call, are replayed when
+  // that thread first records, still as NVTX's: every range and mark event is.
   ASSERT_FALSE(r.range_apis.empty());
   for (size_t i = 0; i < r.range_apis.size(); ++i) EXPECT_EQ(r.range_apis[i], Api::nvtx) << "event " << i;
 }
@@ -120,6 +122,41 @@ TEST(Nvtx, RangesAndMarksBecomeEventsAndAttributeAllocations) {
   EXPECT_EQ(ints(out["returns"]), (std::vector<int>{0, 1, 1, 1, 1, 1, 1, 0, 0, 1, 1, 0, 0, 0, -1}));
   EXPECT_EQ(ints(out["thread"]), (std::vector<int>{0, 1, 1, 0}));
   expect_ranges(read_run(box.only_run_dir()), "wdom::wreg");
+}
+
+// The report's ranges table aligns by display width: "wide-ü中" takes 8 columns in 10 bytes, and
+// every row's calls column ends where the header's does (issue 15, defect 11).
+TEST(Nvtx, ReportAlignsWideNames) {
+  Sandbox box;
+  RunResult run = box.run({Paths::bin("prog_nvtx")}, {{"NVTX_INJECTION64_PATH", Paths::shim()}});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  ScopedColumns not_set(nullptr);
+  RunResult text = run_tool({"report", box.only_run_dir()});
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  auto columns = [](const std::string& s) {  // one per code point, two for CJK ideographs
+    size_t n = 0;
+    for (unsigned char b : s) n += (b & 0xC0) == 0x80 ? 0 : b == 0xE4 || (b > 0xE4 && b < 0xEA) ? 2 : 1;
+    return n;
+  };
+  const size_t table = text.out.find("\nranges: ");
+  ASSERT_NE(table, std::string::npos) << text.out;
+  std::istringstream lines(text.out.substr(text.out.find("\n    name ", table) + 1));
+  std::string header;
+  std::getline(lines, header);
+  const size_t calls_end = columns(header.substr(0, header.find("calls") + 5));
+  size_t rows = 0;
+  bool wide = false;
+  const std::regex row(R"(^    (.*?) +([0-9][0-9,]*) )");
+  for (std::string line; std::getline(lines, line) && line.starts_with("    ");) {
+    std::smatch m;
+    if (line.find("without an open range") != std::string::npos) continue;
+    ASSERT_TRUE(std::regex_search(line, m, row)) << line;
+    EXPECT_EQ(columns(line.substr(0, m.position(2) + m.length(2))), calls_end) << line;
+    wide = wide || m[1] == "wide-\u00fc\u4e2d";
+    ++rows;
+  }
+  EXPECT_EQ(rows, 9u) << text.out;
+  EXPECT_TRUE(wide) << text.out;
 }
 
 TEST(Nvtx, WithoutTheInjectionVariableNothingChanges) {
@@ -154,7 +191,7 @@ TEST(Nvtx, AChainedToolSeesEveryCallToo) {
   EXPECT_EQ(ints(out["thread"]), (std::vector<int>{100, 101, 201, 200}));
   // extension_init: the NVTX memory extension's initialization was handed on to it.
   EXPECT_EQ(read_json_file(counts), nlohmann::json::parse(R"({"init":1,"extension_init":1,"push_a":4,"pop":7,
-      "mark_a":1,"domain_create":1,"register_string":1,"domain_push":3,"domain_pop":3,"foreign_handles":0})"));
+      "mark_a":2,"domain_create":1,"register_string":1,"domain_push":3,"domain_pop":3,"foreign_handles":0})"));
   // The chained tool handles no nvtxDomainCreateW: NVTX gives that domain and its string no
   // handle, so its range has no name.
   expect_ranges(read_run(box.only_run_dir()), "(unnamed)");

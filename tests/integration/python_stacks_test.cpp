@@ -210,6 +210,31 @@ TEST_P(PythonStacks, EightThreadsAtOnceEachWithItsOwnFrames) {
   for (const auto& [size, n] : per_size) EXPECT_EQ(n, 200u) << size;
 }
 
+// allocate_released wraps the driver call for four callers: the report tells them apart by the
+// caller (issue 15, defect 9), and names the run by its script (defect 10).
+TEST_P(PythonStacks, ReportTellsAThinHelpersCallersApartAndNamesTheScript) {
+  const ScriptRun& r = run();
+  RunResult report = run_tool({"report", r.dir, "--json"});
+  ASSERT_EQ(report.exit_code, 0) << report.err;
+  const auto j = nlohmann::json::parse(report.out);
+  const std::string released = "allocate_released (py_alloc.py:" + std::to_string(line_of(script(), "# RELEASED_LINE"));
+  auto at = [&](const char* marker) { return " (py_alloc.py:" + std::to_string(line_of(script(), marker)) + ")"; };
+  std::map<std::string, uint64_t> sites;
+  for (const auto& site : j["analysis"]["leak_sites"]) sites[site["site"]] = site["bytes"];
+  const std::map<std::string, uint64_t> expected = {
+      {"allocate_weights" + at("# ALLOC_LINE"), 1 << 20},
+      {released + ") from größe" + at("# LATIN1_LINE"), 2 << 20},
+      {released + ") from 数据" + at("# UCS2_LINE"), 3 << 20},
+      {released + ") from worker" + at("# THREAD_LINE"), 4 << 20},
+      {released + ") from batches" + at("# GENERATOR_LINE"), 5 << 20}};
+  EXPECT_EQ(sites, expected);
+  RunResult text = run_tool({"report", r.dir});
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(text.out.find("\n  process py_alloc.py (pid "), std::string::npos) << text.out;
+  // Each of the largest allocations names its caller too.
+  EXPECT_NE(text.out.find("  " + released + ") from 数据" + at("# UCS2_LINE") + "\n"), std::string::npos) << text.out;
+}
+
 INSTANTIATE_TEST_SUITE_P(Interpreters, PythonStacks, ::testing::ValuesIn(test_pythons()), interpreter_name);
 GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(PythonStacks);
 

@@ -90,7 +90,7 @@ TEST(Report, GoldenText) {
   std::string text = r.out;
   text = std::regex_replace(text, std::regex(std::regex_replace(dir, std::regex(R"([.^$|()\[\]{}*+?\\])"), R"(\$&)")), "RUN");
   text = std::regex_replace(text, std::regex(R"(process \S+ \(pid \d+\), [0-9.]+ m?s)"), "process EXE (pid PID), DURATION");
-  text = std::regex_replace(text, std::regex(R"(at [0-9.]+ m?s +)"), "at TIME ");
+  text = std::regex_replace(text, std::regex(R"(at [0-9.]+ (m|\xc2\xb5)?s +)"), "at TIME ");
   text = std::regex_replace(text, std::regex(R"(thread \d+)"), "thread TID");
   text = std::regex_replace(text, std::regex(R"(stack \d+)"), "stack ID");
   const std::string golden_path = std::string(GMP_SOURCE_DIR) + "/tests/integration/golden/report_prog_ops.txt";
@@ -121,7 +121,18 @@ TEST(Report, KilledRunIsRebuiltFromTheTraceWithItsPeak) {
   EXPECT_TRUE(j["analysis"]["event_counts"]["lost"].is_null());
   EXPECT_TRUE(j["analysis"]["event_counts"]["unwritten"].is_null());
   EXPECT_TRUE(j["events"]["lost"].is_null());
+  // How it ended comes first, and what it left is not called leaks (issue 15, defect 5).
+  EXPECT_EQ(j["analysis"]["process_end"],
+            nlohmann::json({{"ended_by", "unknown"}, {"signal", nullptr}, {"died", true},
+                            {"text", "the process died without writing summary.json (killed by SIGKILL, a crash, or "
+                                     "still running)"}}));
   RunResult text = run_tool({"report", dir});
+  EXPECT_EQ(text.out.find("gpumemprof report: " + dir + "\n  the process died without writing summary.json (killed by "
+                          "SIGKILL, a crash, or still running)\n"),
+            0u)
+      << text.out;
+  EXPECT_NE(text.out.find("\nlive when the process died: 1 allocation, 200.00 MiB\n"), std::string::npos) << text.out;
+  EXPECT_EQ(text.out.find("leaks"), std::string::npos) << text.out;
   const std::string n = std::to_string(in_trace);
   EXPECT_NE(text.out.find("  note: the process ended without its final flush (no summary.json): events recorded after the "
                           "last trace write are missing and their number is unknown; figures are rebuilt from the " +
@@ -131,6 +142,64 @@ TEST(Report, KilledRunIsRebuiltFromTheTraceWithItsPeak) {
   EXPECT_NE(text.out.find("events: " + n + " in trace.gmpt; lost and unwritten unknown (no final flush)\n"), std::string::npos)
       << text.out;
   EXPECT_EQ(text.out.find(" lost,"), std::string::npos) << text.out;
+}
+
+// A process that aborts: summary.json names the signal, and the report says so first; its memory
+// still live is what it held when it died, not leaks (issue 15, defect 5).
+TEST(Report, AnAbortedRunSaysHowItEndedFirst) {
+  Sandbox box;
+  RunResult r = box.run({Paths::bin("prog_ops"), "alloc:100M", "alloc:20M", "free:0", "abort"});
+  ASSERT_EQ(r.term_signal, SIGABRT) << r.err;
+  const std::string dir = box.only_run_dir();
+  auto j = report_json(dir);
+  EXPECT_EQ(j["rebuilt_from_trace"], false);
+  EXPECT_EQ(j["analysis"]["process_end"],
+            nlohmann::json({{"ended_by", "signal"}, {"signal", SIGABRT}, {"died", true},
+                            {"text", "the process was killed by SIGABRT (signal 6)"}}));
+  RunResult text = run_tool({"report", dir});
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_EQ(text.out.find("gpumemprof report: " + dir + "\n  the process was killed by SIGABRT (signal 6)\n"), 0u)
+      << text.out;
+  EXPECT_NE(text.out.find("\nlive when the process died: 1 allocation, 20.00 MiB\n"), std::string::npos) << text.out;
+  EXPECT_EQ(text.out.find("leaks"), std::string::npos) << text.out;
+}
+
+// The columns a line takes on a terminal: one per code point, two for CJK ideographs.
+size_t columns(const std::string& line) {
+  size_t n = 0;
+  for (size_t i = 0; i < line.size(); ++i) {
+    const auto b = static_cast<unsigned char>(line[i]);
+    if ((b & 0xC0) == 0x80) continue;
+    ++n;
+    if (b == 0xE4 || (b > 0xE4 && b < 0xEA)) ++n;  // U+4E00-U+9FFF
+  }
+  return n;
+}
+
+// Not a terminal and no COLUMNS: every line of the demo's report fits 80 columns, stacks and their
+// C++ names included (issue 15, defect 11).
+TEST(Report, TheDemosReportFitsEightyColumnsWhenNotATerminal) {
+  ScopedColumns not_set(nullptr);
+  Sandbox box;
+  const std::string tool = Paths::tool();
+  RunResult r = box.run({tool.substr(0, tool.rfind('/')) + "/gpumemprof-demo"}, {{"FAKE_CUDA_CAPACITY", "1G"}});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string dir = box.only_run_dir();
+  // Paths are never cut (they are pasted into commands): the lines of the run directory's and the
+  // program's are left out.
+  auto expect_width = [&dir, &tool](const std::string& out, size_t width) {
+    std::istringstream lines(out);
+    size_t n = 0;
+    for (std::string line; std::getline(lines, line); ++n) {
+      const bool path = line.find(dir) != std::string::npos || line.find(tool.substr(0, tool.rfind('/'))) != std::string::npos;
+      if (path) continue;
+      EXPECT_LE(columns(line), width) << line;
+    }
+    EXPECT_GT(n, 40u) << out;
+  };
+  RunResult text = run_tool({"report", dir});
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  expect_width(text.out, 80);
 }
 
 // What the collector leaves when a trace write fails (ENOSPC) after the first events: summary.json

@@ -58,6 +58,38 @@ void expect_scenario(const nlohmann::json& s) {
   EXPECT_EQ(s["oom"], nlohmann::json({{"failures", 1}, {"bundles_written", 1}, {"recovered", 0}}));
 }
 
+uint64_t sum(const nlohmann::json& by_kind, const char* field = nullptr) {
+  uint64_t total = 0;
+  for (const auto& [_, v] : by_kind.items()) total += field ? v[field].get<uint64_t>() : v.get<uint64_t>();
+  return total;
+}
+
+// Every breakdown `report --json` gives adds up to the figure it breaks down (issue 15, defect 6:
+// managed memory was live at the allocated peak but no part of it).
+void expect_breakdowns_add_up(const nlohmann::json& report) {
+  const auto& a = report["analysis"];
+  for (const auto& d : a["devices"]) {
+    const auto& peak = d["allocated_peak"];
+    EXPECT_EQ(sum(peak["by_kind"]), peak["bytes"]);
+    EXPECT_EQ(sum(d["reserved_peak"]["by_kind"]), d["reserved_peak"]["bytes"]);
+    const auto& live = d["live_at_peak"];
+    EXPECT_EQ(live["bytes"], peak["bytes"]) << "live at the allocated peak";
+    EXPECT_EQ(sum(live["by_kind"], "bytes"), live["bytes"]);
+    EXPECT_EQ(sum(live["by_kind"], "count"), live["count"]);
+    uint64_t sites = 0;
+    for (const auto& site : d["sites_at_peak"]) sites += site["bytes"].get<uint64_t>();
+    EXPECT_EQ(sites, live["bytes"]) << "call sites at the peak";
+    EXPECT_EQ(d["flame"]["value"], live["bytes"]);
+  }
+  const auto& leaks = a["leaks"];
+  EXPECT_EQ(leaks["bytes"], report["live_at_exit"]["bytes"]);
+  EXPECT_EQ(leaks["count"], report["live_at_exit"]["count"]);
+  EXPECT_EQ(sum(leaks["by_kind"], "bytes"), leaks["bytes"]);
+  uint64_t sites = 0;
+  for (const auto& site : a["leak_sites"]) sites += site["bytes"].get<uint64_t>();
+  EXPECT_EQ(sites, leaks["bytes"]) << "call sites at exit";
+}
+
 class Scenario : public ::testing::TestWithParam<const char*> {};
 
 TEST_P(Scenario, ExactFiguresThroughEveryAccessPath) {
@@ -85,6 +117,12 @@ TEST_P(Scenario, ExactFiguresThroughEveryAccessPath) {
   ASSERT_TRUE(rebuilt) << error;
   expect_scenario(*rebuilt);
   EXPECT_EQ((*rebuilt)["events"]["recorded"], summary["events"]["recorded"]);
+
+  RunResult report = run_tool({"report", dir, "--json"});
+  ASSERT_EQ(report.exit_code, 0) << report.err;
+  const auto j = nlohmann::json::parse(report.out);
+  EXPECT_EQ(j["analysis"]["devices"][0]["live_at_peak"]["bytes"], sc::kDeviceAllocated.peak);
+  expect_breakdowns_add_up(j);
 }
 
 INSTANTIATE_TEST_SUITE_P(AccessPaths, Scenario,

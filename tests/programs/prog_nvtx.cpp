@@ -3,7 +3,8 @@
 // NVTX_INJECTION64_PATH names one (the profiler's shim: docs/attribution.md, "NVTX").
 //
 //   ranges (default)  main thread, in order (sizes in MiB; a range's allocations are listed in it):
-//                       push "outer" (before any CUDA memory call: replayed at the first one) { 1;
+//                       mark "warmup done", push "outer" (both before any CUDA memory call: replayed at
+//                       the first one) { 1;
 //                         thread 2, joined before main goes on:
 //                           push "t2-outer" { 8; push "t2-inner" { 9 } }
 //                         push "inner" { 2 }; mark "checkpoint";
@@ -93,7 +94,8 @@ std::string json_list(const std::vector<int>& v) {
 void ranges() {
   std::vector<int> r, r2;
   init();
-  r.push_back(nvtxRangePushA("outer"));  // no CUDA memory call yet: nothing is recorded now
+  nvtxMarkA("warmup done");              // no CUDA memory call yet: nothing is recorded now
+  r.push_back(nvtxRangePushA("outer"));
   alloc(1);
   std::string failure;
   std::thread second([&] {

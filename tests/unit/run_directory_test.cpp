@@ -28,6 +28,26 @@ TEST(RunDirectory, ExpandsEveryPlaceholder) {
   EXPECT_EQ(expand_output_template("trailing%", info()), "trailing%");
 }
 
+// A Python interpreter's directory is named by what it runs (issue 15, defect 10): the script's
+// file name past the interpreter's options, or the module given with -m; -c runs keep its name.
+TEST(RunDirectory, PythonRunsAreNamedByTheirScriptOrModule) {
+  auto named = [](const std::string& exe, std::vector<std::string> argv) {
+    ProcessInfo p = info();
+    p.exe_name = exe;
+    p.argv = std::move(argv);
+    return expand_output_template("%e.%p", p);
+  };
+  EXPECT_EQ(named("python3.12", {"python3", "-u", "/work/train.py", "--lr", "3"}), "train.py.1234");
+  EXPECT_EQ(named("python3", {"python3", "-W", "ignore", "-X", "dev", "-OO", "train.py"}), "train.py.1234");
+  EXPECT_EQ(named("python3.13t", {"python3", "-um", "torch.distributed.run", "x.py"}), "torch.distributed.run.1234");
+  EXPECT_EQ(named("python", {"python", "-m", "pkg.mod"}), "pkg.mod.1234");
+  EXPECT_EQ(named("python", {"python", "-mpkg.mod"}), "pkg.mod.1234");
+  EXPECT_EQ(named("python3", {"python3", "-c", "import x"}), "python3.1234");
+  EXPECT_EQ(named("python3", {"python3"}), "python3.1234");
+  EXPECT_EQ(named("python3", {"python3", "--", "a/b.py"}), "b.py.1234");
+  EXPECT_EQ(named("train", {"./train", "data.py"}), "train.1234");  // not an interpreter
+}
+
 // A process of a job: rank 3 of job 81723 under Slurm.
 ProcessInfo ranked() {
   ProcessInfo p = info();

@@ -6,6 +6,7 @@
 #include "framework_notes.h"
 #include "json_views.h"
 #include "oom_bundle_schema.h"
+#include "process_facts.h"
 
 namespace gmp::analysis {
 namespace {
@@ -226,7 +227,8 @@ nlohmann::json analysis_json(const RunAnalysis& run, bool with_timeline) {
   for (const Marker& m : run.markers) markers.push_back(marker_json(m));
   const Regions& r = run.regions;
   const reader::Attribution& a = run.attribution;
-  nlohmann::json out = {{"devices", devices},
+  nlohmann::json out = {{"process_end", process_end_json(process_end(run.run))},
+          {"devices", devices},
           {"events", run.events},
           {"event_counts", reader::event_counts_json(run.run.events)},
           {"duration_ns", run.duration_ns},

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 #include <string_view>
 
 namespace gmp::analysis {
@@ -17,6 +18,19 @@ bool is_framework_python_file(std::string_view path) {
     return package.starts_with("torch/") || package.starts_with("jax/") || package.starts_with("jaxlib/");
   }
   return false;
+}
+
+// " from <caller>" for a user's Python site with a user caller below it, else "".
+std::string caller_suffix(uint32_t id, const StackTable& stacks) {
+  auto it = stacks.find(id);
+  if (it == stacks.end() || it->second.empty()) return "";
+  const CallStack& stack = it->second;
+  const size_t site = site_frame(stack);
+  if (!stack[site].python || is_library_python_file(stack[site].file)) return "";
+  for (size_t i = site + 1; i < stack.size(); ++i) {
+    if (stack[i].python && !is_library_python_file(stack[i].file)) return " from " + stack[i].label();
+  }
+  return "";
 }
 
 }  // namespace
@@ -60,10 +74,14 @@ std::string site_label(uint32_t id, const StackTable& stacks) {
 
 std::vector<CallSite> group_by_site(const std::unordered_map<uint32_t, Bytes>& by_stack, const StackTable& stacks,
                                     size_t max_sites) {
+  // The callers of each site: one site per caller where there is more than one.
+  std::map<std::string, std::set<std::string>> callers;
+  for (const auto& [id, _] : by_stack) callers[site_label(id, stacks)].insert(caller_suffix(id, stacks));
   std::map<std::string, CallSite> sites;
   std::map<std::string, uint64_t> shown_bytes;  // bytes of the stack currently shown per site
   for (const auto& [id, b] : by_stack) {
-    const std::string label = site_label(id, stacks);
+    std::string label = site_label(id, stacks);
+    if (callers[label].size() > 1) label += caller_suffix(id, stacks);
     CallSite& s = sites[label];
     s.label = label;
     s.bytes.bytes += b.bytes;
@@ -86,6 +104,16 @@ std::vector<CallSite> group_by_site(const std::unordered_map<uint32_t, Bytes>& b
   });
   if (out.size() > max_sites) out.resize(max_sites);
   return out;
+}
+
+std::string site_label_among(uint32_t id, const StackTable& stacks, const std::vector<CallSite>& sites) {
+  const std::string label = site_label(id, stacks);
+  const std::string suffix = caller_suffix(id, stacks);
+  if (suffix.empty()) return label;
+  for (const CallSite& s : sites) {
+    if (s.label == label + suffix) return s.label;
+  }
+  return label;
 }
 
 }  // namespace gmp::analysis

@@ -5,6 +5,8 @@
 // library's line), else the innermost Python frame, else the innermost native frame outside the CUDA
 // libraries, framework allocators and C runtime (is_runtime_module), else the innermost framework
 // frame that is not allocation machinery (is_allocation_machinery), else the innermost frame.
+// A user's Python site reached from several user callers (a thin helper wrapping the allocation)
+// is told apart by its caller, the next user frame: "alloc (train.py:15) from step (train.py:40)".
 #pragma once
 
 #include <cstdint>
@@ -31,8 +33,12 @@ size_t site_frame(const CallStack& stack);
 // when `stacks` lacks it, "(only profiler frames)" when nothing was left after dropping the shim.
 std::string site_label(uint32_t id, const StackTable& stacks);
 
-// `by_stack` grouped by site label, most bytes first (ties by label), at most `max_sites`.
+// `by_stack` grouped by site label, most bytes first (ties by label), at most `max_sites`; a site
+// whose stacks come from more than one user caller is one site per caller.
 std::vector<CallSite> group_by_site(const std::unordered_map<uint32_t, Bytes>& by_stack, const StackTable& stacks,
                                     size_t max_sites);
+// The label of stack `id` among `sites` (group_by_site's): with its caller where its site was
+// split by caller, else site_label().
+std::string site_label_among(uint32_t id, const StackTable& stacks, const std::vector<CallSite>& sites);
 
 }  // namespace gmp::analysis

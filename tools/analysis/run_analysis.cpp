@@ -31,9 +31,20 @@ bool changes_framework_memory(Op op) {
   }
 }
 
-std::array<uint64_t, kKindCount> kind_bytes(const DeviceStats& d) {
+// The allocated figure by kind: managed memory is not part of it (docs/accounting.md), so the kinds
+// add up to the figure.
+std::array<uint64_t, kKindCount> allocated_by_kind(const DeviceStats& d) {
   std::array<uint64_t, kKindCount> out{};
   for (size_t k = 0; k < out.size(); ++k) out[k] = d.by_kind[k].bytes.current;
+  out[static_cast<size_t>(Kind::Managed)] = 0;
+  return out;
+}
+
+// The reserved figure by kind: pools count what they reserved, VMM its physical handles.
+std::array<uint64_t, kKindCount> reserved_by_kind(const DeviceStats& d) {
+  std::array<uint64_t, kKindCount> out = allocated_by_kind(d);
+  out[static_cast<size_t>(Kind::Pool)] = d.pool_reserved.current;
+  out[static_cast<size_t>(Kind::Vmm)] = d.vmm_physical.current;
   return out;
 }
 
@@ -141,8 +152,8 @@ bool first_pass(const std::string& trace_path, RunAnalysis& run, const Options& 
     if (ordinal < 0) continue;
     PeakWatch& w = peaks[ordinal];
     const uint64_t at = run.window.since_ns;
-    w.allocated = {d.allocated.current, at, trace.index(), kind_bytes(d)};
-    w.reserved = {d.reserved.current, at, trace.index(), kind_bytes(d)};
+    w.allocated = {d.allocated.current, at, trace.index(), allocated_by_kind(d)};
+    w.reserved = {d.reserved.current, at, trace.index(), reserved_by_kind(d)};
     w.tensors = d.framework.allocated.current;
     w.tensors_index = trace.index();
   }
@@ -175,10 +186,10 @@ bool first_pass(const std::string& trace_path, RunAnalysis& run, const Options& 
       if (ordinal < 0) continue;
       PeakWatch& w = peaks[ordinal];
       if (d.allocated.current > w.allocated.bytes) {
-        w.allocated = {d.allocated.current, since(e.timestamp_ns, run.start_ns), index, kind_bytes(d)};
+        w.allocated = {d.allocated.current, since(e.timestamp_ns, run.start_ns), index, allocated_by_kind(d)};
       }
       if (d.reserved.current > w.reserved.bytes) {
-        w.reserved = {d.reserved.current, since(e.timestamp_ns, run.start_ns), index, kind_bytes(d)};
+        w.reserved = {d.reserved.current, since(e.timestamp_ns, run.start_ns), index, reserved_by_kind(d)};
       }
     }
   }
@@ -299,11 +310,13 @@ struct Snapshot {
   auto operator<=>(const Snapshot&) const = default;
 };
 
+// What was live adds up to the peak it explains: the allocated figure's own allocations (VMM by its
+// mappings, no managed memory), or the tensors.
 void take_snapshot(RunAnalysis& run, const Options& opt, const Accounting& acc, const Snapshot& at) {
   DeviceAnalysis& d = run.devices[at.device];
   LiveSet& set = at.tensors ? d.tensors_at_peak : d.live_at_peak;
-  for (const LiveAllocation& a : at.tensors ? acc.live_tensors() : acc.live_allocations()) {
-    if (a.device == at.device && a.kind != Kind::HostPinned) set.add(a, opt.largest);
+  for (const LiveAllocation& a : at.tensors ? acc.live_tensors() : acc.live_allocated(at.device)) {
+    if (a.device == at.device) set.add(a, opt.largest);
   }
   set.finish(opt.largest);
 }

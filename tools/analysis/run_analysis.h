@@ -45,7 +45,8 @@ struct LiveSet {
   void finish(size_t keep_largest);  // sorts and trims `largest`
 };
 
-// The moment a counter reached its peak, with the per-kind bytes at that moment.
+// The moment a counter reached its peak, with the per-kind bytes at that moment: they add up to
+// `bytes` (allocated: no managed memory; reserved: pools' reserved bytes, VMM's physical ones).
 struct PeakPoint {
   uint64_t bytes = 0;
   uint64_t at_ns = 0;       // since the profiler started
@@ -68,7 +69,9 @@ struct DeviceAnalysis {
   std::string name;
   DeviceStats final_stats;
   PeakPoint allocated_peak, reserved_peak;
-  LiveSet live_at_peak;  // device memory live just after the allocated peak's event
+  // Device memory live just after the allocated peak's event, as the allocated figure counts it
+  // (VMM mappings, no managed memory): its total is the peak.
+  LiveSet live_at_peak;
   std::vector<CallSite> sites_at_peak;  // live_at_peak by call site, most bytes first
   FlameNode flame;                      // live_at_peak by stack, root "GPU N"
   std::vector<TimelineBucket> timeline;

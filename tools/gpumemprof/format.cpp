@@ -1,23 +1,173 @@
 #include "format.h"
 
+#include <sys/ioctl.h>
+#include <unistd.h>
+
 #include <cctype>
 #include <cstdio>
+#include <cstdlib>
+#include <vector>
 
 #include "bytes_text.h"
 #include "json_views.h"
 
 namespace gmp::tool {
 
+namespace {
+
+// The next code point of `s` from `i` (advanced past it); a byte that starts no valid sequence is
+// returned alone, as U+FFFD would be shown: one column.
+char32_t next_code_point(std::string_view s, size_t& i) {
+  const auto byte = [&s](size_t k) { return static_cast<unsigned char>(s[k]); };
+  const unsigned char b = byte(i);
+  const size_t n = b < 0x80 ? 1 : (b >> 5) == 0x6 ? 2 : (b >> 4) == 0xE ? 3 : (b >> 3) == 0x1E ? 4 : 0;
+  if (n == 0 || i + n > s.size()) {
+    ++i;
+    return 0xFFFD;
+  }
+  char32_t c = n == 1 ? b : b & (0x7F >> n);
+  for (size_t k = 1; k < n; ++k) {
+    if ((byte(i + k) & 0xC0) != 0x80) {
+      ++i;
+      return 0xFFFD;
+    }
+    c = (c << 6) | (byte(i + k) & 0x3F);
+  }
+  i += n;
+  return c;
+}
+
+size_t code_point_width(char32_t c) {
+  if ((c >= 0x300 && c <= 0x36F) || (c >= 0x200B && c <= 0x200F) || (c >= 0xFE00 && c <= 0xFE0F) ||
+      (c >= 0x1AB0 && c <= 0x1AFF) || (c >= 0x20D0 && c <= 0x20FF)) {
+    return 0;
+  }
+  const bool wide = (c >= 0x1100 && c <= 0x115F) || (c >= 0x2E80 && c <= 0xA4CF && c != 0x303F) ||
+                    (c >= 0xAC00 && c <= 0xD7A3) || (c >= 0xF900 && c <= 0xFAFF) || (c >= 0xFE30 && c <= 0xFE4F) ||
+                    (c >= 0xFF00 && c <= 0xFF60) || (c >= 0xFFE0 && c <= 0xFFE6) ||
+                    (c >= 0x1F300 && c <= 0x1F64F) || (c >= 0x1F900 && c <= 0x1F9FF) ||
+                    (c >= 0x20000 && c <= 0x3FFFD);
+  return wide ? 2 : 1;
+}
+
+// The longest prefix of `s` (from its start, or its end when `from_end`) that fits in `width`
+// columns, cut between code points.
+std::string_view fitting(std::string_view s, size_t width, bool from_end) {
+  std::vector<size_t> starts;  // byte offset of each code point
+  for (size_t i = 0; i < s.size();) {
+    starts.push_back(i);
+    next_code_point(s, i);
+  }
+  size_t used = 0;
+  if (!from_end) {
+    for (size_t k = 0; k < starts.size(); ++k) {
+      size_t i = starts[k];
+      used += code_point_width(next_code_point(s, i));
+      if (used > width) return s.substr(0, starts[k]);
+    }
+    return s;
+  }
+  for (size_t k = starts.size(); k-- > 0;) {
+    size_t i = starts[k];
+    used += code_point_width(next_code_point(s, i));
+    if (used > width) return s.substr(k + 1 < starts.size() ? starts[k + 1] : s.size());
+  }
+  return s;
+}
+
+// A size's unit stays on the line of its number ("1.00 GiB" never breaks).
+bool is_unit(const std::string& word) {
+  for (const char* unit : {"B", "KiB", "MiB", "GiB", "TiB"}) {
+    const size_t n = std::char_traits<char>::length(unit);
+    if (word.compare(0, n, unit) == 0 && (word.size() == n || !std::isalpha(static_cast<unsigned char>(word[n])))) {
+      return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
 std::string human_duration_ns(uint64_t ns) {
   char buf[32];
   if (ns >= 1'000'000'000ull) snprintf(buf, sizeof buf, "%.3f s", static_cast<double>(ns) / 1e9);
-  else snprintf(buf, sizeof buf, "%.1f ms", static_cast<double>(ns) / 1e6);
+  else if (ns >= 1'000'000ull) snprintf(buf, sizeof buf, "%.1f ms", static_cast<double>(ns) / 1e6);
+  else snprintf(buf, sizeof buf, "%.1f \u00b5s", static_cast<double>(ns) / 1e3);
   return buf;
+}
+
+size_t output_width() {
+  if (const char* columns = std::getenv("COLUMNS")) {
+    char* end = nullptr;
+    const long n = std::strtol(columns, &end, 10);
+    if (end != columns && *end == '\0' && n > 0) return static_cast<size_t>(n);
+  }
+  winsize ws{};
+  if (isatty(STDOUT_FILENO) && ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0) return ws.ws_col;
+  return 80;
+}
+
+size_t display_width(std::string_view s) {
+  size_t width = 0;
+  for (size_t i = 0; i < s.size();) width += code_point_width(next_code_point(s, i));
+  return width;
+}
+
+std::string pad(std::string_view s, size_t width) {
+  const size_t w = display_width(s);
+  return std::string(s) + std::string(w < width ? width - w : 0, ' ');
+}
+
+std::string elide_middle(std::string_view s, size_t width) {
+  constexpr std::string_view kEllipsis = "...";
+  if (display_width(s) <= width) return std::string(s);
+  if (width <= kEllipsis.size()) return std::string(fitting(s, width, false));
+  const size_t room = width - kEllipsis.size();
+  return std::string(fitting(s, room - room / 2, false)) + std::string(kEllipsis) +
+         std::string(fitting(s, room / 2, true));
+}
+
+std::string wrap(const std::string& text, const std::string& first, const std::string& rest, size_t width) {
+  std::vector<std::string> words;
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t end = text.find(' ', start);
+    if (end == std::string::npos) end = text.size();
+    std::string word = text.substr(start, end - start);
+    start = end + 1;
+    if (word.empty()) continue;
+    if (!words.empty() && is_unit(word))
+      words.back() += " " + word;
+    else
+      words.push_back(std::move(word));
+  }
+  std::string out, line = first;
+  bool empty = true;
+  for (const std::string& word : words) {
+    if (!empty && display_width(line) + 1 + display_width(word) > width) {
+      out += line + "\n";
+      line = rest;
+      empty = true;
+    }
+    if (!empty) line += ' ';
+    line += word;
+    empty = false;
+  }
+  return out + line + "\n";
+}
+
+std::string grouped(uint64_t n) {
+  std::string digits = std::to_string(n), out;
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return out;
 }
 
 std::string counted(uint64_t n, const std::string& noun) {
   const bool sibilant = noun.ends_with('s') || noun.ends_with('x') || noun.ends_with("ch") || noun.ends_with("sh");
-  return std::to_string(n) + " " + noun + (n == 1 ? "" : sibilant ? "es" : "s");
+  return grouped(n) + " " + noun + (n == 1 ? "" : sibilant ? "es" : "s");
 }
 
 std::string marker_label(const analysis::Marker& m) {

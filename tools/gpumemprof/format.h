@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 #include <nlohmann/json.hpp>
 
@@ -10,14 +11,33 @@
 
 namespace gmp::tool {
 
-std::string human_duration_ns(uint64_t ns);  // "1.234 s", "12.5 ms"
+std::string human_duration_ns(uint64_t ns);  // "1.234 s", "12.5 ms", "512.0 µs" below a millisecond
+
+// Terminal output (docs/report.md, "Width"): laid out for `output_width()` columns, the terminal's
+// when stdout is one, else 80; COLUMNS, when set to a number, wins over both.
+size_t output_width();
+// The columns `s` takes on a terminal: East Asian wide and fullwidth characters 2, combining marks
+// and zero-width characters 0, others 1; a byte that is not UTF-8 counts 1.
+size_t display_width(std::string_view s);
+// `s` padded with spaces to `width` columns (by display width); wider text is unchanged.
+std::string pad(std::string_view s, size_t width);
+// `s` in at most `width` columns: its middle replaced by "..." when it is wider, so that both the
+// start of a name and its end (a file:line) stay.
+std::string elide_middle(std::string_view s, size_t width);
+// `text` as lines of at most `width` columns (words longer than that stand alone), the first
+// prefixed with `first`, the others with `rest`; each line ends in '\n'. A size's unit stays on
+// the line of its number ("1.00 GiB" never breaks).
+std::string wrap(const std::string& text, const std::string& first, const std::string& rest, size_t width);
+// A count with its digits grouped by thousands: "1,234,567".
+std::string grouped(uint64_t n);
 
 // A size as PyTorch's format_size() prints it in its messages, so that ours compare character for
 // character: up to 1024 bytes "N bytes", then "%.2f KiB" up to 1 MiB, "%.2f MiB" up to 1 GiB, else
 // "%.2f GiB" (its bounds are inclusive).
 std::string pytorch_size_text(uint64_t bytes);
 
-// "1 allocation", "3 allocations", "2 processes": a count with its noun (plural -es after s, x, ch, sh).
+// "1 allocation", "3 allocations", "2 processes": a count (grouped()) with its noun (plural -es after
+// s, x, ch, sh).
 std::string counted(uint64_t n, const std::string& noun);
 
 // "WARNING alert", "cuMemAlloc_v2 of 2.00 GiB failed (CUDA_ERROR_OUT_OF_MEMORY)", ...

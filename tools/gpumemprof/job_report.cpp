@@ -47,14 +47,13 @@ void print_table(const std::vector<std::vector<std::string>>& table) {
   std::vector<size_t> width;
   for (const auto& row : table) {
     width.resize(std::max(width.size(), row.size()));
-    for (size_t c = 0; c < row.size(); ++c) width[c] = std::max(width[c], row[c].size());
+    for (size_t c = 0; c < row.size(); ++c) width[c] = std::max(width[c], display_width(row[c]));
   }
-  for (const auto& row : table) {
+  for (const auto& row : table) {  // aligned by display width: a host name may be wide Unicode
     std::string line = " ";
     for (size_t c = 0; c < row.size(); ++c) {
       line += ' ';
-      line += row[c];
-      if (c + 1 < row.size()) line.append(width[c] - row[c].size() + 1, ' ');
+      line += c + 1 < row.size() ? pad(row[c], width[c] + 1) : row[c];
     }
     std::printf("%s\n", line.c_str());
   }
@@ -76,10 +75,13 @@ void print_text(const JobAnalysis& job) {
     if (!m.run) continue;
     const std::string label = analysis::member_label(m);
     if (m.run->summary_rebuilt) {
-      std::printf("  note: %s: %s; figures rebuilt from the trace\n", label.c_str(), m.run->rebuild_reason.c_str());
+      std::fputs(wrap("note: " + label + ": " + m.run->rebuild_reason + "; figures rebuilt from the trace", "  ",
+                      "    ", output_width())
+                     .c_str(),
+                 stdout);
     }
     for (const std::string& w : reader::event_count_warnings(m.run->events)) {
-      std::printf("  note: %s: %s\n", label.c_str(), w.c_str());
+      std::fputs(wrap("note: " + label + ": " + w, "  ", "    ", output_width()).c_str(), stdout);
     }
   }
   if (!job.spreads.empty()) {

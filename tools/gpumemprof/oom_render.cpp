@@ -31,48 +31,6 @@ __attribute__((format(printf, 2, 3))) void appendf(std::string& out, const char*
   out += big;
 }
 
-// `text` as lines of at most `width` columns (words longer than that stand alone), the first
-// prefixed with `first`, the others with `rest`.
-// A size's unit stays on the line of its number ("1.00 GiB" never breaks).
-bool is_unit(const std::string& word) {
-  for (const char* unit : {"B", "KiB", "MiB", "GiB", "TiB"}) {
-    const size_t n = std::char_traits<char>::length(unit);
-    if (word.compare(0, n, unit) == 0 && (word.size() == n || !std::isalpha(static_cast<unsigned char>(word[n])))) {
-      return true;
-    }
-  }
-  return false;
-}
-
-std::string wrap(const std::string& text, const std::string& first, const std::string& rest, size_t width = 100) {
-  std::vector<std::string> words;
-  size_t start = 0;
-  while (start < text.size()) {
-    size_t end = text.find(' ', start);
-    if (end == std::string::npos) end = text.size();
-    std::string word = text.substr(start, end - start);
-    start = end + 1;
-    if (word.empty()) continue;
-    if (!words.empty() && is_unit(word))
-      words.back() += " " + word;
-    else
-      words.push_back(std::move(word));
-  }
-  std::string out, line = first;
-  bool empty = true;
-  for (const std::string& word : words) {
-    if (!empty && line.size() + 1 + word.size() > width) {
-      out += line + "\n";
-      line = rest;
-      empty = true;
-    }
-    if (!empty) line += ' ';
-    line += word;
-    empty = false;
-  }
-  return out + line + "\n";
-}
-
 std::string hb(uint64_t bytes) { return bytes_text(bytes); }
 std::string u(uint64_t v) { return std::to_string(v); }
 
@@ -147,7 +105,7 @@ void framework_text(const OomExplanation& x, std::string& out) {
     out += s + "\n  PyTorch raised torch.OutOfMemoryError (torch.cuda.OutOfMemoryError)\n";
   }
   out += "\nPyTorch's message, from the figures it passed to its OOM observer\n";
-  out += wrap(pytorch_message(x), "  ", "  ");
+  out += wrap(pytorch_message(x), "  ", "  ", output_width());
   const struct {
     const char* name;
     uint64_t bytes;
@@ -331,7 +289,7 @@ std::string oom_explanation_text(const OomExplanation& x) {
   }
 
   out += "\nWhat to try\n";
-  for (const auto& a : x.advice) out += wrap(a.text, "  - ", "    ");
+  for (const auto& a : x.advice) out += wrap(a.text, "  - ", "    ", output_width());
 
   if (!x.notes.empty()) {
     out += "\nNotes\n";

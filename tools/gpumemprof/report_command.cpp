@@ -12,6 +12,7 @@
 #include "format.h"
 #include "framework_notes.h"
 #include "job_view.h"
+#include "process_facts.h"
 #include "json_text.h"
 #include "report_attribution.h"
 #include "run_analysis.h"
@@ -23,26 +24,43 @@ constexpr size_t kMarkersShown = 20;
 
 using ull = unsigned long long;
 
+// Prose, wrapped to the output's width: the first line prefixed with `first`, the others with `rest`.
+void say(const std::string& text, const std::string& first, const std::string& rest) {
+  std::fputs(wrap(text, first, rest, output_width()).c_str(), stdout);
+}
+
 // The label of summary.json's figures in a window's report, which are the whole run's.
 const char* whole_run(const analysis::RunAnalysis& run) { return run.window.whole() ? "" : " (whole run)"; }
 
-void print_allocation(const analysis::RunAnalysis& run, const LiveAllocation& a, bool with_device) {
+void print_allocation(const analysis::RunAnalysis& run, const LiveAllocation& a,
+                      const std::vector<analysis::CallSite>& sites, bool with_device) {
   const uint64_t start_ns = run.start_ns;
-  std::printf("      %-11s %-7s ", bytes_text(a.size).c_str(), analysis::allocation_kind_label(a).c_str());
-  if (with_device) std::printf("device %-2d ", a.device);
-  std::printf("%-26s at %-10s thread %u", std::string(api_name(a.api)).c_str(),
-              human_duration_ns(a.timestamp_ns > start_ns ? a.timestamp_ns - start_ns : 0).c_str(), a.thread_id);
-  // Its call site, named as in the "by call site" lists below.
-  if (a.stack_id != 0) std::printf("  %s", analysis::site_label(a.stack_id, run.stacks).c_str());
-  std::printf("\n");
+  std::string row = "      " + pad(bytes_text(a.size), 11) + " " + pad(analysis::allocation_kind_label(a), 7) + " ";
+  if (with_device) row += "device " + pad(std::to_string(a.device), 2) + " ";
+  row += pad(api_name(a.api), 16) + " at " +
+         pad(human_duration_ns(a.timestamp_ns > start_ns ? a.timestamp_ns - start_ns : 0), 10) + " thread " +
+         std::to_string(a.thread_id);
+  // Its call site, named as in the "by call site" lists below (with its caller where they split it):
+  // on the row when it fits, else on a line of its own, its middle elided to fit.
+  if (a.stack_id != 0) {
+    const std::string site = analysis::site_label_among(a.stack_id, run.stacks, sites);
+    const size_t width = output_width();
+    if (display_width(row) + 2 + display_width(site) <= width) {
+      row += "  " + site;
+    } else {
+      constexpr size_t kSiteIndent = 8;
+      row += "\n" + std::string(kSiteIndent, ' ') + elide_middle(site, width > kSiteIndent ? width - kSiteIndent : 1);
+    }
+  }
+  std::printf("%s\n", row.c_str());
 }
 
 void print_by_kind(const analysis::LiveSet& set) {
   for (int k = 1; k < kKindCount; ++k) {
     const analysis::Bytes& b = set.by_kind[k];
     if (b.count == 0) continue;
-    std::printf("      %-8s %-11s in %llu\n", std::string(kind_name(static_cast<Kind>(k))).c_str(),
-                bytes_text(b.bytes).c_str(), (ull)b.count);
+    std::printf("      %-8s %-11s in %s\n", std::string(kind_name(static_cast<Kind>(k))).c_str(),
+                bytes_text(b.bytes).c_str(), grouped(b.count).c_str());
   }
 }
 
@@ -50,7 +68,7 @@ void print_by_kind(const analysis::LiveSet& set) {
 void print_largest(const analysis::RunAnalysis& run, const analysis::LiveSet& set,
                    const std::vector<analysis::CallSite>& sites, bool with_device) {
   std::printf("    largest:\n");
-  for (const LiveAllocation& a : set.largest) print_allocation(run, a, with_device);
+  for (const LiveAllocation& a : set.largest) print_allocation(run, a, sites, with_device);
   print_call_sites(run, sites, 4);
 }
 
@@ -65,12 +83,15 @@ void print_framework(const analysis::RunAnalysis& run, const analysis::DeviceAna
     std::string peak;
     if (r.peak) peak = "peak " + bytes_text(*r.peak);
     if (r.peak_at_ns) peak += " at " + human_duration_ns(*r.peak_at_ns);
-    std::printf("    %-16s %-31s at exit %-11s %s\n", r.name.c_str(), peak.c_str(),
-                r.at_exit ? bytes_text(*r.at_exit).c_str() : "?", r.meaning.c_str());
+    say(r.meaning,
+        "    " + pad(r.name, 16) + " " + pad(peak, 31) + " at exit " + pad(r.at_exit ? bytes_text(*r.at_exit) : "?", 11) +
+            " ",
+        std::string(4 + 17, ' '));
   }
-  std::printf("    %s allocated, %llu freed; %s reserved, %llu released; %s\n",
-              counted(f.tensor_allocs, "tensor").c_str(), (ull)f.tensor_frees,
-              counted(f.segment_allocs, "segment").c_str(), (ull)f.segment_frees, counted(f.ooms, "OOM").c_str());
+  say(counted(f.tensor_allocs, "tensor") + " allocated, " + grouped(f.tensor_frees) + " freed; " +
+          counted(f.segment_allocs, "segment") + " reserved, " + grouped(f.segment_frees) + " released; " +
+          counted(f.ooms, "OOM"),
+      "    ", "      ");
   const analysis::LiveSet& live = d.tensors_at_peak;
   if (live.total.count > 0) {
     std::printf("  tensors live at %s's allocated peak: %s, %s\n", fw.c_str(),
@@ -84,20 +105,21 @@ void print_device(const analysis::RunAnalysis& run, const analysis::DeviceAnalys
   std::printf("\ndevice %d  %s  (%s total)\n", d.device, d.name.empty() ? "?" : d.name.c_str(),
               bytes_text(s.total_bytes).c_str());
   if (d.framework.attached) {
-    std::printf("  driver level (what the CUDA driver handed out; %s's segments count as allocated here):\n",
-                analysis::framework_display_name(run).c_str());
+    say("driver level (what the CUDA driver handed out; " + analysis::framework_display_name(run) +
+            "'s segments count as allocated here):",
+        "  ", "    ");
   }
-  std::printf("  allocated  peak %-11s at %-10s final %s\n", bytes_text(d.allocated_peak.bytes).c_str(),
-              human_duration_ns(d.allocated_peak.at_ns).c_str(), bytes_text(s.allocated.current).c_str());
-  std::printf("  reserved   peak %-11s at %-10s final %s\n", bytes_text(d.reserved_peak.bytes).c_str(),
-              human_duration_ns(d.reserved_peak.at_ns).c_str(), bytes_text(s.reserved.current).c_str());
+  std::printf("  allocated  peak %-11s at %s final %s\n", bytes_text(d.allocated_peak.bytes).c_str(),
+              pad(human_duration_ns(d.allocated_peak.at_ns), 10).c_str(), bytes_text(s.allocated.current).c_str());
+  std::printf("  reserved   peak %-11s at %s final %s\n", bytes_text(d.reserved_peak.bytes).c_str(),
+              pad(human_duration_ns(d.reserved_peak.at_ns), 10).c_str(), bytes_text(s.reserved.current).c_str());
   std::printf("    %-8s %-12s %-12s %-10s %s\n", "kind", "peak", "final", "allocs", "frees");
   for (Kind k : {Kind::Linear, Kind::Pool, Kind::Vmm, Kind::Array, Kind::Managed}) {
     const KindStats& ks = s.kind(k);
     if (ks.allocs == 0 && ks.bytes.peak == 0) continue;
-    std::printf("    %-8s %-12s %-12s %-10llu %llu\n", std::string(kind_name(k)).c_str(),
-                bytes_text(ks.bytes.peak).c_str(), bytes_text(ks.bytes.current).c_str(), (ull)ks.allocs,
-                (ull)ks.frees);
+    std::printf("    %-8s %-12s %-12s %-10s %s\n", std::string(kind_name(k)).c_str(),
+                bytes_text(ks.bytes.peak).c_str(), bytes_text(ks.bytes.current).c_str(), grouped(ks.allocs).c_str(),
+                grouped(ks.frees).c_str());
   }
   if (s.pool_reserved.peak > 0) {
     std::printf("    pools reserved peak %s, final %s\n", bytes_text(s.pool_reserved.peak).c_str(),
@@ -117,19 +139,21 @@ void print_device(const analysis::RunAnalysis& run, const analysis::DeviceAnalys
   if (d.framework.attached) print_framework(run, d);
   if (d.nvml_process_peak > 0) {
     const uint64_t tracked = d.reserved_peak.bytes;
-    std::printf("  NVML: this process used at most %s of the device (tracked reserved peak %s",
-                bytes_text(d.nvml_process_peak).c_str(), bytes_text(tracked).c_str());
+    std::string nvml = "NVML: this process used at most " + bytes_text(d.nvml_process_peak) +
+                       " of the device (tracked reserved peak " + bytes_text(tracked);
     if (d.nvml_process_peak > tracked) {
-      std::printf("; %s more is the CUDA context, loaded modules and memory not allocated through the tracked calls",
-                  bytes_text(d.nvml_process_peak - tracked).c_str());
+      nvml += "; " + bytes_text(d.nvml_process_peak - tracked) +
+              " more is the CUDA context, loaded modules and memory not allocated through the tracked calls";
     }
-    std::printf(")\n");
+    say(nvml + ")", "  ", "    ");
   } else if (d.nvml_device_used_peak > 0) {
-    std::printf("  NVML: device used at most %s by all processes (this process's share not reported)\n",
-                bytes_text(d.nvml_device_used_peak).c_str());
+    say("NVML: device used at most " + bytes_text(d.nvml_device_used_peak) +
+            " by all processes (this process's share not reported)",
+        "  ", "    ");
   }
-  std::printf("  allocations %llu, frees %llu, failed allocations %llu%s\n", (ull)s.alloc_count, (ull)s.free_count,
-              (ull)s.failed_alloc_count, run.window.whole() ? "" : " (from the run's start to the window's end)");
+  say("allocations " + grouped(s.alloc_count) + ", frees " + grouped(s.free_count) + ", failed allocations " +
+          grouped(s.failed_alloc_count) + (run.window.whole() ? "" : " (from the run's start to the window's end)"),
+      "  ", "    ");
 }
 
 void print_markers(const analysis::RunAnalysis& run, bool (*wanted)(analysis::Marker::Type)) {
@@ -139,13 +163,13 @@ void print_markers(const analysis::RunAnalysis& run, bool (*wanted)(analysis::Ma
     ++total;
     if (shown >= kMarkersShown) continue;
     ++shown;
-    std::printf("    at %-10s ", human_duration_ns(m.at_ns).c_str());
-    if (m.device >= 0) std::printf("device %-2d ", m.device);
-    std::printf("%s", marker_label(m).c_str());
+    std::string lead = "    at " + pad(human_duration_ns(m.at_ns), 10) + " ";
+    if (m.device >= 0) lead += "device " + pad(std::to_string(m.device), 2) + " ";
+    std::string label = marker_label(m);
     if (m.type == analysis::Marker::Type::AlertFired || m.type == analysis::Marker::Type::AlertCleared) {
-      std::printf(" (allocated %s, reserved %s)", bytes_text(m.size).c_str(), bytes_text(m.reserved).c_str());
+      label += " (allocated " + bytes_text(m.size) + ", reserved " + bytes_text(m.reserved) + ")";
     }
-    std::printf("\n");
+    say(label, lead, "      ");
   }
   if (total > shown) std::printf("    ... and %llu more (--json lists them)\n", (ull)(total - shown));
 }
@@ -162,34 +186,38 @@ bool is_alert(analysis::Marker::Type t) {
 void print_attribution_notes(const analysis::RunAnalysis& run) {
   const reader::Attribution& a = run.attribution;
   if (run.stack_events > 0 && !a.present) {
-    std::printf("  note: allocations carry stack ids but attribution.jsonl is missing; call sites are not named\n");
+    say("note: allocations carry stack ids but attribution.jsonl is missing; call sites are not named", "  ", "    ");
   }
   if (a.skipped_lines > 0 || a.partial_last_line) {
-    std::printf("  note: attribution.jsonl: %llu unreadable lines skipped%s\n", (ull)a.skipped_lines,
-                a.partial_last_line ? ", and a partial last line (the process was killed mid-write)" : "");
+    say("note: attribution.jsonl: " + grouped(a.skipped_lines) + " unreadable lines skipped" +
+            (a.partial_last_line ? ", and a partial last line (the process was killed mid-write)" : ""),
+        "  ", "    ");
   }
 }
 
 // Leaks: what was still allocated at exit. Where the bridge attached, the tensors are the leaks and
 // the framework's segments its cache (docs/report.md, "Leaks"); the driver-level list then holds
-// only what lies outside those segments.
+// only what lies outside those segments. A process that died (or called exec) made no leaks: its
+// memory is what was live when it ended (docs/report.md, "How the process ended").
 void print_leaks(const analysis::RunAnalysis& run) {
+  const analysis::ProcessEnd end = analysis::process_end(run.run);
+  const bool at_exit = !run.window.whole() || end.exited();
+  const std::string heading = run.window.whole() ? end.live_at_end() : "at the window's end";
   const Summary::Framework* fw = analysis::attached_framework(run);
   if (fw != nullptr) {
     const analysis::LiveSet& t = run.tensor_leaks;
     const std::string name = analysis::framework_display_name(run);
-    std::printf("%s: %s (%s) still allocated%s\n", run.window.whole() ? "leaks" : "at the window's end",
-                counted(t.total.count, "tensor").c_str(), bytes_text(t.total.bytes).c_str(),
-                run.window.whole() ? " at exit" : "");
+    std::printf("%s: %s (%s) still allocated%s\n", heading.c_str(), counted(t.total.count, "tensor").c_str(),
+                bytes_text(t.total.bytes).c_str(), run.window.whole() && at_exit ? " at exit" : "");
     if (t.total.count > 0) print_largest(run, t, run.tensor_leak_sites, true);
     std::printf("  %s held %s cached at exit%s in %s (its cache, not a leak)\n", name.c_str(),
                 bytes_text(fw->cached_at_exit_bytes).c_str(), whole_run(run),
                 counted(fw->cached_at_exit_count, "segment").c_str());
     std::printf("  outside %s: ", name.c_str());
   } else {
-    std::printf(run.window.whole() ? "leaks: " : "at the window's end: ");
+    std::printf("%s: ", heading.c_str());
   }
-  std::printf("live at exit %s, %s\n", counted(run.leaks.total.count, "allocation").c_str(),
+  std::printf("%s%s, %s\n", at_exit ? "live at exit " : "", counted(run.leaks.total.count, "allocation").c_str(),
               bytes_text(run.leaks.total.bytes).c_str());
   if (run.leaks.total.count > 0) {
     print_by_kind(run.leaks);
@@ -200,35 +228,39 @@ void print_leaks(const analysis::RunAnalysis& run) {
 void print_text(const analysis::RunAnalysis& run) {
   const Summary& s = run.run.figures;
   std::printf("gpumemprof report: %s\n", run.run.path.c_str());
+  // How the process ended comes first: it says what the memory live at its end means.
+  say(analysis::process_end(run.run).text(), "  ", "    ");
   if (!run.window.whole()) {
-    std::printf("  window: %s since the profiler started; peaks, live sets, markers and ranges are the window's,\n"
-                "  figures marked (whole run) are summary.json's\n",
-                window_text(run.window).c_str());
+    say("window: " + window_text(run.window) +
+            " since the profiler started; peaks, live sets, markers and ranges are the window's, figures marked "
+            "(whole run) are summary.json's",
+        "  ", "  ");
   }
   if (const auto& t = s.trace; t && t->segments_dropped > 0) {
-    std::printf("  trace: kept from %s on; its oldest %llu segments (%llu events) were deleted to stay within\n"
-                "  GPUMEMPROF_TRACE_MAX=%s\n",
-                human_duration_ns(t->kept_from_ns).c_str(), (ull)t->segments_dropped, (ull)t->events_dropped,
-                bytes_text(t->max_bytes).c_str());
+    say("trace: kept from " + human_duration_ns(t->kept_from_ns) + " on; its oldest " + grouped(t->segments_dropped) +
+            " segments (" + grouped(t->events_dropped) + " events) were deleted to stay within GPUMEMPROF_TRACE_MAX=" +
+            bytes_text(t->max_bytes),
+        "  ", "  ");
   }
   if (run.run.has_manifest) {
-    const std::string& exe = run.run.manifest.exe;
-    std::printf("  process %s (pid %llu), %s of CUDA activity\n", exe.empty() ? "?" : exe.c_str(),
+    // One line whatever its width, as the title's: the executable's path is never cut.
+    std::printf("  process %s (pid %llu), %s of CUDA activity\n", analysis::program_title(run.run.manifest).c_str(),
                 (ull)run.run.manifest.pid.value_or(0), human_duration_ns(run.duration_ns).c_str());
   }
   if (run.run.summary_rebuilt && run.run.events.final_flush) {
-    std::printf("  note: %s; figures rebuilt from the trace\n", run.run.rebuild_reason.c_str());
+    say("note: " + run.run.rebuild_reason + "; figures rebuilt from the trace", "  ", "    ");
   }
-  for (const std::string& w : reader::event_count_warnings(run.run.events)) std::printf("  note: %s\n", w.c_str());
+  for (const std::string& w : reader::event_count_warnings(run.run.events)) say("note: " + w, "  ", "    ");
   if (run.truncated_bytes) {
-    std::printf("  note: trace.gmpt ends in a partial record of %llu bytes (a write cut short); it is ignored\n",
-                (ull)run.truncated_bytes);
+    say("note: trace.gmpt ends in a partial record of " + grouped(run.truncated_bytes) +
+            " bytes (a write cut short); it is ignored",
+        "  ", "    ");
   }
   print_attribution_notes(run);
   if (const std::string state = analysis::framework_state_line(run); !state.empty()) {
-    std::printf("  framework: %s\n", state.c_str());
+    say("framework: " + state, "  ", "    ");
   }
-  for (const std::string& n : analysis::hidden_memory_notes(run)) std::printf("  note: %s\n", n.c_str());
+  for (const std::string& n : analysis::hidden_memory_notes(run)) say("note: " + n, "  ", "    ");
   if (run.devices.empty()) std::printf("\nno device memory was allocated\n");
   for (const auto& [ordinal, d] : run.devices) print_device(run, d);
 
@@ -240,22 +272,22 @@ void print_text(const analysis::RunAnalysis& run) {
   const uint64_t failed = s.failed_allocations.size();
   uint64_t failed_total = 0;
   for (const auto& [_, d] : run.devices) failed_total += d.final_stats.failed_alloc_count;
-  std::printf("failed allocations%s: %llu\n", whole_run(run), (ull)std::max<uint64_t>(failed, failed_total));
+  std::printf("failed allocations%s: %s\n", whole_run(run), grouped(std::max<uint64_t>(failed, failed_total)).c_str());
   print_markers(run, is_failure);
   const uint64_t bundles = s.oom.bundles_written;
-  std::printf("OOM%s: %s, %s, %llu recovered\n", whole_run(run),
+  std::printf("OOM%s: %s, %s, %s recovered\n", whole_run(run),
               counted(s.oom.failures, "out-of-memory failure").c_str(),
-              counted(bundles, "bundle").c_str(), (ull)s.oom.recovered);
+              counted(bundles, "bundle").c_str(), grouped(s.oom.recovered).c_str());
   print_markers(run, is_oom_event);
-  if (bundles > 0) std::printf("    explain with: gpumemprof oom %s\n", run.run.path.c_str());
+  if (bundles > 0) say("explain with: gpumemprof oom " + run.run.path, "    ", "      ");
   std::printf("alerts%s: %s fired\n", whole_run(run), counted(s.alerts.fired(), "alert").c_str());
   print_markers(run, is_alert);
   if (run.markers_dropped > 0)
-    std::printf("  (%llu more events of these kinds were not kept)\n", (ull)run.markers_dropped);
+    std::printf("  (%s more events of these kinds were not kept)\n", grouped(run.markers_dropped).c_str());
   print_ranges(run);
   print_marks(run);
   print_pauses(run);
-  std::printf("events%s: %s\n", whole_run(run), reader::event_counts_line(run.run.events).c_str());
+  say("events" + std::string(whole_run(run)) + ": " + reader::event_counts_line(run.run.events), "", "  ");
 }
 
 }  // namespace

@@ -27,6 +27,7 @@
 
 #include "format.h"
 #include "job_directory.h"
+#include "process_facts.h"
 #include "trace_format.h"
 
 namespace gmp::tool {
@@ -129,13 +130,14 @@ std::string wait_status_text(int status) {
 
 // How another process ended, as its summary.json says (no exit status is recorded there).
 std::string summary_end_text(const reader::RunDirectory& run) {
-  const Summary& s = run.figures;
-  if (run.summary_rebuilt) return "ended without writing summary.json (killed by SIGKILL, or crashed)";
-  if (s.ended_by == kEndedBySignal && s.terminated_by_signal != 0) {
-    return signal_text(static_cast<int>(s.terminated_by_signal));
+  const analysis::ProcessEnd end = analysis::process_end(run);
+  switch (end.how) {
+    case analysis::ProcessEnd::How::Unknown: return "ended without writing summary.json (killed by SIGKILL, or crashed)";
+    case analysis::ProcessEnd::How::Signal: return signal_text(end.signal);
+    case analysis::ProcessEnd::How::ExitCall: return "exited through _exit";
+    case analysis::ProcessEnd::How::Exec: return "replaced itself by exec";
+    case analysis::ProcessEnd::How::Exit: break;
   }
-  if (s.ended_by == kEndedByExitCall) return "exited through _exit";
-  if (s.ended_by == kEndedByExec) return "replaced itself by exec";
   return "exited";
 }
 
@@ -164,12 +166,11 @@ void print_run(const reader::JobMember& member, pid_t child, int child_status, c
   }
   const reader::RunDirectory& run = *member.run;
   const Summary& s = run.figures;
-  const std::string& exe = run.manifest.exe;
   const uint64_t pid = run.manifest.pid.value_or(0);
   const std::string ended =
       pid == static_cast<uint64_t>(child) ? wait_status_text(child_status) : summary_end_text(run);
-  std::fprintf(stderr, "  %s%s (pid %llu): %s\n", rank_prefix(run.manifest).c_str(), exe.empty() ? "?" : exe.c_str(),
-               (unsigned long long)pid, ended.c_str());
+  std::fprintf(stderr, "  %s%s (pid %llu): %s\n", rank_prefix(run.manifest).c_str(),
+               analysis::program_title(run.manifest).c_str(), (unsigned long long)pid, ended.c_str());
   for (const DeviceFigures& d : s.devices) {
     std::fprintf(stderr, "    device %d: peak allocated %s, peak reserved %s\n", d.stats.device,
                  bytes_text(d.stats.allocated.peak).c_str(), bytes_text(d.stats.reserved.peak).c_str());

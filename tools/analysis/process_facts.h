@@ -1,0 +1,44 @@
+// How a profiled process is named and how it ended, as every command says it (report, html, the
+// launcher's summary): one wording for all of them.
+#pragma once
+
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "run_directory_reader.h"
+
+namespace gmp::analysis {
+
+// How the process ended (docs/run-directory.md, summary.json's "ended_by").
+struct ProcessEnd {
+  enum class How {
+    Exit,      // exit() or a return from main
+    ExitCall,  // _exit, _Exit or quick_exit: no exit handlers ran
+    Signal,    // a fatal signal (SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGABRT) with its default action
+    Exec,      // replaced its image (the new one has its own run directory)
+    Unknown,   // no summary.json: SIGKILL, a crash the profiler could not catch, or still running
+  };
+  How how = How::Exit;
+  int signal = 0;  // How::Signal: its number
+  // The process did not end by its own choice: what was live then is not a leak it made.
+  bool died() const { return how == How::Signal || how == How::Unknown; }
+  bool exited() const { return how == How::Exit || how == How::ExitCall; }  // what it left live are leaks
+  std::string ended_by() const;  // summary.json's word: "exit", "exit_call", "signal", "exec", "unknown"
+  // One sentence: "the process exited normally", "the process was killed by SIGABRT (signal 6)", ...
+  std::string text() const;
+  // What to call the device memory still live at its end: "leaks" after an exit, "live when the
+  // process died", "live when the process called exec".
+  std::string live_at_end() const;
+};
+
+ProcessEnd process_end(const reader::RunDirectory& run);
+// report --json's and the HTML page's "process_end": {"ended_by", "signal" (null unless killed by
+// one), "died", "text"}.
+nlohmann::json process_end_json(const ProcessEnd& end);
+
+// The program in titles: a Python interpreter's script or module (`train.py`, `-m pkg.mod`), else
+// the executable's path; "?" without a manifest.
+std::string program_title(const ManifestRecord& manifest);
+
+}  // namespace gmp::analysis
