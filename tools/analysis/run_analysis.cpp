@@ -147,14 +147,18 @@ bool first_pass(const std::string& trace_path, RunAnalysis& run, const Options& 
     w.tensors_index = trace.index();
   }
   uint64_t allocated = process_allocated(acc);
-  std::optional<uint64_t> first_memory_ns;  // none while no device holds memory
-  for (const auto& [ordinal, d] : acc.devices()) {
-    if (ordinal >= 0 && (d.allocated.current > 0 || d.reserved.current > 0)) first_memory_ns = run.window.since_ns;
-  }
+  const auto holds_memory = [&acc] {
+    for (const auto& [ordinal, d] : acc.devices()) {
+      if (ordinal >= 0 && (d.allocated.current > 0 || d.reserved.current > 0)) return true;
+    }
+    return false;
+  };
+  std::optional<uint64_t> first_memory_ns;  // none while no device held memory
+  if (holds_memory()) first_memory_ns = run.window.since_ns;
   while (trace.next()) {
     const Event& e = trace.event();
     const uint64_t index = trace.index();
-    if (!first_memory_ns && changes_memory(e.op)) first_memory_ns = since(e.timestamp_ns, run.start_ns);
+    if (!first_memory_ns && changes_memory(e.op) && holds_memory()) first_memory_ns = since(e.timestamp_ns, run.start_ns);
     collect_marker(run, opt, e);
     if (e.stack_id != 0) ++run.stack_events;
     if (changes_memory(e.op)) allocated = process_allocated(acc);

@@ -271,10 +271,9 @@
 
       // Markers and marks: a vertical line each, labelled where there is room (two label rows).
       var rowEnd = [-1e9, -1e9];
-      function vertical(at, cls, attrs, label, text) {
+      function vertical(at, attrs, label, text) {
         if (at < view[0] || at > view[1]) return;
         var mx = x(at), g = svgEl("g", attrs, layer);
-        g.setAttribute("class", cls);
         svgEl("line", { x1: mx, x2: mx, y1: M.t - 2, y2: M.t + ph }, g);
         svgEl("title", {}, g).textContent = humanTime(at) + ": " + text;
         var width = label.length * 6.2 + 8;
@@ -287,10 +286,11 @@
         }
       }
       markers.forEach(function (m) {
-        vertical(m.at_ns, "marker marker-" + m.type, { "data-type": m.type, "data-at-ns": m.at_ns }, markerLabel(m), markerText(m));
+        vertical(m.at_ns, { "class": "marker marker-" + m.type, "data-type": m.type, "data-at-ns": m.at_ns }, markerLabel(m),
+          markerText(m));
       });
       marks.forEach(function (m) {
-        vertical(m.at_ns, "mark", { "data-name": m.name, "data-at-ns": m.at_ns }, m.name,
+        vertical(m.at_ns, { "class": "mark", "data-name": m.name, "data-at-ns": m.at_ns }, m.name,
           "mark \u201c" + m.name + "\u201d: " + humanBytes(m.allocated) + " allocated in the process");
       });
 
@@ -317,8 +317,10 @@
         svgEl("circle", { "class": "selection-peak", cx: r1((x(tl.t_ns[chosen]) + x(tl.t_ns[chosen] + slice)) / 2),
           cy: y(tl.allocated_max[chosen]), r: 4 }, layer);
       }
-      svg.dataset.viewFrom = view[0];
+      svg.dataset.viewFrom = view[0];  // for tests: the view and where the plot lies in the viewBox
       svg.dataset.viewTo = view[1];
+      svg.dataset.plotLeft = M.l;
+      svg.dataset.plotWidth = pw;
       resetButton.disabled = view[0] === full[0] && view[1] === full[1] && selection[0] === full[0] && selection[1] === full[1];
       viewText.textContent = "Showing " + humanTime(view[0]) + " to " + humanTime(view[1]) + ".";
     }
