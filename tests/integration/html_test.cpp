@@ -169,8 +169,8 @@ TEST(HtmlCommand, WritesOneSelfContainedPageWithTheExactFigures) {
   EXPECT_EQ(dev["allocated_peak"]["bytes"], summary["devices"][0]["allocated_bytes"]["peak"]);
   EXPECT_EQ(dev["reserved_peak"]["bytes"], summary["devices"][0]["reserved_bytes"]["peak"]);
   EXPECT_EQ(dev["live_at_peak"]["count"], 3);
-  EXPECT_EQ(dev["timeline"]["t_ns"].size(), 4096u);
-  EXPECT_EQ(dev["timeline"]["allocated_max"].size(), 4096u);
+  EXPECT_EQ(dev["timeline"]["t_ns"].size(), 2048u);
+  EXPECT_EQ(dev["timeline"]["allocated_max"].size(), 2048u);
   EXPECT_EQ(data["analysis"]["leaks"]["bytes"], 350 * MiB);  // 100 + 250 never freed
   EXPECT_EQ(data["summary"]["oom"]["bundles_written"], summary["oom"]["bundles_written"]);
   EXPECT_EQ(data["run"]["pid"], read_json_file(dir + "/manifest.json")["pid"]);

@@ -43,6 +43,8 @@ struct LiveSet {
   std::vector<LiveAllocation> largest;  // biggest first
   void add(const LiveAllocation& a, size_t keep_largest);
   void finish(size_t keep_largest);  // sorts and trims `largest`
+ private:
+  std::optional<LiveAllocation> floor_;  // the smallest kept at the last trim: what ranks below it never will be
 };
 
 // The moment a counter reached its peak, with the per-kind bytes at that moment.

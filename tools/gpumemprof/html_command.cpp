@@ -33,10 +33,10 @@ constexpr const char* kUsage =
     "  of their peaks, the spread across the ranks and which rank ran out of memory first (the job view of\n"
     "  gpumemprof report ROOT)\n";
 
-// Time slices per device: enough for a zoom of about 4x on a screen-wide chart before slices are wider
+// Time slices per device: enough for a zoom of about 2x on a screen-wide chart before slices are wider
 // than pixels, each with what was live at its highest point (timeline_sets.h); docs/html-report.md
 // gives the file size this makes.
-constexpr size_t kTimelineBuckets = 4096;
+constexpr size_t kTimelineBuckets = 2048;
 
 int usage_error(const std::string& what) {
   std::fprintf(stderr, "gpumemprof html: %s\n", what.c_str());
