@@ -158,7 +158,9 @@ bool first_pass(const std::string& trace_path, RunAnalysis& run, const Options& 
   while (trace.next()) {
     const Event& e = trace.event();
     const uint64_t index = trace.index();
-    if (!first_memory_ns && changes_memory(e.op) && holds_memory()) first_memory_ns = since(e.timestamp_ns, run.start_ns);
+    if (!first_memory_ns && changes_memory(e.op) && holds_memory()) {
+      first_memory_ns = since(e.timestamp_ns, run.start_ns);
+    }
     collect_marker(run, opt, e);
     if (e.stack_id != 0) ++run.stack_events;
     if (changes_memory(e.op)) allocated = process_allocated(acc);

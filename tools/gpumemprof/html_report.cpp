@@ -348,7 +348,8 @@ class Page {
     out_ += " <span class=\"muted\">(the shade spans each time slice's lowest to highest value, so short peaks "
             "stay visible; the line is the value at each slice's end; vertical lines are alerts, failed "
             "allocations, OOM events and marks; bands under the chart are ranges)</span></div>\n";
-    out_ += "<div class=\"chart\" data-device=\"" + id + "\" tabindex=\"0\"><noscript><p class=\"note\">The chart needs JavaScript; "
+    out_ += "<div class=\"chart\" data-device=\"" + id + "\" tabindex=\"0\">\n"
+            "<noscript><p class=\"note\">The chart needs JavaScript; "
             "the tables do not.</p></noscript></div>\n";
 
     out_ += "<h3>At the allocated peak</h3>\n";
