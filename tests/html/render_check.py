@@ -49,8 +49,8 @@ import zlib
 MiB = 1 << 20
 SKIP = 77
 
-OPS = ["alloc:100M", "sleep:50", "alloc:200M", "sleep:50", "alloc:250M", "sleep:30", "free:1", "sleep:50",
-       "expect_fail:2G", "sleep:30", "free:0", "sleep:50"]
+OPS = ["push:train", "alloc:100M", "mark:warmup done", "sleep:50", "alloc:200M", "sleep:50", "alloc:250M", "sleep:30",
+       "free:1", "sleep:50", "pop", "expect_fail:2G", "sleep:30", "free:0", "sleep:50"]
 
 failures = []
 
@@ -75,22 +75,74 @@ HOVER_SWEEP = """<script>
 FLAME_ZOOM = """<script>
 (function () {
   function graph() {
-    var svg = document.querySelector("svg.flame-graph");
+    var svg = document.querySelector("#flame-graph svg.flame-graph");
     var focus = svg.querySelector(".flame-focus"), rect = focus.querySelector("rect");
     return { focus: focus.querySelector("title").textContent.split("\\n")[0], depth: focus.getAttribute("data-depth"),
              focusWidth: rect.getAttribute("width"), width: svg.viewBox.baseVal.width,
              ancestors: svg.querySelectorAll(".flame-ancestor").length,
              boxes: svg.querySelectorAll(".flame-box").length,
-             resetDisabled: document.querySelector(".flame-reset").disabled };
+             resetDisabled: document.querySelector("#flame-graph .flame-reset").disabled };
   }
   var steps = [graph()];
-  var child = document.querySelector('svg.flame-graph .flame-box[data-depth="1"]');
+  var child = document.querySelector('#flame-graph svg.flame-graph .flame-box[data-depth="1"]');
   steps.push({ clicked: child.querySelector("title").textContent.split("\\n")[0] });
   child.dispatchEvent(new MouseEvent("click", { bubbles: true }));
   steps.push(graph());
-  document.querySelector(".flame-reset").click();
+  document.querySelector("#flame-graph .flame-reset").click();
   steps.push(graph());
   document.body.dataset.flameZoom = JSON.stringify(steps);
+})();
+</script>
+"""
+
+
+# Appended to the same copy: drives the timeline as a user would (times from the embedded data, the
+# 100, 200 and 250 MiB allocations at A, B and C): drags across a window inside [A, B], presses
+# the right arrow (pan), double-clicks (reset), clicks a time inside [B, C]. After each step it keeps
+# the view, the selection panel's figures and what it drew in <body data-explore> as JSON.
+EXPLORE = """<script>
+(function () {
+  var data = JSON.parse(document.getElementById("gmp-data").textContent);
+  var at = data.explore.allocations.map(function (a) { return a[3]; }).sort(function (p, q) { return p - q; });
+  var svg = document.querySelector("svg.timeline"), chart = document.querySelector(".chart");
+  function clientX(t) {
+    var r = svg.getBoundingClientRect(), from = +svg.dataset.viewFrom, to = +svg.dataset.viewTo;
+    var sx = +svg.dataset.plotLeft + (t - from) / (to - from) * +svg.dataset.plotWidth;
+    return r.left + sx * r.width / svg.viewBox.baseVal.width;
+  }
+  function mouse(type, t, target) {
+    var r = svg.getBoundingClientRect();
+    (target || svg).dispatchEvent(new MouseEvent(type, { clientX: clientX(t), clientY: r.top + r.height / 3, bubbles: true, button: 0 }));
+  }
+  function state(step) {
+    var panel = document.querySelector(".selection-panel"), summary = panel.querySelector(".selection-summary");
+    var root = panel.querySelector("svg.flame-graph .flame-root title");
+    var first = panel.querySelector("table.allocations tbody tr td");
+    return { step: step, from: +svg.dataset.viewFrom, to: +svg.dataset.viewTo,
+             bytes: summary ? +summary.dataset.bytes : -1, count: summary ? +summary.dataset.count : -1,
+             title: panel.querySelector(".selection-title").textContent,
+             largest: first ? first.textContent : "", flameRoot: root ? root.textContent.split("\\n").slice(0, 2).join(" | ") : "",
+             selection: svg.querySelectorAll("rect.selection").length,
+             resetDisabled: document.querySelector(".timeline-reset").disabled,
+             bands: Array.prototype.map.call(svg.querySelectorAll(".range-band"), function (g) { return g.dataset.name; }),
+             marks: Array.prototype.map.call(svg.querySelectorAll("g.mark"), function (g) { return g.dataset.name; }),
+             total: svg.querySelectorAll(".device-total line").length };
+  }
+  var steps = [state("load")], a = at[0] + (at[1] - at[0]) * 0.2, b = at[0] + (at[1] - at[0]) * 0.8;
+  steps[0].window = [a, b];
+  mouse("mousedown", a);
+  mouse("mousemove", (a + b) / 2, window);
+  mouse("mouseup", b, window);
+  steps.push(state("drag"));
+  chart.dispatchEvent(new KeyboardEvent("keydown", { key: "ArrowRight", bubbles: true }));
+  steps.push(state("pan"));
+  mouse("dblclick", a);
+  steps.push(state("reset"));
+  var t = (at[1] + at[2]) / 2;
+  mouse("mousedown", t);
+  mouse("mouseup", t, window);
+  steps.push(state("click"));
+  document.body.dataset.explore = JSON.stringify(steps);
 })();
 </script>
 """
@@ -250,6 +302,44 @@ def no_network(page):
     return bad
 
 
+def explore_checks(dom, data):
+    """The timeline driven by EXPLORE: a drag zooms into the window and shows what was live at its highest
+    point (the 100 MiB allocation alone), the right arrow pans, a double-click resets to the whole run
+    and its peak (550 MiB, 3 allocations), a click shows the slice under it (300 MiB, 2 allocations)."""
+    m = re.search(r'data-explore="([^"]*)"', dom)
+    try:
+        steps = json.loads(html.unescape(m.group(1))) if m else []
+    except ValueError:
+        steps = []
+    if not check(len(steps) == 5, "the timeline exploration script ran (%d steps)" % len(steps)):
+        return
+    load, drag, pan, reset, click = steps
+    full = (load["from"], load["to"])
+    check(load["bytes"] == 550 * MiB and load["count"] == 3 and load["title"] == "Live at the highest point of the whole timeline",
+          "at load the panel shows the whole timeline's highest point: 550 MiB in 3 allocations (%s)" % load)
+    check(load["resetDisabled"] and load["selection"] == 0, "at load nothing is selected and reset is disabled")
+    check(load["bands"] == ["train"] and load["marks"] == ["warmup done"] and load["total"] == 1,
+          "the range 'train' is a band, the mark 'warmup done' a line, the device's total a line")
+    window = load["window"]
+    pixel = (full[1] - full[0]) / 1000  # about a pixel of the chart at full view: mouse events land on whole pixels
+    check(abs(drag["from"] - window[0]) <= 2 * pixel and abs(drag["to"] - window[1]) <= 2 * pixel,
+          "a drag zooms the view into the window it spans (%s, window %s)" % ((drag["from"], drag["to"]), window))
+    check(drag["bytes"] == 100 * MiB and drag["count"] == 1 and drag["largest"] == "100.00 MiB",
+          "the dragged window shows what was live at its highest point: the 100 MiB allocation alone (%s)" % drag)
+    check(drag["flameRoot"] == "GPU 0 | 100.00 MiB, 100.0% of the peak",
+          "the window's flame graph has the root 'GPU 0' of 100.00 MiB (%r)" % drag["flameRoot"])
+    check(drag["selection"] == 1 and not drag["resetDisabled"] and drag["title"].startswith("Live at the highest point of "),
+          "the window is shaded, titled and reset is enabled")
+    width = drag["to"] - drag["from"]
+    check(abs(pan["from"] - (drag["from"] + width / 4)) < 2 and abs(pan["to"] - pan["from"] - width) < 2,
+          "the right arrow pans the view by a quarter of its width")
+    check((reset["from"], reset["to"]) == full and reset["bytes"] == 550 * MiB and reset["resetDisabled"],
+          "a double-click resets the view and the selection to the whole run (%s)" % reset)
+    check(click["bytes"] == 300 * MiB and click["count"] == 2 and click["largest"] == "200.00 MiB",
+          "a click between the 200 and the 250 MiB allocations shows 300 MiB in 2 allocations (%s)" % click)
+    check((click["from"], click["to"]) == full, "a click does not zoom")
+
+
 def framework_checks(args, browser, workdir):
     """A PyTorch run under the framework bridge (tests/integration/framework_run.cpp): tensors peak at
     110 MiB, PyTorch's segments at 120 MiB. The chart draws both beside the driver level, the tooltip
@@ -356,13 +446,14 @@ def main():
     check(any("flame-native" in b[0] for b in boxes), "native frames are drawn as native frames")
     check(all(len(b[2]) <= len(b[1]) for b in boxes), "no label is longer than its frame's name")
     check("flame-empty" not in section, "no empty-state text when there are stacks")
-    check(re.search(r"<[^>]*\bclass=\"tick-label\"[^>]*>[\d.]+ MiB<", dom) is not None, "the y axis is labelled in MiB")
+    check(re.search(r"<[^>]*\bclass=\"tick-label\"[^>]*>1\.0 GiB<", dom) is not None,
+          "the y axis reaches the device's 1 GiB (its total is drawn: the peak is more than a quarter of it)")
     check(re.search(r"<[^>]*\bclass=\"tick-label\"[^>]*>[\d.]+ s<", dom) is not None, "the x axis is labelled in seconds")
 
     # The hover tooltip: sweep the pointer across the chart and collect what the tooltip said.
     hover_page = os.path.join(workdir, "report.hover.html")
     with open(hover_page, "w", encoding="utf-8") as f:
-        f.write(page.replace("</body>", HOVER_SWEEP + FLAME_ZOOM + "</body>"))
+        f.write(page.replace("</body>", HOVER_SWEEP + FLAME_ZOOM + EXPLORE + "</body>"))
     hover = chromium(browser, workdir, hover_page, "--dump-dom")
     tips = re.search(r'data-tooltips="([^"]*)"', hover)
     tips = tips.group(1) if tips else ""
@@ -381,6 +472,8 @@ def main():
               not zoomed["resetDisabled"], "clicking a frame zooms into it (%s)" % zoomed)
         check(abs(float(zoomed["focusWidth"]) - zoomed["width"]) < 0.5, "the zoomed frame spans the whole width")
         check(after == before, "'Reset zoom' goes back to the whole graph")
+
+    explore_checks(hover, data)
 
     shot = os.path.join(workdir, "report.png")
     chromium(browser, workdir, report, "--screenshot=" + shot)

@@ -47,6 +47,108 @@ nlohmann::json embedded(const std::string& page) {
   return nlohmann::json::parse(page.substr(start + open.size(), end - start - open.size()), nullptr, false);
 }
 
+// A failed request first (no memory held), 60 ms, then: ranges "load" and, inside it, "step";
+// allocated 100, 300 (the peak), 100 and 150 MiB at the end; marks "warm", "loaded" and "end".
+std::string profile_ranges(const Sandbox& box) {
+  RunResult r = box.run({Paths::bin("prog_ops"), "expect_fail:2G", "mark:warm", "sleep:60", "push:load", "alloc:100M",
+                         "mark:loaded", "push:step", "alloc:200M", "sleep:20", "free:1", "pop", "alloc:50M", "sleep:20",
+                         "pop", "mark:end"},
+                        {{"FAKE_CUDA_CAPACITY", "1G"}});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  return box.only_run_dir();
+}
+
+// Issue 15, defect 7: the timeline starts at the first allocation, not at the profiler's start (it
+// started at 0, 60 ms before it), each slice has its lowest value beside its highest and its last,
+// and what was live at each slice's highest point adds up to that point's allocated figure.
+TEST(HtmlCommand, TheTimelineSpansTheMemoryAndEachSliceKnowsWhatWasLiveAtItsHighestPoint) {
+  Sandbox box;
+  const std::string dir = profile_ranges(box);
+  const std::string out = box.dir() + "/report.html";
+  RunResult r = run_tool({"html", dir, "-o", out});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto data = embedded(slurp(out));
+  ASSERT_TRUE(data.is_object());
+  const auto& tl = data["analysis"]["devices"][0]["timeline"];
+  const auto& ex = data["explore"];
+  ASSERT_EQ(ex["allocations"].size(), 3u) << ex["allocations"].dump();
+  uint64_t first_alloc = UINT64_MAX;
+  for (const auto& a : ex["allocations"]) first_alloc = std::min(first_alloc, a[3].get<uint64_t>());
+  EXPECT_GE(first_alloc, 60'000'000u);
+  EXPECT_EQ(tl["t_ns"][0], first_alloc);
+  EXPECT_EQ(tl["allocated_last"].back(), 150 * MiB);
+  EXPECT_EQ(tl["allocated_min"].back(), 150 * MiB);
+  EXPECT_EQ(tl["allocated_max"].back(), 150 * MiB);
+
+  const auto& sets = ex["devices"][0];
+  ASSERT_EQ(sets["of_bucket"].size(), tl["t_ns"].size());
+  std::map<uint64_t, uint64_t> live_count;  // allocated at a slice's highest point -> allocations live then
+  uint64_t lowest = UINT64_MAX;
+  for (size_t i = 0; i < tl["t_ns"].size(); ++i) {
+    const auto& set = sets["sets"][sets["of_bucket"][i].get<size_t>()];
+    EXPECT_EQ(set[0], tl["allocated_max"][i]) << "slice " << i;
+    live_count[set[0].get<uint64_t>()] = set[1].get<uint64_t>();
+    if (i > 0) lowest = std::min(lowest, tl["allocated_min"][i].get<uint64_t>());
+  }
+  EXPECT_EQ(tl["allocated_min"][0], 0);  // the first slice rose from nothing
+  EXPECT_EQ(lowest, 100 * MiB);
+  EXPECT_EQ(live_count, (std::map<uint64_t, uint64_t>{{100 * MiB, 1}, {300 * MiB, 2}, {150 * MiB, 2}}));
+  // The peak's set: the 200 and the 100 MiB allocations, largest first, both from Runner::alloc.
+  for (const auto& set : sets["sets"]) {
+    if (set[0] != 300 * MiB) continue;
+    ASSERT_EQ(set[5].size(), 2u);
+    EXPECT_EQ(ex["allocations"][set[5][0].get<size_t>()][0], 200 * MiB);
+    EXPECT_EQ(ex["allocations"][set[5][1].get<size_t>()][0], 100 * MiB);
+    ASSERT_EQ(set[3].size(), 3u);  // one stack: id, bytes, count
+    EXPECT_EQ(set[3][1], 300 * MiB);
+    EXPECT_TRUE(contains(ex["stacks"][std::to_string(set[3][0].get<uint32_t>())]["site"].get<std::string>(),
+                         "Runner::alloc("));
+  }
+}
+
+// Issue 15, defect 8: ranges and marks reach the HTML report (bands, marks) and the perfetto export
+// (slices and instants on the thread's track), as they reach `report`.
+TEST(HtmlCommand, RangesAndMarksReachTheHtmlReportAndThePerfettoExport) {
+  Sandbox box;
+  const std::string dir = profile_ranges(box);
+  const std::string out = box.dir() + "/report.html";
+  ASSERT_EQ(run_tool({"html", dir, "-o", out}).exit_code, 0);
+  const auto data = embedded(slurp(out));
+  ASSERT_TRUE(data.is_object());
+  const auto& ex = data["explore"];
+  EXPECT_EQ(ex["range_names"], nlohmann::json({"step", "load"}));  // in the order they closed
+  const auto& b = ex["bands"];  // name, thread, depth, from, to, calls, open at end; by start
+  ASSERT_EQ(b.size(), 14u) << b.dump();
+  EXPECT_EQ(b[0], 1);  // "load" first, at depth 0
+  EXPECT_EQ(b[2], 0);
+  EXPECT_EQ(b[7], 0);  // then "step", at depth 1, on the same thread, inside it
+  EXPECT_EQ(b[9], 1);
+  EXPECT_EQ(b[1], b[8]);
+  EXPECT_LT(b[3], b[10]);
+  EXPECT_GT(b[4], b[11]);
+  EXPECT_GE(b[11].get<uint64_t>() - b[10].get<uint64_t>(), 20'000'000u);
+  std::vector<std::string> marks;
+  for (const auto& m : data["analysis"]["marks"]) marks.push_back(m["name"]);
+  EXPECT_EQ(marks, (std::vector<std::string>{"warm", "loaded", "end"}));
+
+  RunResult r = run_tool({"export", dir, "--format", "perfetto", "-o", "-"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto trace = nlohmann::json::parse(r.out);
+  std::vector<std::string> nvtx;
+  for (const auto& e : trace["traceEvents"]) {
+    if (e.value("cat", "") != "nvtx") continue;
+    EXPECT_EQ(e["tid"], b[1]);
+    if (e["ph"] == "X") {
+      nvtx.push_back("X " + e["name"].get<std::string>() + " depth " + std::to_string(e["args"]["depth"].get<int>()));
+      EXPECT_NEAR(e["dur"].get<double>() * 1000, (e["name"] == "load" ? b[4].get<double>() - b[3].get<double>()
+                                                                        : b[11].get<double>() - b[10].get<double>()), 1);
+    } else {
+      nvtx.push_back(e["ph"].get<std::string>() + " " + e["name"].get<std::string>());
+    }
+  }
+  EXPECT_EQ(nvtx, (std::vector<std::string>{"i warm", "i loaded", "X step depth 1", "X load depth 0", "i end"}));
+}
+
 TEST(HtmlCommand, WritesOneSelfContainedPageWithTheExactFigures) {
   Sandbox box;
   const std::string dir = profile(box);
@@ -67,8 +169,8 @@ TEST(HtmlCommand, WritesOneSelfContainedPageWithTheExactFigures) {
   EXPECT_EQ(dev["allocated_peak"]["bytes"], summary["devices"][0]["allocated_bytes"]["peak"]);
   EXPECT_EQ(dev["reserved_peak"]["bytes"], summary["devices"][0]["reserved_bytes"]["peak"]);
   EXPECT_EQ(dev["live_at_peak"]["count"], 3);
-  EXPECT_EQ(dev["timeline"]["t_ns"].size(), 600u);
-  EXPECT_EQ(dev["timeline"]["allocated_max"].size(), 600u);
+  EXPECT_EQ(dev["timeline"]["t_ns"].size(), 2048u);
+  EXPECT_EQ(dev["timeline"]["allocated_max"].size(), 2048u);
   EXPECT_EQ(data["analysis"]["leaks"]["bytes"], 350 * MiB);  // 100 + 250 never freed
   EXPECT_EQ(data["summary"]["oom"]["bundles_written"], summary["oom"]["bundles_written"]);
   EXPECT_EQ(data["run"]["pid"], read_json_file(dir + "/manifest.json")["pid"]);

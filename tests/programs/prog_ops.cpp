@@ -22,6 +22,9 @@
 //                      EDQUOT); any other error is a failure
 //   remove:PATH        remove the directory PATH with everything in it (symlinks are not followed)
 //   fsize_limit:SIZE   setrlimit(RLIMIT_FSIZE) to SIZE bytes (soft limit; the hard one is kept)
+//   mark:NAME          gpumemprof_mark(NAME) (include/gpumemprof.h; nothing without the shim)
+//   push:NAME          gpumemprof_range_push(NAME)
+//   pop                gpumemprof_range_pop()
 //
 // Arguments after `--` are not ops: they are ignored, so that tests can put anything on the
 // command line.
@@ -47,13 +50,14 @@
 #include <vector>
 
 #include "check.h"
+#include "gpumemprof.h"
 #include "driver_loader.h"
 
 namespace {
 
 enum class Op {
   Alloc, AllocAsync, Free, FreeLast, FreeAll, Sync, Sleep, Print, Abort, Exit, ExpectFail, RetryOk,
-  Churn, Fill, Remove, FsizeLimit
+  Churn, Fill, Remove, FsizeLimit, Mark, Push, Pop
 };
 
 enum class Arg { None, Size, Index, Millis, Text, Status };
@@ -73,6 +77,8 @@ constexpr OpSpec kOps[] = {
     {"expect_fail", Op::ExpectFail, Arg::Size}, {"retry_ok", Op::RetryOk, Arg::Size},
     {"churn", Op::Churn, Arg::Index},         {"fill", Op::Fill, Arg::Text},
     {"remove", Op::Remove, Arg::Text},        {"fsize_limit", Op::FsizeLimit, Arg::Size},
+    {"mark", Op::Mark, Arg::Text},            {"push", Op::Push, Arg::Text},
+    {"pop", Op::Pop, Arg::None},
 };
 
 struct Step {
@@ -87,7 +93,7 @@ struct Step {
   std::fprintf(stderr,
                "usage: prog_ops OP [OP...]; OP: alloc:SIZE alloc_async:SIZE free:I free_last "
                "free_all sync sleep:MS print:TEXT abort exit:N expect_fail:SIZE retry_ok:SIZE churn:N "
-               "fill:PATH remove:PATH fsize_limit:SIZE\n");
+               "fill:PATH remove:PATH fsize_limit:SIZE mark:NAME push:NAME pop\n");
   std::exit(2);
 }
 
@@ -285,6 +291,9 @@ struct Runner {
         break;
       case Op::Sleep: std::this_thread::sleep_for(std::chrono::milliseconds(s.number)); break;
       case Op::Print: say("%s\n", s.text); break;
+      case Op::Mark: gpumemprof_mark(s.text.c_str()); break;
+      case Op::Push: gpumemprof_range_push(s.text.c_str()); break;
+      case Op::Pop: gpumemprof_range_pop(); break;
       case Op::Abort:
         std::fflush(stdout);
         std::abort();

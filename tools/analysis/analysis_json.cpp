@@ -77,11 +77,14 @@ nlohmann::json marker_json(const Marker& m) {
 nlohmann::json timeline_json(const DeviceAnalysis& d) {
   nlohmann::json t = {{"t_ns", nlohmann::json::array()},          {"allocated_max", nlohmann::json::array()},
                       {"reserved_max", nlohmann::json::array()},  {"allocated_last", nlohmann::json::array()},
-                      {"reserved_last", nlohmann::json::array()}, {"nvml_process_max", nlohmann::json::array()}};
+                      {"reserved_last", nlohmann::json::array()}, {"nvml_process_max", nlohmann::json::array()},
+                      {"allocated_min", nlohmann::json::array()}, {"reserved_min", nlohmann::json::array()}};
   for (const TimelineBucket& b : d.timeline) {
     t["t_ns"].push_back(b.start_ns);
     t["allocated_max"].push_back(b.allocated_max);
     t["reserved_max"].push_back(b.reserved_max);
+    t["allocated_min"].push_back(b.allocated_min);
+    t["reserved_min"].push_back(b.reserved_min);
     t["allocated_last"].push_back(b.allocated_last);
     t["reserved_last"].push_back(b.reserved_last);
     t["nvml_process_max"].push_back(b.nvml_process_max);

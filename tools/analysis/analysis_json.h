@@ -11,7 +11,7 @@ namespace gmp::analysis {
 nlohmann::json live_set_json(const LiveSet& set, uint64_t start_ns, size_t max_sites = 20);
 nlohmann::json peak_json(const PeakPoint& p);
 nlohmann::json marker_json(const Marker& m);
-// {"t_ns":[...], "allocated_max":[...], ...}; where the bridge attached also "tensors_max",
+// {"t_ns":[...], "allocated_max":[...], "allocated_min":[...], ...}; where the bridge attached also "tensors_max",
 // "framework_reserved_max", "tensors_last" and "framework_reserved_last".
 nlohmann::json timeline_json(const DeviceAnalysis& d);
 // Attribution (docs/attribution.md, "Reading"): frames, call sites, flame graphs, ranges, marks.

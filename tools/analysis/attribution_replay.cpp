@@ -96,6 +96,7 @@ void AttributionReplay::pop(uint32_t thread, uint64_t at_ns, uint64_t allocated,
     ++r.open_at_end;
     ++open_at_end_;
   }
+  if (on_range) on_range({r.name, thread, since(o.entry_ns), since(at_ns), t->second.size(), at_end});
   if (t->second.empty()) {
     open_.erase(t);
   } else {
@@ -117,6 +118,7 @@ void AttributionReplay::mark(const Event& e, uint64_t allocated) {
   since_mark_max_ = allocated;
   last_mark_allocated_ = allocated;
   if (m.growth > 0 && (!largest_ || m.growth > largest_->growth)) largest_ = m;
+  if (on_mark) on_mark(m);
   // Long runs mark every step: keep the first and the last ones, count those between.
   const size_t head_cap = max_marks_ / 2;
   if (head_.size() < head_cap) {

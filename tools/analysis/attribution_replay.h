@@ -6,9 +6,11 @@
 
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -64,8 +66,21 @@ struct Regions {
   bool any() const { return !ranges.empty() || marks_total > 0 || !pauses.empty() || pauses_dropped > 0; }
 };
 
+// One call of a range, when it closes: the HTML report's bands and the perfetto export's slices.
+struct RangeCall {
+  std::string_view name;
+  uint32_t thread = 0;
+  uint64_t entry_ns = 0, exit_ns = 0;  // since the profiler started
+  size_t depth = 0;                    // ranges of its thread still open around it
+  bool open_at_end = false;            // closed at the trace's last event
+};
+
 class AttributionReplay {
  public:
+  // Told of each range call as it closes (innermost first) and of each mark, kept or not.
+  std::function<void(const RangeCall&)> on_range;
+  std::function<void(const MarkRow&)> on_mark;
+
   AttributionReplay(const reader::Attribution& names, uint64_t start_ns, size_t max_marks = 1000,
                     size_t max_pauses = 1000);
 

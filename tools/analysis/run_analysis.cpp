@@ -158,9 +158,20 @@ bool first_pass(const std::string& trace_path, RunAnalysis& run, const Options& 
     w.tensors_index = trace.index();
   }
   uint64_t allocated = process_allocated(acc);
+  const auto holds_memory = [&acc] {
+    for (const auto& [ordinal, d] : acc.devices()) {
+      if (ordinal >= 0 && (d.allocated.current > 0 || d.reserved.current > 0)) return true;
+    }
+    return false;
+  };
+  std::optional<uint64_t> first_memory_ns;  // none while no device held memory
+  if (holds_memory()) first_memory_ns = run.window.since_ns;
   while (trace.next()) {
     const Event& e = trace.event();
     const uint64_t index = trace.index();
+    if (!first_memory_ns && changes_memory(e.op) && holds_memory()) {
+      first_memory_ns = since(e.timestamp_ns, run.start_ns);
+    }
     collect_marker(run, opt, e);
     if (e.stack_id != 0) ++run.stack_events;
     if (changes_memory(e.op)) allocated = process_allocated(acc);
@@ -203,6 +214,7 @@ bool first_pass(const std::string& trace_path, RunAnalysis& run, const Options& 
   run.host_pinned = acc.host_pinned();
   run.regions = regions.finish(last_ns);
   run.duration_ns = since(last_ns, run.start_ns);
+  run.timeline_from_ns = first_memory_ns.value_or(run.window.since_ns);
   for (const auto& [ordinal, d] : acc.devices()) {
     if (ordinal < 0) continue;
     DeviceAnalysis& out = run.devices[ordinal];
@@ -222,9 +234,9 @@ bool first_pass(const std::string& trace_path, RunAnalysis& run, const Options& 
 
 class Timeline {
  public:
-  // Across the window: from its start to the last event replayed.
+  // From where memory was first held in the window (RunAnalysis::timeline_from_ns) to its last event.
   Timeline(RunAnalysis& run, size_t buckets)
-      : run_(run), buckets_(std::max<size_t>(buckets, 1)), origin_(run.window.since_ns) {
+      : run_(run), buckets_(std::max<size_t>(buckets, 1)), origin_(run.timeline_from_ns), end_index_(buckets_) {
     width_ = std::max<uint64_t>(1, (run.duration_ns > origin_ ? run.duration_ns - origin_ : 0) / buckets_ + 1);
     for (auto& [ordinal, d] : run.devices) {
       d.timeline.assign(buckets_, TimelineBucket{});
@@ -233,25 +245,33 @@ class Timeline {
     }
   }
 
-  void memory(const Accounting& acc, uint64_t at_ns) {
+  // After the event at trace position `index` (the window's start: the position before its first).
+  void memory(const Accounting& acc, uint64_t at_ns, uint64_t index) {
     const size_t b = bucket(at_ns);
+    end_index_[b] = index;
     for (const auto& [ordinal, d] : acc.devices()) {
       auto it = run_.devices.find(ordinal);
       if (it == run_.devices.end()) continue;
       TimelineBucket& t = it->second.timeline[b];
       std::vector<bool>& seen = touched_[ordinal];
       Level& before = level_[ordinal];
-      if (!seen[b]) {  // the bucket's maximum includes the level it was entered at
+      if (!seen[b]) {  // the bucket's extremes include the level it was entered at
         seen[b] = true;
-        t.allocated_max = before.allocated;
-        t.reserved_max = before.reserved;
+        t.allocated_max = t.allocated_min = before.allocated;
+        t.reserved_max = t.reserved_min = before.reserved;
+        t.allocated_max_index = before.index;
         t.tensors_max = before.tensors;
         t.framework_reserved_max = before.framework_reserved;
       }
       const FrameworkStats& f = d.framework;
-      before = {d.allocated.current, d.reserved.current, f.allocated.current, f.reserved.current};
-      t.allocated_max = std::max(t.allocated_max, d.allocated.current);
+      before = {d.allocated.current, d.reserved.current, f.allocated.current, f.reserved.current, index};
+      if (d.allocated.current > t.allocated_max) {
+        t.allocated_max = d.allocated.current;
+        t.allocated_max_index = index;
+      }
       t.reserved_max = std::max(t.reserved_max, d.reserved.current);
+      t.allocated_min = std::min(t.allocated_min, d.allocated.current);
+      t.reserved_min = std::min(t.reserved_min, d.reserved.current);
       t.allocated_last = d.allocated.current;
       t.reserved_last = d.reserved.current;
       t.tensors_max = std::max(t.tensors_max, f.allocated.current);
@@ -273,15 +293,18 @@ class Timeline {
     for (auto& [ordinal, d] : run_.devices) {
       const std::vector<bool>& seen = touched_[ordinal];
       TimelineBucket carry{};
+      uint64_t carry_index = 0;
       for (size_t i = 0; i < buckets_; ++i) {
         TimelineBucket& t = d.timeline[i];
         if (!seen[i]) {
-          t.allocated_max = t.allocated_last = carry.allocated_last;
-          t.reserved_max = t.reserved_last = carry.reserved_last;
+          t.allocated_max = t.allocated_min = t.allocated_last = carry.allocated_last;
+          t.reserved_max = t.reserved_min = t.reserved_last = carry.reserved_last;
+          t.allocated_max_index = carry_index;
           t.tensors_max = t.tensors_last = carry.tensors_last;
           t.framework_reserved_max = t.framework_reserved_last = carry.framework_reserved_last;
         }
         carry = t;
+        if (seen[i]) carry_index = end_index_[i];
       }
     }
   }
@@ -293,6 +316,7 @@ class Timeline {
 
   struct Level {
     uint64_t allocated = 0, reserved = 0, tensors = 0, framework_reserved = 0;
+    uint64_t index = 0;  // the trace position it was set at
   };
   RunAnalysis& run_;
   size_t buckets_;
@@ -300,6 +324,7 @@ class Timeline {
   std::map<int, Level> level_;
   uint64_t width_ = 1;
   std::map<int, std::vector<bool>> touched_;
+  std::vector<uint64_t> end_index_;  // per bucket: the position of its last memory event
 };
 
 // The moment to list what was live on a device: its allocated peak, or its tensors' peak.
@@ -314,11 +339,7 @@ struct Snapshot {
 // mappings, no managed memory), or the tensors.
 void take_snapshot(RunAnalysis& run, const Options& opt, const Accounting& acc, const Snapshot& at) {
   DeviceAnalysis& d = run.devices[at.device];
-  LiveSet& set = at.tensors ? d.tensors_at_peak : d.live_at_peak;
-  for (const LiveAllocation& a : at.tensors ? acc.live_tensors() : acc.live_allocated(at.device)) {
-    if (a.device == at.device) set.add(a, opt.largest);
-  }
-  set.finish(opt.largest);
+  collect_live(at.tensors ? d.tensors_at_peak : d.live_at_peak, acc, at.device, at.tensors, opt.largest);
 }
 
 // Pass 2: the timeline, and the live tables just after each device's allocated-peak event and,
@@ -343,7 +364,7 @@ bool second_pass(const std::string& trace_path, RunAnalysis& run, const Options&
     return false;
   }
   // A window's timeline starts at the level where it starts.
-  if (!run.window.whole()) timeline.memory(acc, run.window.since_ns);
+  if (!run.window.whole()) timeline.memory(acc, run.window.since_ns, trace.index());
   size_t next = 0;
   while (next < snapshots.size() && snapshots[next].event_index <= trace.index()) {  // at the window's start
     take_snapshot(run, opt, acc, snapshots[next++]);
@@ -352,7 +373,7 @@ bool second_pass(const std::string& trace_path, RunAnalysis& run, const Options&
     const Event& e = trace.event();
     const uint64_t index = trace.index();
     const uint64_t at = since(e.timestamp_ns, run.start_ns);
-    if (changes_memory(e.op) || changes_framework_memory(e.op)) timeline.memory(acc, at);
+    if (changes_memory(e.op) || changes_framework_memory(e.op)) timeline.memory(acc, at, index);
     if (e.op == Op::Sample) timeline.sample(e.device, at, e.value);
     while (next < snapshots.size() && snapshots[next].event_index == index) {
       take_snapshot(run, opt, acc, snapshots[next++]);
@@ -398,24 +419,36 @@ void attribute(RunAnalysis& run, const Options& opt) {
 
 }  // namespace
 
+namespace {
+bool bigger(const LiveAllocation& a, const LiveAllocation& b) {
+  return a.size != b.size ? a.size > b.size : a.timestamp_ns < b.timestamp_ns;
+}
+}  // namespace
+
 void LiveSet::add(const LiveAllocation& a, size_t keep_largest) {
   total.add(a.size);
   by_kind[static_cast<size_t>(a.kind)].add(a.size);
   by_stack[a.stack_id].add(a.size);
+  if (floor_ && !bigger(a, *floor_)) return;
   largest.push_back(a);
   // Trim now and then so the candidates stay a small multiple of what is kept.
   if (largest.size() >= 4 * keep_largest + 64) finish(keep_largest);
 }
 
 void LiveSet::finish(size_t keep_largest) {
-  auto bigger = [](const LiveAllocation& a, const LiveAllocation& b) {
-    return a.size != b.size ? a.size > b.size : a.timestamp_ns < b.timestamp_ns;
-  };
   if (largest.size() > keep_largest) {
     std::nth_element(largest.begin(), largest.begin() + keep_largest, largest.end(), bigger);
     largest.resize(keep_largest);
   }
   std::sort(largest.begin(), largest.end(), bigger);
+  if (keep_largest > 0 && largest.size() == keep_largest) floor_ = largest.back();
+}
+
+void collect_live(LiveSet& set, const Accounting& acc, int device, bool tensors, size_t largest) {
+  for (const LiveAllocation& a : tensors ? acc.live_tensors() : acc.live_allocated(device)) {
+    if (a.device == device && a.kind != Kind::HostPinned) set.add(a, largest);
+  }
+  set.finish(largest);
 }
 
 const Summary::Framework* attached_framework(const RunAnalysis& run) {

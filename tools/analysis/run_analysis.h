@@ -43,6 +43,8 @@ struct LiveSet {
   std::vector<LiveAllocation> largest;  // biggest first
   void add(const LiveAllocation& a, size_t keep_largest);
   void finish(size_t keep_largest);  // sorts and trims `largest`
+ private:
+  std::optional<LiveAllocation> floor_;  // the smallest kept at the last trim: what ranks below it never will be
 };
 
 // The moment a counter reached its peak, with the per-kind bytes at that moment: they add up to
@@ -57,7 +59,11 @@ struct PeakPoint {
 struct TimelineBucket {
   uint64_t start_ns = 0;  // since the profiler started
   uint64_t allocated_max = 0, reserved_max = 0;
+  uint64_t allocated_min = 0, reserved_min = 0;  // the level it was entered at included, like the maxima
   uint64_t allocated_last = 0, reserved_last = 0;
+  // The trace position (TraceReplay::index()) just after which allocated first stood at its maximum:
+  // the live set there is what was live at the bucket's highest point (timeline_sets.h).
+  uint64_t allocated_max_index = 0;
   uint64_t nvml_process_max = 0;  // 0 when no sample with a process figure fell in the bucket
   // The framework level (devices where the bridge attached): tensors' bytes and the framework's segments.
   uint64_t tensors_max = 0, framework_reserved_max = 0;
@@ -116,6 +122,9 @@ struct RunAnalysis {
   reader::RunDirectory run;
   uint64_t start_ns = 0;        // the trace's start on the event clock
   uint64_t duration_ns = 0;     // last event replayed (the window's last) since start
+  // Where the timeline starts: the window's start, or its first memory event when no device held
+  // memory there (a program's imports and setup are not drawn as an empty chart).
+  uint64_t timeline_from_ns = 0;
   reader::Window window;        // what the figures cover (Options::window)
   Counter host_pinned;          // pinned host memory, its peak the window's
   uint64_t events = 0;
@@ -136,6 +145,10 @@ struct RunAnalysis {
   std::vector<CallSite> tensor_leak_sites;
   Regions regions;                  // ranges, marks, pauses
 };
+
+// Adds to `set` the device memory (or, `tensors`, the framework's tensors) live on `device` in `acc`
+// now, keeping the `largest`: what "live at the peak" lists.
+void collect_live(LiveSet& set, const Accounting& acc, int device, bool tensors, size_t largest);
 
 // summary.json's framework object when the bridge attached (tensor-level figures exist), else nullptr.
 const Summary::Framework* attached_framework(const RunAnalysis& run);

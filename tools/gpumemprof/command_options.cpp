@@ -169,9 +169,10 @@ const CommandOptions kHtmlOptions = {
     "usage: gpumemprof html DIR -o FILE [--since T] [--until T]\n"
     "       gpumemprof html ROOT -o FILE\n"
     "  Writes a self-contained HTML report of the run directory DIR: per device a timeline of allocated,\n"
-    "  reserved and NVML memory with alerts and OOMs marked, what was live at the peak with a flame graph\n"
-    "  of its call stacks, leaks at exit, failed allocations and OOM bundles, alerts. One file, no network\n"
-    "  access; open it in any browser. The figures are embedded as JSON (<script id=\"gmp-data\">).\n"
+    "  reserved and NVML memory with alerts, OOMs, NVTX ranges and marks, to zoom into (drag) and select in:\n"
+    "  what was live at the highest point of the selection, by kind, largest, call site and a flame graph;\n"
+    "  leaks at exit, failed allocations and OOM bundles, alerts. One file, no network access; open it in\n"
+    "  any browser. The figures are embedded as JSON (<script id=\"gmp-data\">).\n"
     "  See docs/html-report.md.\n",
     {{"options:",
       {{"--output", "-o", "FILE", "the file to write ('-' is stdout); required"},

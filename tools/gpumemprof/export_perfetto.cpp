@@ -9,17 +9,22 @@
 //   "GPU N NVML"     counter, args device_used (and process_used when NVML named this process)
 //   "Pinned host memory"  counter, arg bytes
 //   instant events ("ph":"i", process scope) for OOM failures, OOM bundles, recoveries and alerts.
+//   NVTX (and gpumemprof.h) ranges as complete events ("ph":"X", cat "nvtx") on their thread's track,
+//   nested as they were; marks as instant events on their thread's track (cat "nvtx"). Names come
+//   from attribution.jsonl, as the report's.
 // Timestamps are microseconds since the profiler started, with nanosecond decimals.
 #include <map>
 #include <optional>
 #include <set>
 #include <utility>
 
+#include "attribution_replay.h"
 #include "bytes_text.h"
 #include "export_formats.h"
 #include "format.h"
 #include "export_thinning.h"
 #include "json_views.h"
+#include "run_directory_files.h"
 
 namespace gmp::tool::exporter {
 namespace {
@@ -76,6 +81,31 @@ class TraceEvents {
     JsonObject args(rec_);
     args.i64("device", e.device);
     fill(args);
+    args.close();
+    o.close();
+    write(rec_);
+  }
+
+  // A range call: a slice of its thread's track.
+  void range(const analysis::RangeCall& c) {
+    JsonObject o = begin('X', c.name, "nvtx", c.entry_ns, c.thread);
+    o.key("dur");
+    append_micros(rec_, c.exit_ns - std::min(c.exit_ns, c.entry_ns));
+    o.key("args");
+    JsonObject args(rec_);
+    args.u64("depth", c.depth);
+    if (c.open_at_end) args.boolean("open_at_end", true);
+    args.close();
+    o.close();
+    write(rec_);
+  }
+
+  // A mark: an instant on its thread's track.
+  void mark(const analysis::MarkRow& m) {
+    JsonObject o = begin('i', m.name, "nvtx", m.at_ns, m.thread);
+    o.str("s", "t").key("args");
+    JsonObject args(rec_);
+    args.u64("index", m.index);
     args.close();
     o.close();
     write(rec_);
@@ -225,6 +255,14 @@ void write_perfetto_process(Context& ctx, const PerfettoProcess& process, bool& 
   out.process_name(process.name);
   if (process.sort_index) out.process_sort_index(*process.sort_index);
 
+  const reader::Attribution names = reader::read_attribution(ctx.run.path + "/" + kAttributionFile);
+  if (!names.error.empty()) {
+    ctx.error = names.error;
+    return;
+  }
+  analysis::AttributionReplay regions(names, ctx.replay.header().start_monotonic_ns);
+  regions.on_range = [&out](const analysis::RangeCall& c) { out.range(c); };
+  regions.on_mark = [&out](const analysis::MarkRow& m) { out.mark(m); };
   std::set<int> started;                                  // devices whose memory track has begun
   std::map<int, std::pair<uint64_t, uint64_t>> nvml_last;  // device -> (device used, process used)
   Replay& replay = ctx.replay;
@@ -265,7 +303,9 @@ void write_perfetto_process(Context& ctx, const PerfettoProcess& process, bool& 
       if (auto bytes = replay.allocation_size(); bytes && *bytes >= *ctx.min_size) write_allocation(out, e, ts, *bytes);
     }
     write_markers(out, e, ts);
+    regions.apply(e, 0);  // only its calls and marks are written, not its byte figures
   }
+  regions.finish(replay.accounting().last_timestamp_ns());
   out.finish();
 }
 

@@ -14,9 +14,15 @@
 #include "html_report.h"
 #include "job_view.h"
 #include "run_analysis.h"
+#include "timeline_sets.h"
 
 namespace gmp::tool {
 namespace {
+
+// Time slices per device: enough for a zoom of about 2x on a screen-wide chart before slices are wider
+// than pixels, each with what was live at its highest point (timeline_sets.h); docs/html-report.md
+// gives the file size this makes.
+constexpr size_t kTimelineBuckets = 2048;
 
 int usage_error(const std::string& what) {
   std::fprintf(stderr, "gpumemprof html: %s\n", what.c_str());
@@ -94,9 +100,12 @@ int html_main(int argc, char** argv) {
   } else {
     reader::Progress progress("gpumemprof html");
     options.progress = &progress;
+    options.timeline_buckets = kTimelineBuckets;
     auto run = analysis::analyze_run(dir, options, error);
     if (!run) return usage_error(error);
-    page = render_html_report(*run);
+    auto sets = analysis::timeline_sets(*run, options, analysis::SetsOptions{}, error);
+    if (!sets) return usage_error(error);
+    page = render_html_report(*run, *sets);
   }
   if (const int status = write_output(output, page, error)) {
     std::fprintf(stderr, "gpumemprof html: %s\n", error.c_str());

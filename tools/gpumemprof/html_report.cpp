@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <map>
 #include <optional>
 #include <string_view>
 #include <vector>
@@ -45,8 +46,8 @@ std::string name_of(Kind k) { return std::string(kind_name(k)); }
 
 class Page {
  public:
-  explicit Page(const analysis::RunAnalysis& run)
-      : run_(run), summary_(run.run.figures), manifest_(run.run.manifest),
+  Page(const analysis::RunAnalysis& run, const analysis::TimelineSets& sets)
+      : run_(run), sets_(sets), summary_(run.run.figures), manifest_(run.run.manifest),
         framework_(analysis::attached_framework(run)), fw_name_(analysis::framework_display_name(run)) {}
 
   std::string build() {
@@ -73,7 +74,7 @@ class Page {
             " from a run directory. The figures are also embedded as JSON in the element "
             "<code>#gmp-data</code>; <code>gpumemprof report DIR --json</code> prints them too.</footer>\n";
     out_ += "<script type=\"application/json\" id=\"gmp-data\">";
-    out_ += html::script_json(html_report_data(run_));
+    out_ += html::script_json(html_report_data(run_, sets_));
     out_ += "</script>\n<script>\n\n";
     out_ += kHtmlReportScript;
     out_ += "</script>\n</body>\n</html>\n";
@@ -343,9 +344,12 @@ class Page {
               " reserved";
     }
     if (d.nvml_process_peak) out_ += " <span class=\"key key-nvml\"></span>NVML process usage";
-    out_ += " <span class=\"muted\">(the highest value in each time slice, so short peaks stay visible; "
-            "vertical lines are alerts, failed allocations and OOM events)</span></div>\n";
-    out_ += "<div class=\"chart\" data-device=\"" + id + "\"><noscript><p class=\"note\">The chart needs JavaScript; "
+    if (s.total_bytes) out_ += " <span class=\"key key-total\"></span>device total";
+    out_ += " <span class=\"muted\">(the shade spans each time slice's lowest to highest value, so short peaks "
+            "stay visible; the line is the value at each slice's end; vertical lines are alerts, failed "
+            "allocations, OOM events and marks; bands under the chart are ranges)</span></div>\n";
+    out_ += "<div class=\"chart\" data-device=\"" + id + "\" tabindex=\"0\">\n"
+            "<noscript><p class=\"note\">The chart needs JavaScript; "
             "the tables do not.</p></noscript></div>\n";
 
     out_ += "<h3>At the allocated peak</h3>\n";
@@ -526,6 +530,7 @@ class Page {
   }
 
   const analysis::RunAnalysis& run_;
+  const analysis::TimelineSets& sets_;
   const Summary& summary_;
   const ManifestRecord& manifest_;
   const Summary::Framework* framework_;  // the bridge attached: tensor-level figures exist
@@ -535,7 +540,62 @@ class Page {
 
 }  // namespace
 
-nlohmann::json html_report_data(const analysis::RunAnalysis& run) {
+// The timeline's selections (html/report.js, showSelection), in arrays for size: per device the set
+// of each bucket; the allocations, stacks and frames the sets name, each once; the range bands.
+nlohmann::json explore_json(const analysis::RunAnalysis& run, const analysis::TimelineSets& sets) {
+  nlohmann::json allocations = nlohmann::json::array(), devices = nlohmann::json::array();
+  std::map<std::pair<uint64_t, uint64_t>, size_t> allocation_at;  // (address, time) -> row
+  std::map<uint32_t, bool> stack_ids;
+  for (const auto& [ordinal, ds] : sets.devices) {
+    nlohmann::json list = nlohmann::json::array();
+    for (const analysis::BucketSet& b : ds.sets) {
+      nlohmann::json kinds = nlohmann::json::array(), stacks = nlohmann::json::array(),
+                     largest = nlohmann::json::array();
+      for (const analysis::Bytes& k : b.by_kind) kinds.insert(kinds.end(), {k.bytes, k.count});
+      for (const auto& [id, bytes] : b.stacks) {
+        stacks.insert(stacks.end(), {id, bytes.bytes, bytes.count});
+        stack_ids[id] = true;
+      }
+      for (const LiveAllocation& a : b.largest) {
+        auto [it, added] = allocation_at.try_emplace({a.address, a.timestamp_ns}, allocations.size());
+        if (added) {
+          allocations.push_back({a.size, analysis::allocation_kind_label(a), std::string(api_name(a.api)),
+                                 since(a.timestamp_ns, run.start_ns), a.thread_id, a.stack_id});
+        }
+        largest.push_back(it->second);
+      }
+      list.push_back({b.total.bytes, b.total.count, kinds, stacks, {b.other_stacks.bytes, b.other_stacks.count},
+                      largest});
+    }
+    devices.push_back({{"device", ordinal}, {"of_bucket", ds.of_bucket}, {"sets", list}});
+  }
+  nlohmann::json frames = nlohmann::json::array(), stacks = nlohmann::json::object();
+  std::map<std::pair<std::string, bool>, size_t> frame_at;
+  for (const auto& [id, _] : stack_ids) {
+    nlohmann::json path = nlohmann::json::array();
+    if (auto it = sets.stacks.find(id); it != sets.stacks.end()) {
+      for (auto f = it->second.rbegin(); f != it->second.rend(); ++f) {  // outermost first, as build_flame
+        auto [at, added] = frame_at.try_emplace({f->flame_name(), f->python}, frames.size());
+        if (added) frames.push_back({f->flame_name(), f->python});
+        path.push_back(at->second);
+      }
+    }
+    stacks[std::to_string(id)] = {{"site", analysis::site_label(id, sets.stacks)}, {"frames", path}};
+  }
+  nlohmann::json bands = nlohmann::json::array();
+  for (const analysis::RangeBand& b : sets.bands) {
+    bands.insert(bands.end(), {b.name, b.thread, b.depth, b.from_ns, b.to_ns, b.calls, b.open_at_end ? 1 : 0});
+  }
+  return {{"devices", devices},
+          {"allocations", allocations},
+          {"stacks", stacks},
+          {"frames", frames},
+          {"range_names", sets.range_names},
+          {"bands", bands},
+          {"bands_dropped", sets.bands_dropped}};
+}
+
+nlohmann::json html_report_data(const analysis::RunAnalysis& run, const analysis::TimelineSets& sets) {
   const ManifestRecord& m = run.run.manifest;
   nlohmann::json info = {
       {"run_dir", run.run.path},
@@ -553,9 +613,12 @@ nlohmann::json html_report_data(const analysis::RunAnalysis& run) {
   return {{"schema", "gpumemprof-html/1"},
           {"run", std::move(info)},
           {"summary", run.run.summary},
-          {"analysis", analysis::analysis_json(run, true)}};
+          {"analysis", analysis::analysis_json(run, true)},
+          {"explore", explore_json(run, sets)}};
 }
 
-std::string render_html_report(const analysis::RunAnalysis& run) { return Page(run).build(); }
+std::string render_html_report(const analysis::RunAnalysis& run, const analysis::TimelineSets& sets) {
+  return Page(run, sets).build();
+}
 
 }  // namespace gmp::tool

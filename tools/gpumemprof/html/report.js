@@ -14,7 +14,8 @@
   }
 
   function humanTime(ns) {
-    return ns >= 1e9 ? (ns / 1e9).toFixed(3) + " s" : (ns / 1e6).toFixed(1) + " ms";
+    if (ns >= 1e9) return (ns / 1e9).toFixed(3) + " s";
+    return ns >= 1e6 ? (ns / 1e6).toFixed(3) + " ms" : (ns / 1e3).toFixed(1) + " \u00b5s";
   }
 
   function decimalsFor(step) {
@@ -83,10 +84,12 @@
     return { top: top * unit, ticks: ticks };
   }
 
-  // X axis in seconds since the profiler started.
-  function secondsAxis(endNs) {
-    var step = niceStep(endNs / 1e9 / 8), dec = decimalsFor(step), ticks = [];
-    for (var v = 0; v * 1e9 <= endNs * (1 + 1e-9); v += step) ticks.push({ ns: v * 1e9, label: v.toFixed(dec) + " s" });
+  // X axis in seconds since the profiler started: ticks between `from` and `to` (ns).
+  function secondsAxis(from, to) {
+    var step = niceStep((to - from) / 1e9 / 8), dec = decimalsFor(step), ticks = [];
+    for (var v = Math.ceil(from / 1e9 / step - 1e-9) * step; v * 1e9 <= to * (1 + 1e-12); v += step) {
+      ticks.push({ ns: v * 1e9, label: v.toFixed(dec) + " s" });
+    }
     return ticks;
   }
 
@@ -98,133 +101,345 @@
     return !f || !f.name || f.name === "pytorch" ? "PyTorch" : f.name;
   }
 
-  function drawTimeline(box, dev, markers) {
+  var LANE_H = 15;     // px per row of range bands
+  var MAX_LANES = 8;   // rows of range bands drawn; the tooltip names the rest
+  var KIND_NAMES = ["none", "linear", "pool", "vmm", "array", "managed", "host pinned"];
+
+  // The range bands of analysis.explore, as objects, and their rows: one per thread and depth, the
+  // threads in order of their first range.
+  function rangeBands() {
+    var ex = data.explore, flat = ex ? ex.bands : [], bands = [], rows = {}, order = [];
+    for (var i = 0; i + 6 < flat.length; i += 7) {
+      var b = { name: ex.range_names[flat[i]], thread: flat[i + 1], depth: flat[i + 2], from: flat[i + 3],
+                to: flat[i + 4], calls: flat[i + 5], open: flat[i + 6] === 1 };
+      var key = b.thread + "/" + b.depth;
+      if (!(key in rows)) { rows[key] = order.length; order.push({ thread: b.thread, depth: b.depth }); }
+      bands.push(b);
+    }
+    order.sort(function (a, c) { return a.thread === c.thread ? a.depth - c.depth : 0; });
+    var threads = [];
+    order.forEach(function (r) { if (threads.indexOf(r.thread) < 0) threads.push(r.thread); });
+    order.sort(function (a, c) { return threads.indexOf(a.thread) - threads.indexOf(c.thread) || a.depth - c.depth; });
+    order.forEach(function (r, j) { rows[r.thread + "/" + r.depth] = j; });
+    bands.forEach(function (b) { b.row = rows[b.thread + "/" + b.depth]; });
+    return { bands: bands, rows: order.length, threads: threads.length };
+  }
+
+  function rangeText(b) {
+    return b.name + (b.calls > 1 ? " (" + b.calls + " calls, back to back)" : "") + ": " + humanTime(b.from) +
+      " to " + humanTime(b.to) + (b.open ? " (still open at the end)" : "") + ", thread " + b.thread;
+  }
+
+  // The chart of one device, the toolbar over it and the panel of the selected window under it.
+  // Everything is drawn from the embedded buckets (analysis.devices[i].timeline) and the sets of
+  // analysis.explore: nothing is computed from events, so it stays quick for runs of any length.
+  function drawTimeline(box, dev, markers, marks, ranges) {
     var tl = dev.timeline, n = tl && tl.t_ns ? tl.t_ns.length : 0;
     if (n === 0) {
       box.textContent = "No timeline for this device.";
       return;
     }
-    var W = Math.max(520, Math.round(box.clientWidth || 960)), H = 330;
-    var M = { l: 78, r: 18, t: 40, b: 40 }, pw = W - M.l - M.r, ph = H - M.t - M.b;
-    var slice = n > 1 ? tl.t_ns[1] - tl.t_ns[0] : 1;
-    var endNs = tl.t_ns[n - 1] + slice;
-    var hasNvml = false, max = 1;
-    // Where the framework bridge attached, its two levels too: tensors and the framework's cache.
-    var fw = tl.tensors_max ? frameworkName() : null;
-    for (var i = 0; i < n; i++) {
-      max = Math.max(max, tl.allocated_max[i], tl.reserved_max[i], tl.nvml_process_max[i]);
-      if (fw) max = Math.max(max, tl.tensors_max[i], tl.framework_reserved_max[i]);
-      if (tl.nvml_process_max[i] > 0) hasNvml = true;
+    var sets = null;
+    (data.explore ? data.explore.devices : []).forEach(function (d) { if (d.device === dev.device) sets = d; });
+    var slice = n > 1 ? tl.t_ns[1] - tl.t_ns[0] : 1, t0 = tl.t_ns[0];
+    var full = [t0, Math.max(t0 + 1, Math.min(tl.t_ns[n - 1] + slice, data.analysis.duration_ns))];
+    var lanes = Math.min(ranges.rows, MAX_LANES);
+    var W = Math.max(520, Math.round(box.clientWidth || 960));
+    var M = { l: 78, r: 18, t: 40, b: 40 }, pw = W - M.l - M.r, ph = 290 - M.t - M.b;
+    var bandTop = M.t + ph + 24, H = 290 + (lanes ? lanes * LANE_H + 10 : 0);
+    var fw = tl.tensors_max ? frameworkName() : null, total = dev.total_bytes || 0;
+    var view = full.slice(), selection = full.slice(), chosen = -1;
+
+    var toolbar = htmlEl("div", "timeline-toolbar", null);
+    box.parentNode.insertBefore(toolbar, box);
+    function button(text, cls, title, act) {
+      var b = htmlEl("button", cls, toolbar, text);
+      b.type = "button";
+      b.title = title;
+      b.addEventListener("click", act);
+      return b;
     }
-    var yAxis = bytesAxis(max);
-    function x(ns) { return r1(M.l + Math.min(ns, endNs) / endNs * pw); }
-    function y(b) { return r1(M.t + ph - b / yAxis.top * ph); }
+    var resetButton = button("Reset zoom", "timeline-reset", "The whole run, and the peak selected (or double-click the chart)",
+      function () { reset(); });
+    button("Zoom out", "timeline-zoom-out", "Twice the time (or press -)", function () { zoomBy(2); });
+    button("\u25c0", "timeline-pan-left", "Earlier (or press \u2190)", function () { pan(-0.25); });
+    button("\u25b6", "timeline-pan-right", "Later (or press \u2192)", function () { pan(0.25); });
+    var viewText = htmlEl("span", "timeline-view muted", toolbar);
+    htmlEl("span", "muted", toolbar, "Drag across the chart to zoom into a window and see what was live at its highest " +
+      "point; click a time for the slice under it; shift-drag to pan; double-click to reset.");
 
     var svg = svgEl("svg", {
       viewBox: "0 0 " + W + " " + H, "class": "timeline", role: "img",
       "aria-label": "Device " + dev.device + " memory over time"
     });
-
-    // Grid and axes.
-    yAxis.ticks.forEach(function (t) {
-      svgEl("line", { "class": "grid", x1: M.l, x2: M.l + pw, y1: y(t.bytes), y2: y(t.bytes) }, svg);
-      svgText(svg, M.l - 6, y(t.bytes) + 4, t.label, { "class": "tick-label", "text-anchor": "end" });
-    });
-    secondsAxis(endNs).forEach(function (t) {
-      svgEl("line", { "class": "axis", x1: x(t.ns), x2: x(t.ns), y1: M.t + ph, y2: M.t + ph + 4 }, svg);
-      svgText(svg, x(t.ns), M.t + ph + 16, t.label, { "class": "tick-label", "text-anchor": "middle" });
-    });
-    svgText(svg, M.l + pw, H - 4, "seconds since the profiler started", { "class": "tick-label", "text-anchor": "end" });
-    svgEl("line", { "class": "axis", x1: M.l, x2: M.l + pw, y1: M.t + ph, y2: M.t + ph }, svg);
-    svgEl("line", { "class": "axis", x1: M.l, x2: M.l, y1: M.t, y2: M.t + ph }, svg);
-
-    // Allocated and reserved: a step line through each time slice's maximum (so a peak shorter
-    // than a slice still shows at its full height), over a lightly filled area.
-    function stepPath(values) {
-      var d = "M" + x(0) + "," + y(values[0]);
-      for (var i = 1; i < n; i++) {
-        if (values[i] !== values[i - 1]) d += "H" + x(tl.t_ns[i]) + "V" + y(values[i]);
-      }
-      return d + "H" + x(endNs);
-    }
-    [["reserved", tl.reserved_max], ["allocated", tl.allocated_max]].forEach(function (s) {
-      var line = stepPath(s[1]);
-      svgEl("path", { "class": "area area-" + s[0], d: line + "V" + y(0) + "H" + x(0) + "Z" }, svg);
-      svgEl("path", { "class": "series series-" + s[0], d: line, "data-series": s[0] }, svg);
-    });
-    // The framework level: lines only (its areas would hide the driver level's under them).
-    if (fw) {
-      [["framework-reserved", tl.framework_reserved_max], ["tensors", tl.tensors_max]].forEach(function (s) {
-        svgEl("path", { "class": "series series-" + s[0], d: stepPath(s[1]), "data-series": s[0] }, svg);
-      });
-    }
-
-    // NVML's view of the process: dashed, through the slices that had a sample.
-    if (hasNvml) {
-      var d = "", pts = 0;
-      for (var j = 0; j < n; j++) {
-        if (tl.nvml_process_max[j] <= 0) continue;
-        d += (pts++ ? "L" : "M") + x(tl.t_ns[j] + slice / 2) + "," + y(tl.nvml_process_max[j]);
-      }
-      if (pts === 1) d += "h2";
-      svgEl("path", { "class": "series series-nvml", d: d, "data-series": "nvml" }, svg);
-    }
-
-    // Markers: a vertical line each, labelled when there is room (two label rows).
-    var rowEnd = [-1e9, -1e9];
-    markers.forEach(function (m) {
-      var mx = x(m.at_ns);
-      var g = svgEl("g", { "class": "marker marker-" + m.type, "data-type": m.type, "data-at-ns": m.at_ns }, svg);
-      svgEl("line", { x1: mx, x2: mx, y1: M.t - 2, y2: M.t + ph }, g);
-      svgEl("title", {}, g).textContent = humanTime(m.at_ns) + ": " + markerText(m);
-      var label = markerLabel(m), width = label.length * 6.2 + 8;
-      for (var row = 0; row < 2; row++) {
-        if (rowEnd[row] > mx - 2) continue;
-        var anchorEnd = mx + width > W;
-        svgText(g, anchorEnd ? mx - 3 : mx + 3, M.t - 8 - row * 14, label, { "text-anchor": anchorEnd ? "end" : "start" });
-        rowEnd[row] = anchorEnd ? mx : mx + width;
-        break;
-      }
-    });
-
-    // Hover: a vertical line and a tooltip with the slice's figures and its markers.
+    var layer = svgEl("g", {}, svg);
     var hover = svgEl("line", { "class": "hover-line", x1: 0, x2: 0, y1: M.t, y2: M.t + ph, visibility: "hidden" }, svg);
+    var drag = svgEl("rect", { "class": "drag-rect", x: 0, y: M.t, width: 0, height: ph, visibility: "hidden" }, svg);
     var tip = document.createElement("div");
     tip.className = "tooltip";
     box.appendChild(svg);
     box.appendChild(tip);
+    var panel = htmlEl("div", "selection-panel", null);
+    panel.dataset.device = dev.device;
+    box.parentNode.insertBefore(panel, box.nextSibling);
 
-    function tipLine(text, cls) {
-      var div = document.createElement("div");
-      if (cls) div.className = cls;
-      div.textContent = text;
-      tip.appendChild(div);
+    function bucketAt(ns) { return Math.min(n - 1, Math.max(0, Math.floor((ns - t0) / slice))); }
+    function x(ns) { return r1(M.l + (Math.min(Math.max(ns, view[0]), view[1]) - view[0]) / (view[1] - view[0]) * pw); }
+    function timeAt(sx) { return view[0] + (Math.min(Math.max(sx, M.l), M.l + pw) - M.l) / pw * (view[1] - view[0]); }
+
+    // The buckets in view, gathered into columns at most a pixel wide: each the lowest and highest
+    // of its buckets and the value at its end.
+    function columns() {
+      var b0 = bucketAt(view[0]), b1 = Math.max(b0, bucketAt(view[1] - 1)), count = b1 - b0 + 1;
+      var per = Math.max(1, Math.ceil(count / pw)), cols = [];
+      for (var i = b0; i <= b1; i += per) {
+        var j1 = Math.min(b1, i + per - 1), c = { first: i, last: j1, from: Math.max(tl.t_ns[i], view[0]),
+          to: Math.min(tl.t_ns[j1] + slice, view[1]), amin: Infinity, amax: 0, rmin: Infinity, rmax: 0, nvml: 0, tmax: 0, fmax: 0 };
+        for (var j = i; j <= j1; j++) {
+          c.amin = Math.min(c.amin, tl.allocated_min[j]); c.amax = Math.max(c.amax, tl.allocated_max[j]);
+          c.rmin = Math.min(c.rmin, tl.reserved_min[j]); c.rmax = Math.max(c.rmax, tl.reserved_max[j]);
+          c.nvml = Math.max(c.nvml, tl.nvml_process_max[j]);
+          if (fw) { c.tmax = Math.max(c.tmax, tl.tensors_max[j]); c.fmax = Math.max(c.fmax, tl.framework_reserved_max[j]); }
+        }
+        c.alast = tl.allocated_last[j1]; c.rlast = tl.reserved_last[j1];
+        if (fw) { c.tlast = tl.tensors_last[j1]; c.flast = tl.framework_reserved_last[j1]; }
+        cols.push(c);
+      }
+      return cols;
     }
 
-    svg.addEventListener("mousemove", function (ev) {
+    var cols = [], y = null;
+    function draw() {
+      cols = columns();
+      var max = 1;
+      cols.forEach(function (c) { max = Math.max(max, c.amax, c.rmax, c.nvml, c.tmax, c.fmax); });
+      // The device's size is on the scale when it is no more than 4 times what the view holds.
+      var totalShown = total > 0 && total <= 4 * max;
+      var yAxis = bytesAxis(totalShown ? Math.max(max, total) : max);
+      y = function (b) { return r1(M.t + ph - b / yAxis.top * ph); };
+      layer.textContent = "";
+      yAxis.ticks.forEach(function (t) {
+        svgEl("line", { "class": "grid", x1: M.l, x2: M.l + pw, y1: y(t.bytes), y2: y(t.bytes) }, layer);
+        svgText(layer, M.l - 6, y(t.bytes) + 4, t.label, { "class": "tick-label", "text-anchor": "end" });
+      });
+      secondsAxis(view[0], view[1]).forEach(function (t) {
+        svgEl("line", { "class": "axis", x1: x(t.ns), x2: x(t.ns), y1: M.t + ph, y2: M.t + ph + 4 }, layer);
+        svgText(layer, x(t.ns), M.t + ph + 16, t.label, { "class": "tick-label", "text-anchor": "middle" });
+      });
+      svgText(layer, M.l + pw, M.t + ph + 30, "seconds since the profiler started", { "class": "tick-label", "text-anchor": "end" });
+      svgEl("line", { "class": "axis", x1: M.l, x2: M.l + pw, y1: M.t + ph, y2: M.t + ph }, layer);
+      svgEl("line", { "class": "axis", x1: M.l, x2: M.l, y1: M.t, y2: M.t + ph }, layer);
+
+      // Each series: a shade from each column's lowest to its highest value (a peak shorter than a
+      // slice keeps its full height), and a step line through the value at each column's end, so the
+      // line ends at the true last value.
+      function band(lo, hi) {
+        var top = "", bottom = "";
+        cols.forEach(function (c, i) {
+          top += (i ? "H" : "M") + x(c.from) + "," + y(c[hi]) + "H" + x(c.to);
+          bottom = "H" + x(c.from) + "V" + y(c[lo]) + bottom;
+        });
+        return top + "V" + y(cols[cols.length - 1][lo]) + bottom + "Z";
+      }
+      function steps(key) {
+        var d = "";
+        cols.forEach(function (c, i) { d += i ? "H" + x(c.from) + "V" + y(c[key]) : "M" + x(c.from) + "," + y(c[key]); });
+        return d + "H" + x(cols[cols.length - 1].to);
+      }
+      [["reserved", "rmin", "rmax", "rlast"], ["allocated", "amin", "amax", "alast"]].forEach(function (s) {
+        svgEl("path", { "class": "band band-" + s[0], d: band(s[1], s[2]) }, layer);
+        svgEl("path", { "class": "series series-" + s[0], d: steps(s[3]), "data-series": s[0] }, layer);
+      });
+      // The framework level: its highest per column, then its last value (lines only).
+      if (fw) {
+        [["framework-reserved", "fmax", "flast"], ["tensors", "tmax", "tlast"]].forEach(function (s) {
+          svgEl("path", { "class": "series series-" + s[0], d: steps(s[1]) + "V" + y(cols[cols.length - 1][s[2]]),
+            "data-series": s[0] }, layer);
+        });
+      }
+      // NVML's view of the process: dashed, through the columns that had a sample.
+      var d = "", pts = 0;
+      cols.forEach(function (c) {
+        if (c.nvml > 0) d += (pts++ ? "L" : "M") + r1((x(c.from) + x(c.to)) / 2) + "," + y(c.nvml);
+      });
+      if (pts) svgEl("path", { "class": "series series-nvml", d: pts === 1 ? d + "h2" : d, "data-series": "nvml" }, layer);
+      if (totalShown) {
+        var g = svgEl("g", { "class": "device-total" }, layer);
+        svgEl("line", { x1: M.l, x2: M.l + pw, y1: y(total), y2: y(total) }, g);
+        svgText(g, M.l + 4, y(total) - 4, "device total " + humanBytes(total));
+      }
+
+      // Markers and marks: a vertical line each, labelled where there is room (two label rows).
+      var rowEnd = [-1e9, -1e9];
+      function vertical(at, attrs, label, text) {
+        if (at < view[0] || at > view[1]) return;
+        var mx = x(at), g = svgEl("g", attrs, layer);
+        svgEl("line", { x1: mx, x2: mx, y1: M.t - 2, y2: M.t + ph }, g);
+        svgEl("title", {}, g).textContent = humanTime(at) + ": " + text;
+        var width = label.length * 6.2 + 8;
+        for (var row = 0; row < 2; row++) {
+          if (rowEnd[row] > mx - 2) continue;
+          var anchorEnd = mx + width > W;
+          svgText(g, anchorEnd ? mx - 3 : mx + 3, M.t - 8 - row * 14, label, { "text-anchor": anchorEnd ? "end" : "start" });
+          rowEnd[row] = anchorEnd ? mx : mx + width;
+          break;
+        }
+      }
+      markers.forEach(function (m) {
+        vertical(m.at_ns, { "class": "marker marker-" + m.type, "data-type": m.type, "data-at-ns": m.at_ns }, markerLabel(m),
+          markerText(m));
+      });
+      marks.forEach(function (m) {
+        vertical(m.at_ns, { "class": "mark", "data-name": m.name, "data-at-ns": m.at_ns }, m.name,
+          "mark \u201c" + m.name + "\u201d: " + humanBytes(m.allocated) + " allocated in the process");
+      });
+
+      // Ranges: a band per call (or run of short calls) under the axis, a row per thread and depth.
+      ranges.bands.forEach(function (b) {
+        if (b.row >= lanes || b.to < view[0] || b.from > view[1]) return;
+        var bx = x(b.from), bw = Math.max(1, x(b.to) - bx), by = bandTop + b.row * LANE_H;
+        var g = svgEl("g", { "class": "range-band", "data-name": b.name, "data-from-ns": b.from, "data-to-ns": b.to }, layer);
+        svgEl("rect", { x: bx, y: by, width: r1(bw), height: LANE_H - 2, rx: 2, fill: flameFill({ name: b.name }) }, g);
+        svgEl("title", {}, g).textContent = rangeText(b);
+        var label = bw >= FLAME_LABEL_MIN ? fitLabel(b.name + (b.calls > 1 ? " \u00d7" + b.calls : ""), bw - 6) : "";
+        if (label) svgText(g, r1(bx + 3), by + 10.5, label);
+      });
+      if (ranges.rows > lanes) {
+        svgText(layer, M.l, H - 2, (ranges.rows - lanes) + " more rows of ranges are not drawn (the tooltip names them)",
+          { "class": "tick-label" });
+      }
+
+      // The selected window, shaded, and the slice of its highest point.
+      if (selection[0] > full[0] || selection[1] < full[1]) {
+        svgEl("rect", { "class": "selection", x: x(selection[0]), y: M.t, width: Math.max(1, x(selection[1]) - x(selection[0])), height: ph }, layer);
+      }
+      if (chosen >= 0 && tl.t_ns[chosen] + slice >= view[0] && tl.t_ns[chosen] <= view[1]) {
+        svgEl("circle", { "class": "selection-peak", cx: r1((x(tl.t_ns[chosen]) + x(tl.t_ns[chosen] + slice)) / 2),
+          cy: y(tl.allocated_max[chosen]), r: 4 }, layer);
+      }
+      svg.dataset.viewFrom = view[0];  // for tests: the view and where the plot lies in the viewBox
+      svg.dataset.viewTo = view[1];
+      svg.dataset.plotLeft = M.l;
+      svg.dataset.plotWidth = pw;
+      resetButton.disabled = view[0] === full[0] && view[1] === full[1] && selection[0] === full[0] && selection[1] === full[1];
+      viewText.textContent = "Showing " + humanTime(view[0]) + " to " + humanTime(view[1]) + ".";
+    }
+
+    // ---- zoom, pan, selection ----
+    function setView(a, b) {
+      var span = Math.min(full[1] - full[0], Math.max(b - a, Math.min(slice, full[1] - full[0])));
+      a = Math.max(full[0], Math.min(a, full[1] - span));
+      view = [a, a + span];
+      draw();
+    }
+    function zoomBy(f) {
+      var mid = (view[0] + view[1]) / 2, half = (view[1] - view[0]) * f / 2;
+      setView(mid - half, mid + half);
+    }
+    function pan(f) {
+      var d = (view[1] - view[0]) * f;
+      setView(view[0] + d, view[1] + d);
+    }
+    function reset() {
+      view = full.slice();
+      select(full[0], full[1]);
+    }
+    function select(a, b) {
+      selection = [a, b];
+      var i0 = bucketAt(a), i1 = Math.max(i0, bucketAt(b - 1));
+      chosen = i0;
+      for (var i = i0 + 1; i <= i1; i++) if (tl.allocated_max[i] > tl.allocated_max[chosen]) chosen = i;
+      draw();
+      showSelection(panel, dev, sets, selection, chosen, slice, selection[0] === full[0] && selection[1] === full[1]);
+    }
+
+    var down = null;
+    svg.addEventListener("mousedown", function (ev) {
+      var sx = svgX(ev);
+      if (ev.button !== 0 || sx < M.l || sx > M.l + pw) return;
+      ev.preventDefault();
+      down = { sx: sx, pan: ev.shiftKey, view: view.slice() };
+    });
+    window.addEventListener("mousemove", function (ev) {
+      if (!down) return;
+      var sx = svgX(ev);
+      if (down.pan) {
+        var d = (down.sx - sx) / pw * (down.view[1] - down.view[0]);
+        setView(down.view[0] + d, down.view[1] + d);
+        return;
+      }
+      var a = Math.max(M.l, Math.min(down.sx, sx)), b = Math.min(M.l + pw, Math.max(down.sx, sx));
+      drag.setAttribute("x", r1(a));
+      drag.setAttribute("width", r1(b - a));
+      drag.setAttribute("visibility", "visible");
+    });
+    window.addEventListener("mouseup", function (ev) {
+      if (!down) return;
+      var start = down;
+      down = null;
+      drag.setAttribute("visibility", "hidden");
+      if (start.pan) return;
+      var sx = svgX(ev);
+      if (Math.abs(sx - start.sx) >= 4) {  // a drag: zoom into the window and select it
+        var a = timeAt(Math.min(start.sx, sx)), b = timeAt(Math.max(start.sx, sx));
+        setView(a, b);
+        select(a, b);
+        return;
+      }
+      var c = columnAt(sx);  // a click: the column under the pointer
+      if (c) select(c.from, c.to);
+    });
+    svg.addEventListener("dblclick", function (ev) {
+      ev.preventDefault();
+      reset();
+    });
+    box.addEventListener("keydown", function (ev) {
+      var keys = { ArrowLeft: function () { pan(-0.25); }, ArrowRight: function () { pan(0.25); },
+                   "-": function () { zoomBy(2); }, "+": function () { zoomBy(0.5); }, "=": function () { zoomBy(0.5); },
+                   "0": reset, Escape: reset };
+      if (keys[ev.key]) { ev.preventDefault(); keys[ev.key](); }
+    });
+
+    function svgX(ev) {
       var rect = svg.getBoundingClientRect();
-      var sx = (ev.clientX - rect.left) * W / rect.width;
-      if (sx < M.l || sx > M.l + pw) {
+      return (ev.clientX - rect.left) * W / rect.width;
+    }
+    function columnAt(sx) {
+      if (sx < M.l || sx > M.l + pw) return null;
+      var t = timeAt(sx);
+      for (var i = 0; i < cols.length; i++) if (t < cols[i].to || i === cols.length - 1) return cols[i];
+      return null;
+    }
+
+    // Hover: a vertical line and a tooltip with the column's figures, its markers, marks and ranges.
+    function tipLine(text, cls) {
+      htmlEl("div", cls || "", tip, text);
+    }
+    svg.addEventListener("mousemove", function (ev) {
+      var sx = svgX(ev), c = columnAt(sx);
+      if (!c || down) {
         tip.style.display = "none";
         hover.setAttribute("visibility", "hidden");
         return;
       }
-      var i = Math.min(n - 1, Math.max(0, Math.floor((sx - M.l) / pw * endNs / slice)));
-      var from = tl.t_ns[i], to = from + slice;
       tip.textContent = "";
-      tipLine(humanTime(from) + " to " + humanTime(to), "tip-time");
-      tipLine("allocated: max " + humanBytes(tl.allocated_max[i]) + ", at the end " + humanBytes(tl.allocated_last[i]));
-      tipLine("reserved: max " + humanBytes(tl.reserved_max[i]) + ", at the end " + humanBytes(tl.reserved_last[i]));
+      tipLine(humanTime(c.from) + " to " + humanTime(c.to), "tip-time");
+      tipLine("allocated: max " + humanBytes(c.amax) + ", min " + humanBytes(c.amin) + ", at the end " + humanBytes(c.alast));
+      tipLine("reserved: max " + humanBytes(c.rmax) + ", min " + humanBytes(c.rmin) + ", at the end " + humanBytes(c.rlast));
       if (fw) {
-        tipLine(fw + " tensors: max " + humanBytes(tl.tensors_max[i]) + ", at the end " +
-          humanBytes(tl.tensors_last[i]));
-        tipLine(fw + " reserved: max " + humanBytes(tl.framework_reserved_max[i]) + ", at the end " +
-          humanBytes(tl.framework_reserved_last[i]));
+        tipLine(fw + " tensors: max " + humanBytes(c.tmax) + ", at the end " + humanBytes(c.tlast));
+        tipLine(fw + " reserved: max " + humanBytes(c.fmax) + ", at the end " + humanBytes(c.flast));
       }
-      if (tl.nvml_process_max[i] > 0) tipLine("NVML process usage: " + humanBytes(tl.nvml_process_max[i]));
-      var near = 4 / pw * endNs;  // markers within 4 px count as in this slice
+      if (c.nvml > 0) tipLine("NVML process usage: " + humanBytes(c.nvml));
+      var near = 4 / pw * (view[1] - view[0]);  // markers within 4 px count as in this column
       markers.forEach(function (m) {
-        if (m.at_ns >= from - near && m.at_ns < to + near) tipLine(humanTime(m.at_ns) + ": " + markerText(m), "tip-marker");
+        if (m.at_ns >= c.from - near && m.at_ns < c.to + near) tipLine(humanTime(m.at_ns) + ": " + markerText(m), "tip-marker");
+      });
+      marks.forEach(function (m) {
+        if (m.at_ns >= c.from - near && m.at_ns < c.to + near) tipLine(humanTime(m.at_ns) + ": mark \u201c" + m.name + "\u201d", "tip-mark");
+      });
+      ranges.bands.forEach(function (b) {
+        if (b.from < c.to && b.to >= c.from) tipLine("range " + rangeText(b), "tip-range");
       });
       hover.setAttribute("x1", sx);
       hover.setAttribute("x2", sx);
@@ -240,6 +455,127 @@
       tip.style.display = "none";
       hover.setAttribute("visibility", "hidden");
     });
+
+    reset();
+  }
+
+  // ---- what was live at the highest point of the selected window ----
+
+  function bytesCell(tr, b) { htmlEl("td", "num", tr, humanBytes(b)); }
+
+  function table(parent, cls, heads) {
+    var t = htmlEl("table", cls, parent), tr = htmlEl("tr", "", htmlEl("thead", "", t));
+    heads.forEach(function (h) { htmlEl("th", h.charAt(0) === "#" ? "num" : "", tr, h.replace(/^#/, "")); });
+    return htmlEl("tbody", "", t);
+  }
+
+  function siteOf(id) {
+    var s = data.explore.stacks[id];
+    return s ? s.site : "(stack " + id + ")";
+  }
+
+  // The panel under the chart: the selection's highest slice and what was live there (a set of
+  // analysis.explore: totals, by kind, the stacks holding most, the largest allocations), by kind,
+  // the largest, by call site and as a flame graph, the way the peak's section shows the peak.
+  function showSelection(panel, dev, sets, sel, chosen, slice, whole) {
+    panel.textContent = "";
+    var tl = dev.timeline, at = tl.t_ns[chosen];
+    var set = sets ? sets.sets[sets.of_bucket[chosen]] : null;
+    var h = htmlEl("h3", "selection-title", panel, whole ? "Live at the highest point of the whole timeline"
+      : "Live at the highest point of " + humanTime(sel[0]) + " to " + humanTime(sel[1]));
+    h.dataset.from = sel[0];
+    h.dataset.to = sel[1];
+    if (!set) {
+      para(panel, "muted", ["The page holds no live sets for this device."]);
+      return;
+    }
+    var p = para(panel, "selection-summary", ["Allocated memory was highest, ", ["strong", humanBytes(tl.allocated_max[chosen])],
+      ", in the slice from " + humanTime(at) + " to " + humanTime(at + slice) + ". Live then: " + set[1] + " allocation" +
+      (set[1] === 1 ? "" : "s") + ", " + humanBytes(set[0]) + "."]);
+    p.dataset.bytes = set[0];
+    p.dataset.count = set[1];
+    p.dataset.slice = chosen;
+    if (set[1] === 0) return;
+
+    htmlEl("h4", "", panel, "By kind");
+    var body = table(panel, "by-kind", ["kind", "#bytes", "#allocations"]);
+    for (var k = 1; k < set[2].length / 2; k++) {
+      if (set[2][2 * k + 1] === 0) continue;
+      var tr = htmlEl("tr", "", body);
+      htmlEl("td", "", tr, KIND_NAMES[k] || "kind " + k);
+      bytesCell(tr, set[2][2 * k]);
+      htmlEl("td", "num", tr, String(set[2][2 * k + 1]));
+    }
+
+    htmlEl("h4", "", panel, "Largest");
+    body = table(panel, "allocations", ["#size", "kind", "API", "#allocated at", "#thread", "call site"]);
+    set[5].forEach(function (i) {
+      var a = data.explore.allocations[i], tr = htmlEl("tr", "", body);
+      bytesCell(tr, a[0]);
+      htmlEl("td", "", tr, a[1]);
+      htmlEl("code", "", htmlEl("td", "", tr), a[2]);
+      htmlEl("td", "num", tr, humanTime(a[3]));
+      htmlEl("td", "num", tr, String(a[4]));
+      var td = htmlEl("td", "site", tr);
+      if (a[5] === 0) htmlEl("span", "muted", td, "no stack");
+      else htmlEl("code", "", td, siteOf(a[5]));
+    });
+
+    // By call site: the stacks the set holds most in, grouped by their site as the peak's table is.
+    var sites = {}, order = [], tree = { name: "GPU " + dev.device, value: set[0], children: [] };
+    for (var s = 0; s + 2 < set[3].length; s += 3) {
+      var id = set[3][s], label = id === 0 ? "(no stack captured)" : siteOf(id);
+      if (!(label in sites)) { sites[label] = { bytes: 0, count: 0, stacks: 0 }; order.push(label); }
+      sites[label].bytes += set[3][s + 1];
+      sites[label].count += set[3][s + 2];
+      sites[label].stacks++;
+      addPath(tree, id, set[3][s + 1]);
+    }
+    if (set[4][1] > 0) {
+      tree.children.push({ name: "(" + set[4][1] + " allocations of other stacks)", value: set[4][0], children: [] });
+    }
+    sortTree(tree);
+    if (order.length > 1 || (order.length === 1 && order[0] !== "(no stack captured)")) {
+      htmlEl("h4", "", panel, "By call site");
+      body = table(panel, "sites", ["call site", "#bytes", "#allocations", "#stacks"]);
+      order.sort(function (a, b) { return sites[b].bytes - sites[a].bytes; });
+      order.forEach(function (label) {
+        var tr = htmlEl("tr", "", body);
+        htmlEl("code", "", htmlEl("td", "site", tr), label);
+        bytesCell(tr, sites[label].bytes);
+        htmlEl("td", "num", tr, String(sites[label].count));
+        htmlEl("td", "num", tr, String(sites[label].stacks));
+      });
+      if (set[4][1] > 0) {
+        para(panel, "muted", [humanBytes(set[4][0]) + " in " + set[4][1] + " allocations from further stacks are counted " +
+          "in the totals and the flame graph's \u201cother stacks\u201d box only."]);
+      }
+      htmlEl("h4", "", panel, "Flame graph");
+      drawFlameGraph(htmlEl("div", "selection-flame", panel), tree, tl.allocated_max[chosen], dev.device,
+        "of the memory live at the highest point of the selection");
+    }
+  }
+
+  // Adds `bytes` under `tree` along stack `id`'s frames (outermost first), as build_flame
+  // (tools/analysis/flame.cpp) folds the peak: a stack without frames is one box named by its site.
+  function addPath(tree, id, bytes) {
+    var st = id === 0 ? null : data.explore.stacks[id], path = st ? st.frames : [];
+    var node = tree;
+    if (path.length === 0) path = [null];
+    path.forEach(function (f) {
+      var name = f === null ? (id === 0 ? "(no stack captured)" : siteOf(id)) : data.explore.frames[f][0];
+      var python = f !== null && data.explore.frames[f][1];
+      var child = null;
+      node.children.forEach(function (c) { if (c.name === name) child = c; });
+      if (!child) { child = { name: name, value: 0, children: [], python: python }; node.children.push(child); }
+      child.value += bytes;
+      node = child;
+    });
+  }
+
+  function sortTree(n) {
+    n.children.sort(function (a, b) { return b.value - a.value; });
+    n.children.forEach(sortTree);
   }
 
   // ---- the flame graph of the peak ----
@@ -259,8 +595,9 @@
     none: "allocations whose stack has no named frames"
   };
 
-  // The placeholder frames of site_label (tools/analysis/call_sites.cpp), only ever under the root.
-  var FLAME_PLACEHOLDER = /^\((no stack captured|stack \d+ not in attribution\.jsonl|only profiler frames)\)$/;
+  // The placeholder frames of site_label (tools/analysis/call_sites.cpp), and the box of the stacks a
+  // selection's set does not name (showSelection), only ever under the root.
+  var FLAME_PLACEHOLDER = /^\((no stack captured|stack \d+ not in attribution\.jsonl|only profiler frames|\d+ allocations? of other stacks)\)$/;
 
   // The tree with parents, depths and frame types (the analysis marks Python frames "python").
   function flameTree(node, parent, depth) {
@@ -341,16 +678,18 @@
     return most;
   }
 
-  // One device's graph: a toolbar (reset, what is zoomed) over the SVG, redrawn on each zoom.
-  function drawFlameGraph(container, dev) {
-    var root = flameTree(dev.flame, null, 0);
-    var peak = dev.allocated_peak && dev.allocated_peak.bytes > 0 ? dev.allocated_peak.bytes : root.value;
+  // One graph of `tree` ({name, value, children, python}) for device `device`: a toolbar (reset,
+  // what is zoomed) over the SVG, redrawn on each zoom; percentages are of `peak`, `what` ends its
+  // accessible name.
+  function drawFlameGraph(container, tree, peak, device, what) {
+    var root = flameTree(tree, null, 0);
+    if (!(peak > 0)) peak = root.value;
     var toolbar = htmlEl("div", "flame-toolbar", container);
     var reset = htmlEl("button", "flame-reset", toolbar, "Reset zoom");
     reset.type = "button";
     var status = htmlEl("span", "flame-status muted", toolbar);
     var chart = htmlEl("div", "flame", container);
-    chart.dataset.device = dev.device;
+    chart.dataset.device = device;
     // Drawn for the width at load, like the timeline; the SVG scales with the window afterwards.
     var W = Math.max(520, Math.round(chart.clientWidth || 960));
 
@@ -369,8 +708,8 @@
       var rows = focus.depth + 1 + rowsBelow(focus, scale);
       var H = rows * FLAME_ROW;
       var svg = svgEl("svg", {
-        viewBox: "0 0 " + W + " " + H, "class": "flame-graph", role: "img", "data-device": dev.device,
-        "aria-label": "Device " + dev.device + " flame graph of the memory live at its allocated peak"
+        viewBox: "0 0 " + W + " " + H, "class": "flame-graph", role: "img", "data-device": device,
+        "aria-label": "Device " + device + " flame graph " + what
       });
 
       function box(n, x, w, extraClass) {
@@ -451,7 +790,8 @@
       var h = htmlEl("h3", "", section, "Device " + dev.device + " ");
       htmlEl("small", "", h, humanBytes(dev.flame.value) + " live at the allocated peak, at " +
         humanTime(dev.allocated_peak ? dev.allocated_peak.at_ns : 0));
-      drawFlameGraph(section, dev);
+      drawFlameGraph(section, dev.flame, dev.allocated_peak ? dev.allocated_peak.bytes : 0, dev.device,
+        "of the memory live at its allocated peak");
     });
   }
 
@@ -465,11 +805,12 @@
 
   // ---- the page ----
 
+  var ranges = rangeBands();
   data.analysis.devices.forEach(function (dev) {
     var box = document.querySelector('.chart[data-device="' + dev.device + '"]');
     if (!box) return;
     var markers = data.analysis.markers.filter(function (m) { return m.device === dev.device || m.device < 0; });
-    drawTimeline(box, dev, markers);
+    drawTimeline(box, dev, markers, data.analysis.marks || [], ranges);
   });
 
   // Shown by the script only (hidden without JavaScript): a graph, or why there is none.
