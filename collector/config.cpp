@@ -182,6 +182,13 @@ Config parse_config(const EnvLookup& env) {
   r.read("GPUMEMPROF_METRICS_DIR", "none", "a non-empty directory path", path_into(c.metrics_dir));
   r.read("GPUMEMPROF_METRICS_INTERVAL_MS", "5000", "an integer from 100 to 3600000",
          uint_in(c.metrics_interval_ms, 100, 3'600'000));
+  r.read("GPUMEMPROF_WATCHDOG", "off", "off or trim", [&](std::string_view s) {
+    if (s != "off" && s != "trim") return false;
+    c.watchdog_trim = s == "trim";
+    return true;
+  });
+  r.read("GPUMEMPROF_WATCHDOG_MIN_INTERVAL_MS", "30000", "an integer from 0 to 86400000",
+         uint_in(c.watchdog_min_interval_ms, 0, 86'400'000));
   if (c.critical_percent < c.warn_percent) {
     c.errors.push_back("GPUMEMPROF_CRITICAL_PERCENT is below GPUMEMPROF_WARN_PERCENT; using 80 and 95");
     c.warn_percent = 80;
