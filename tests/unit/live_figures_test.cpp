@@ -147,14 +147,19 @@ TEST(LiveFigures, DeviceFiguresCountsAndRecordsAreExact) {
   EXPECT_EQ(f.recent(3)[0].seq, 4u);
 }
 
-TEST(LiveFigures, AResetOpensAWindowAtTheFirstLaterEvent) {
-  Feed f;
+// A 10 MiB spike, then 2 MiB held, published; then a reset is requested.
+void spike_then_reset(Feed& f) {
   f.device(0, 1024 * MiB);
   f.alloc(0x1000, 10 * MiB);
   f.free(0x1000);
   f.alloc(0x2000, 2 * MiB);
   f.pass();
   f.live.request_reset();
+}
+
+TEST(LiveFigures, AResetOpensAWindowAtTheFirstLaterEvent) {
+  Feed f;
+  spike_then_reset(f);
   EXPECT_EQ(f.live.reset_applied(), 0u);
   f.alloc(0x3000, 4 * MiB);
   f.free(0x3000);
@@ -171,12 +176,7 @@ TEST(LiveFigures, AResetOpensAWindowAtTheFirstLaterEvent) {
 
 TEST(LiveFigures, AResetWithNoLaterEventOpensAnEmptyWindowOnceCaughtUp) {
   Feed f;
-  f.device(0, 1024 * MiB);
-  f.alloc(0x1000, 10 * MiB);
-  f.free(0x1000);
-  f.alloc(0x2000, 2 * MiB);
-  f.pass();
-  f.live.request_reset();
+  spike_then_reset(f);
   f.pass();  // the ring holds nothing claimed before the request
   const gpumemprof_device_stats_t s = f.stats(0);
   EXPECT_EQ(f.live.reset_applied(), f.live.reset_requested());
