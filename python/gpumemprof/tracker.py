@@ -171,8 +171,10 @@ class MemoryTracker:
             return
         _native.sync()
         counts = _native.counts()
+        from .profiler import level_figures
         with self._lock:
             self._seq = counts.records if counts is not None else 0
+            self._peak = level_figures(_native.device_stats(self.device))[0]  # the peak since the start
         self._start_time, self._stop_time = time.time(), None
         self.is_tracking = True
         self._marker("start", "tracking started")
@@ -267,8 +269,7 @@ class MemoryTracker:
         from .profiler import level_figures
         allocated, reserved = level_figures(stats)
         total = int(stats.total_bytes) if stats is not None else 0
-        peak = int(stats.tensor_allocated_peak if stats is not None and stats.framework_attached else
-                   (stats.allocated_peak if stats is not None else 0))
+        peak = int(max(self._peak, allocated))  # since tracking started, every allocation counted
         end = self._stop_time or time.time()
         duration = end - self._start_time if self._start_time else 0.0
         return {
