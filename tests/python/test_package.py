@@ -111,6 +111,35 @@ def test_native_watchdog_trims_once_per_interval(tmp_path, interval, trims):
                                        for line in lines), report.stdout
 
 
+def test_cleanups_in_the_exports_and_html(tmp_path):
+    run("watchdog", tmp_path, GPUMEMPROF_WATCHDOG="trim", GPUMEMPROF_WARN_PERCENT="40",
+        GPUMEMPROF_CRITICAL_PERCENT="50", GPUMEMPROF_WATCHDOG_MIN_INTERVAL_MS="0")
+    run_dir = str(tmp_path / "run")
+
+    def tool(*args):
+        r = subprocess.run([TOOL, *args], capture_output=True, text=True, timeout=30)
+        assert r.returncode == 0, r.stderr
+        return r.stdout
+
+    markers = json.loads(tool("report", "--json", run_dir))["analysis"]["markers"]
+    assert [(m["bytes_released"], m["pools_trimmed"]) for m in markers
+            if m["type"] == "cleanup"] == [(256 * MiB, 1)] * 2
+    tool("export", run_dir, "--format", "perfetto", "-o", str(tmp_path / "p.json"))
+    with open(tmp_path / "p.json") as f:
+        events = json.load(f)
+    events = events["traceEvents"] if isinstance(events, dict) else events
+    assert [e["args"]["bytes_released"] for e in events
+            if e.get("name") == "watchdog cleanup: 256.00 MiB given back"] == [256 * MiB] * 2
+    tool("export", run_dir, "--format", "telemetry-v2", "-o", str(tmp_path / "t.json"))
+    with open(tmp_path / "t.json") as f:
+        cleanups = [e for e in json.load(f) if e["event_type"] == "cleanup"]
+    assert [(e["context"], e["metadata"]["bytes_released"]) for e in cleanups] == [
+        ("watchdog trimmed 1 pool: 268435456 bytes given back", 256 * MiB)] * 2
+    tool("html", run_dir, "-o", str(tmp_path / "r.html"))
+    with open(tmp_path / "r.html") as f:
+        assert f.read().count("watchdog trimmed 1 pool: 256.00 MiB given back") == 2
+
+
 def test_watchdog_off_by_default(tmp_path):
     out, _ = run("watchdog", tmp_path, GPUMEMPROF_WARN_PERCENT="40", GPUMEMPROF_CRITICAL_PERCENT="50")
     assert out["cleanups"] == [] and out["counts"] == [0, 0] and out["pool_reserved"] == 256 * MiB
