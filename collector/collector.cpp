@@ -39,7 +39,8 @@ void sleep_ns(uint64_t ns) {
 
 Collector::Collector(const Config& config, const ProcessInfo& info, Ring& ring, const DeviceTable& devices)
     : config_(config), info_(info), ring_(ring), devices_(devices), oom_(config, info, devices),
-      alerts_(config), alert_command_(config.on_alert), sampler_(config.sample_ms, info.pid), batch_(kBatch) {}
+      alerts_(config), alert_command_(config.on_alert), sampler_(config.sample_ms, info.pid), watchdog_(config),
+      batch_(kBatch) {}
 
 bool Collector::start() {
   auto dir = create_run_directory(expand_output_template(config_.output, info_), error_);
@@ -49,6 +50,7 @@ bool Collector::start() {
   run_dir_ = (*dir)[0] == '/' || info_.cwd.empty() ? *dir : info_.cwd + "/" + *dir;
   if (!reserve_.take(run_dir_, error_)) return false;  // a disk already full: profiling is off, said once
   oom_.set_run_dir(run_dir_);
+  live_.restart();
   alert_command_.set_output(run_dir_ + "/" + kAlertCommandLogFile);
   log::attach_file(run_dir_ + "/" + kLogFile);
   write_manifest();
@@ -68,10 +70,12 @@ bool Collector::start() {
 }
 
 size_t Collector::drain_once() {
+  const LiveFigures::Pass pass = live_.begin_pass(ring_);
   const size_t n = ring_.pop(batch_.data(), batch_.size());
   if (n > 0) ticks_.refresh();
   for (size_t i = 0; i < n; ++i) process(batch_[i]);
   if (trace_.buffered() >= kFlushEvents) trace_.flush();
+  live_.end_pass(pass, ring_, accounting_);
   if (n > 0) processed_.store(ring_.consumed(), std::memory_order_release);
   return n;
 }
@@ -163,7 +167,9 @@ void Collector::add_own(const Event& e) { account(e); }
 void Collector::account(const Event& e) {
   // A new segment's checkpoint is the state just before its first event (docs/trace-format.md).
   if (trace_.segment_full()) trace_.start_segment(accounting_.save_checkpoint());
+  live_.before(e, accounting_, ticks_);
   accounting_.apply(e);
+  live_.after(e, accounting_);
   metrics_.note(e);
   trace_.append(e);
 }
@@ -186,6 +192,11 @@ void Collector::evaluate_alerts(uint64_t now_ns) {
     log::warn("{}", alert_message(a, config_));
     const std::string name = a.device >= 0 && a.device < kMaxDevices ? devices_.entries[a.device].name : "";
     alert_command_.run(a, json_text(alert_json(a, name, info_, run_dir_, config_)));
+    if (a.type == AlertType::Critical && a.fired) {
+      synthesized_.clear();  // process() is done with it: alerts are evaluated last
+      watchdog_.on_critical(a.device, a.t_ns, accounting_, synthesized_);
+      for (const Event& c : synthesized_) add_own(c);
+    }
   }
 }
 
@@ -204,6 +215,18 @@ void Collector::wait_processed(uint64_t target, uint64_t timeout_ms) {
   const uint64_t deadline = now_ns() + (timeout_ms == UINT64_MAX ? config_.oom_wait_ms : timeout_ms) * 1'000'000ull;
   wake();
   while (processed_.load(std::memory_order_acquire) < target && now_ns() < deadline) sleep_ns(100'000);
+}
+
+bool Collector::sync(uint64_t timeout_ms) {
+  const uint64_t reset = live_.reset_requested();  // before the claims, as in LiveFigures::begin_pass
+  const uint64_t target = ring_.claimed();
+  const uint64_t deadline = now_ns() + timeout_ms * 1'000'000ull;
+  wake();
+  while (processed_.load(std::memory_order_acquire) < target || live_.reset_applied() < reset) {
+    if (finished_.load(std::memory_order_acquire) || now_ns() >= deadline) return false;
+    sleep_ns(20'000);
+  }
+  return true;
 }
 
 void Collector::write_manifest() {

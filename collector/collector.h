@@ -12,6 +12,7 @@
 #include "clock.h"
 #include "config.h"
 #include "device_table.h"
+#include "live_figures.h"
 #include "metrics_writer.h"
 #include "alert_actions.h"
 #include "alerts.h"
@@ -22,6 +23,7 @@
 #include "ring.h"
 #include "space_reserve.h"
 #include "trace_writer.h"
+#include "watchdog.h"
 
 namespace gmp {
 
@@ -44,6 +46,10 @@ class Collector {
   // Waits until every event up to ring position `target` is processed (OOM bundles included), at
   // most `timeout_ms` (the configured GPUMEMPROF_OOM_WAIT_MS when UINT64_MAX).
   void wait_processed(uint64_t target, uint64_t timeout_ms = UINT64_MAX);
+
+  // Waits until the live figures include every event claimed so far and the last peak-window
+  // reset, at most `timeout_ms` (gpumemprof_sync). False after the timeout or once finished.
+  bool sync(uint64_t timeout_ms);
 
   // Final drain and summary; the thread ends. Waits at most `timeout_ms`.
   bool stop(uint64_t timeout_ms);
@@ -83,6 +89,8 @@ class Collector {
   AttributionWriter attribution_;
   SpaceReserve reserve_;
   MetricsFile metrics_;
+  LiveFigures& live_ = live_figures();
+  Watchdog watchdog_;
   std::string run_dir_;
   std::string error_;
   std::vector<Event> batch_;

@@ -64,6 +64,8 @@ Config parse_config(const EnvLookup& env) {
   r.read(settings::oom_wait_ms, c.oom_wait_ms);
   r.read(settings::metrics_dir, c.metrics_dir);
   r.read(settings::metrics_interval_ms, c.metrics_interval_ms);
+  r.read(settings::watchdog, c.watchdog_trim);
+  r.read(settings::watchdog_min_interval_ms, c.watchdog_min_interval_ms);
   if (!thresholds_ordered(c.warn_percent, c.critical_percent)) {
     c.errors.push_back("GPUMEMPROF_CRITICAL_PERCENT is below GPUMEMPROF_WARN_PERCENT; using 80 and 95");
     c.warn_percent = kDefaultWarnPercent;

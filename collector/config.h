@@ -40,6 +40,8 @@ struct Config {
   uint64_t oom_wait_ms = 5000;  // how long a failing call waits for its bundle
   std::string metrics_dir;      // where the Prometheus textfile goes (docs/metrics.md); empty: none
   uint64_t metrics_interval_ms = 5000;
+  bool watchdog_trim = false;  // GPUMEMPROF_WATCHDOG=trim: trim pools on a critical alert (watchdog.h)
+  uint64_t watchdog_min_interval_ms = 30000;
 
   std::vector<std::string> errors;  // one line per rejected variable
 };

@@ -200,6 +200,11 @@ void session_wait_for_collector() {
   if (s != nullptr && s->owner_pid == getpid()) s->collector.wait_processed(s->ring.claimed());
 }
 
+bool session_sync(uint64_t timeout_ms) {
+  Session* s = g_active_session.load(std::memory_order_acquire);
+  return s != nullptr && s->owner_pid == getpid() && s->collector.sync(timeout_ms);
+}
+
 void session_before_unload() {
   constexpr uint64_t kUnloadWaitMs = 200;
   Session* s = g_active_session.load(std::memory_order_acquire);

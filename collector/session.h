@@ -76,6 +76,9 @@ inline bool session_running() { return g_active_session.load(std::memory_order_a
 // After an allocation failed with out-of-memory: returns once the collector has handled every
 // event recorded so far (so the OOM bundle is on disk), or after GPUMEMPROF_OOM_WAIT_MS.
 void session_wait_for_collector();
+// gpumemprof_sync: the live figures catch up with every event recorded so far, waiting at most
+// `timeout_ms`. False when they did not, or no session of this process is running.
+bool session_sync(uint64_t timeout_ms);
 // Before a library is unloaded: the collector writes the stacks recorded so far while their
 // module is still mapped (docs/attribution.md). Bounded to a fraction of a second.
 void session_before_unload();

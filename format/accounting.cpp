@@ -41,7 +41,7 @@ void Accounting::apply(const Event& e) {
     case Op::DeviceInfo: dev(e.device).total_bytes = e.size; break;
     case Op::OomBundle: ++oom_.bundles_written; break;
     case Op::OomRecovered: ++oom_.recovered; break;
-    case Op::DriverMemory: break;
+    case Op::DriverMemory: case Op::Cleanup: break;  // the cleanup's pool_reserved events carry the figures
     case Op::Sample: {
       auto& t = dev(e.device).nvml;
       ++t.samples;
@@ -261,6 +261,14 @@ void Accounting::set_pool_reserved(uint64_t pool, int16_t device, uint64_t bytes
   p.reserved = bytes;
   d.pool_reserved.add(bytes);
   refresh_totals(p.device, last_ns_);
+}
+
+std::vector<Accounting::PoolInfo> Accounting::pools() const {
+  std::vector<PoolInfo> out;
+  out.reserve(pools_.size());
+  for (const auto& [handle, p] : pools_) out.push_back({handle, p.device, p.reserved});
+  std::sort(out.begin(), out.end(), [](const PoolInfo& a, const PoolInfo& b) { return a.handle < b.handle; });
+  return out;
 }
 
 void Accounting::on_pool_destroy(const Event& e) {

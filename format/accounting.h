@@ -159,6 +159,13 @@ class Accounting {
   // allocations: a walk of the tables, cheap enough for a periodic pass over millions of them.
   std::map<int, LiveTotals> live_by_device() const;
   LiveTotals cached_at_exit() const;  // the framework's segments still reserved
+  // Every stream-ordered pool alive, by handle, with its device and reserved bytes (the watchdog's).
+  struct PoolInfo {
+    uint64_t handle;
+    int16_t device;
+    uint64_t reserved;
+  };
+  std::vector<PoolInfo> pools() const;
   // The bridge: whether it attached, the framework's version, why it refused (FrameworkAttach).
   struct FrameworkState {
     bool reported = false, attached = false;

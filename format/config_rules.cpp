@@ -80,6 +80,12 @@ std::optional<SettingValue> positive_size(std::string_view s) {
   return *v;
 }
 
+// GPUMEMPROF_WATCHDOG: true for "trim".
+std::optional<SettingValue> watchdog_mode(std::string_view s) {
+  if (s != "off" && s != "trim") return std::nullopt;
+  return s == "trim";
+}
+
 // Any text; split on whitespace when run, so a blank one is no command.
 std::optional<SettingValue> command(std::string_view s) { return is_blank(s) ? std::string() : std::string(s); }
 
@@ -116,6 +122,9 @@ const SettingRule oom_wait_ms{"GPUMEMPROF_OOM_WAIT_MS", "5000", "an integer from
 const SettingRule metrics_dir{"GPUMEMPROF_METRICS_DIR", "none", "a non-empty directory path", path};
 const SettingRule metrics_interval_ms{"GPUMEMPROF_METRICS_INTERVAL_MS", "5000", "an integer from 100 to 3600000",
                                       uint_in<100, 3'600'000>};
+const SettingRule watchdog{"GPUMEMPROF_WATCHDOG", "off", "off or trim", watchdog_mode};
+const SettingRule watchdog_min_interval_ms{"GPUMEMPROF_WATCHDOG_MIN_INTERVAL_MS", "30000",
+                                           "an integer from 0 to 86400000", uint_in<0, 86'400'000>};
 }  // namespace settings
 
 std::string echo_value(std::string_view v) {

@@ -60,6 +60,8 @@ enum class Op : uint8_t {
                              // fraction's limit), object = allocated, address = reserved (framework bytes)
   FrameworkAttach = 31,      // result = 1 attached, 0 refused or detached; value = version
                              // (major << 16 | minor << 8 | patch); object = FrameworkRefusal when refused
+  Cleanup = 32,              // written by the collector: the watchdog trimmed a device's pools after a
+                             // critical alert; device, size = bytes given back, value = pools trimmed
 };
 
 // Event::value of a TensorAlloc, SegmentAlloc or SegmentMap that describes what existed when the

@@ -28,6 +28,9 @@ Workloads:
   python_layout      shim/python_layouts.h against offsetof on this Python's own headers
   torch_layout       shim/torch_layouts.h against this PyTorch's own headers (vtable slot, offsets)
   exit_os_exit exit_sigterm exit_oom_retry         PyTorch ending without exit handlers
+  torch_python_api   the Python package's seed examples (tests/gpu/python_api.py) through `gpumemprof run`:
+                     profile_function, profile_context and the tracker's figures against torch.cuda's
+  torch_python_watchdog  the native watchdog (GPUMEMPROF_WATCHDOG=trim) on a cudaMallocAsync pool
   torch_job          a one-rank `torchrun` job through `gpumemprof run -o ROOT` with limits and a
                      metrics directory; the job report, `check` (a limit that must break), the job's
                      perfetto export and the Prometheus file, judged against PyTorch and torchrun
@@ -59,7 +62,8 @@ import compare  # noqa: E402  (tests/gpu/compare.py: the judge)
 
 ALL_NAMES = ("rt_static rt_shared driver_api async_pools vmm torch_default torch_expandable torch_async torch_oom "
              "rt_oom_exit torch_train torch_llama torch_llama_oom python_layout torch_layout exit_os_exit exit_sigterm "
-             "exit_oom_retry torch_job hotpath_costs bench_async bench_malloc bench_train bench_pairs").split()
+             "exit_oom_retry torch_python_api torch_python_watchdog torch_job hotpath_costs bench_async bench_malloc "
+             "bench_train bench_pairs").split()
 # CUDA sources: binary name -> (source, extra nvcc arguments). rt_shared is rt_static's source
 # linked against the shared cudart.
 CUDA_BUILDS = {
@@ -308,6 +312,7 @@ class Check:
         if self.want("torch_train"):
             self.train_run()
         self.llama_runs()
+        self.python_api_runs()
         if self.want("torch_job"):
             self.job_run()
         if self.want("python_layout"):
@@ -327,15 +332,15 @@ class Check:
                 self.run_workload(name, "exit", 90, [self.py, script, name[len("exit_"):]],
                                   OLDPWD=b"/home/u/caf\xe9")
 
-    def launcher_run(self, name, script, args=(), commands=(), limit=180):
+    def launcher_run(self, name, script, args=(), commands=(), limit=180, kind=None, **extra_env):
         """A PyTorch job through `gpumemprof run`, then post-mortem commands on its run directory:
         (argv after `gpumemprof`, stdout file or None); "{run}" and "{d}" are filled in."""
         d = os.path.join(self.work, name)
         os.makedirs(d, exist_ok=True)
-        self.plan(name, name if name.startswith("torch_llama") else "train")
+        self.plan(name, kind or (name if name.startswith("torch_llama") else "train"))
         t0 = time.monotonic()
         env = {k: v for k, v in os.environ.items() if k != "PYTORCH_CUDA_ALLOC_CONF"}
-        env.update(GROUND_TRUTH=os.path.join(d, "gt.json"), GPU_CHECK_NAME=name)
+        env.update(GROUND_TRUTH=os.path.join(d, "gt.json"), GPU_CHECK_NAME=name, **extra_env)
         rc = self.timed(self.budget(limit), [self.tool, "run", "-o", os.path.join(d, "runs"), "--", self.py,
                                              os.path.join(ROOT, "tests", "gpu", script), *args],
                         cwd=d, env=env, stdout=os.path.join(d, "stdout.txt"), stderr=os.path.join(d, "stderr.txt"))
@@ -360,6 +365,18 @@ class Check:
         say(f"{name:<18} rc={rc:<4} {int(time.monotonic() - t0):3d}s  {head}")
         if rc != 0 and tail(os.path.join(d, "stderr.txt")):
             say(tail(os.path.join(d, "stderr.txt")).rstrip("\n"))
+
+    def python_api_runs(self):
+        """torch_python_api and torch_python_watchdog: the Python package through the launcher."""
+        if self.want("torch_python_api"):
+            self.launcher_run("torch_python_api", "python_api.py", kind="python_api",
+                              commands=((["report", "{run}"], "report.txt"),), GPUMEMPROF_WARN_PERCENT="1")
+        if self.want("torch_python_watchdog"):
+            self.launcher_run("torch_python_watchdog", "python_api.py", args=("watchdog",), kind="python_api",
+                              commands=((["report", "{run}"], "report.txt"),),
+                              PYTORCH_CUDA_ALLOC_CONF="backend:cudaMallocAsync", GPUMEMPROF_WATCHDOG="trim",
+                              GPUMEMPROF_WATCHDOG_MIN_INTERVAL_MS="0", GPUMEMPROF_WARN_PERCENT="3",
+                              GPUMEMPROF_CRITICAL_PERCENT="4")
 
     def train_run(self):
         """torch_train: the training job through the launcher, then every post-mortem command on its

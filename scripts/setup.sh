@@ -5,6 +5,7 @@ set -euo pipefail
 
 packages=(
   g++ cmake ninja-build make python3
+  python3-pytest              # tests/python: the Python package's tests (ctest python_package)
   nlohmann-json3-dev libspdlog-dev libfmt-dev libunwind-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   chromium fonts-dejavu-core  # headless rendering of the HTML report (tests/html)

@@ -947,6 +947,30 @@ def compare_train(t, work, name):
         t.add(name, what, size, ">0 bytes", "MATCH" if size > 0 else "FAIL")
 
 
+def compare_python_api(t, work, name):
+    """The Python package's figures (tests/gpu/python_api.py) next to torch.cuda's and the driver's,
+    as the workload wrote them, and the report's view: profiled calls are ranges, cleanups listed."""
+    d = os.path.join(work, name)
+    rc = read_rc(os.path.join(d, "rc"))
+    gt = load_json(os.path.join(d, "gt.json"))
+    if rc != 0 or gt is None:
+        t.add(name, "workload", rc, 0, "FAIL", "exit status or no gt.json (see stderr.txt)")
+        return
+    for c in gt.get("checks", []):
+        t.exact(name, c["metric"], c["shim"], c["truth"])
+    try:
+        with open(os.path.join(d, "report.txt"), errors="replace") as f:
+            report = f.read()
+    except OSError:
+        report = ""
+    if "watchdog" in name:
+        t.exact(name, "report lists the cleanups", report.count("watchdog trimmed"), 2)
+    else:
+        ranges = [line.split()[0] for line in report.splitlines() if line.startswith("    ")
+                  and line.split()[0] in ("seed_examples.<locals>.train_step", "data_loading")]
+        t.exact(name, "report ranges", sorted(ranges), ["data_loading", "seed_examples.<locals>.train_step"])
+
+
 def compare_job(t, work, name):
     """The torchrun job: the rank's run directory judged as every PyTorch workload is, then what
     `gpumemprof run -o ROOT` made of the job: one rank-named directory, the job view's figures
@@ -1024,7 +1048,8 @@ def run(work, out=None, only=None, bench=True, target=BENCH_TARGET, quiet=False)
             continue
         {"torch": compare_torch, "hotpath": compare_hotpath, "train": compare_train,
          "layout": compare_layout, "exit": compare_exit, "torch_llama": compare_llama,
-         "torch_llama_oom": compare_llama_oom, "torch_layout": compare_torch_layout, "job": compare_job}.get(kind, compare_c)(t, work, name)
+         "torch_llama_oom": compare_llama_oom, "torch_layout": compare_torch_layout, "job": compare_job,
+         "python_api": compare_python_api}.get(kind, compare_c)(t, work, name)
     if bench:
         compare_bench(t, work, target)
         compare_train_bench(t, work)

@@ -36,6 +36,8 @@ LAYOUT = [
     f"{SHIM_DIR}/libunwind.so.8",
     f"{SHIM_DIR}/python/_gpumemprof_bridge.py",
     f"{SHIM_DIR}/python/sitecustomize.py",
+] + [f"{SHIM_DIR}/python/gpumemprof/{m}.py" for m in ("__init__", "_launcher", "_native", "_window", "profiler",
+                                                      "tracker")] + [
     "include/gpumemprof.h",
     "share/bash-completion/completions/gpumemprof",
     "share/man/man1/gpumemprof.1",
@@ -107,6 +109,17 @@ def check_run_environment(tool, prefix, work):
     expect(got == want, f"the profiled command's environment {got}, expected {want}", r)
 
 
+def check_python_package(tool, prefix, work):
+    """The installed Python package, imported under the installed `gpumemprof run` (docs/python.md):
+    from the prefix, with the shim loaded; gpumemprof.run() finds the installed command beside it."""
+    code = ("import gpumemprof, sys; print(gpumemprof.__file__, gpumemprof.loaded()); "
+            "sys.exit(gpumemprof.run(['true'], output=sys.argv[1]).returncode)")
+    r = checked([tool, "run", "-o", os.path.join(work, "py-runs"), "--", sys.executable, "-c", code,
+                 os.path.join(work, "py-inner")])
+    package = os.path.join(os.path.realpath(prefix), SHIM_DIR, "python", "gpumemprof", "__init__.py")
+    expect(r.stdout == f"{package} True\n", "the installed package under gpumemprof run", r)
+
+
 def check_demo(args, tool, prefix, work):
     """The demo profiled by the installed command on the fake driver, then reported: exact figures.
     Its figures on the fake 16 GiB device (unit = 128 MiB): peak 20 units, one unit leaked, 24
@@ -162,6 +175,7 @@ def part_prefix(args):
                in usage, "run --help does not say where the shim is looked for")
         check_run_environment(tool, prefix, work)
         check_demo(args, tool, prefix, work)
+        check_python_package(tool, prefix, work)
     print("install.prefix: OK")
 
 

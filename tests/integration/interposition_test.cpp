@@ -54,6 +54,7 @@ TEST(Interposition, ExportsOnlyInterposedSymbolsAndNeedsOnlyLibc) {
       "cuMipmappedArrayDestroy", "cuMemHostAlloc", "cuMemAllocHost_v2", "cuMemFreeHost", "cuStreamSynchronize",
       "cuStreamSynchronize_ptsz", "cuCtxSynchronize", "cuCtxSynchronize_v2", "cuEventSynchronize",
       "gpumemprof_mark", "gpumemprof_range_push", "gpumemprof_range_pop", "gpumemprof_pause", "gpumemprof_resume",
+      "gpumemprof_device_stats", "gpumemprof_counts", "gpumemprof_reset_peaks", "gpumemprof_sync", "gpumemprof_recent",
       "gpumemprof_framework_attach", "gpumemprof_framework_seed", "gpumemprof_framework_self_check",
       "gpumemprof_framework_oom",
       "InitializeInjectionNvtx2", "InitializeInjectionNvtxExtension"};

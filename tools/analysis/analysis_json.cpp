@@ -70,6 +70,11 @@ nlohmann::json marker_json(const Marker& m) {
       break;
     case Marker::Type::OomBundle: j["type"] = "oom_bundle"; break;
     case Marker::Type::OomRecovered: j["type"] = "oom_recovered"; break;
+    case Marker::Type::Cleanup:
+      j["type"] = "cleanup";
+      j["bytes_released"] = m.size;
+      j["pools_trimmed"] = m.threshold;
+      break;
   }
   return j;
 }

@@ -78,6 +78,11 @@ void collect_marker(RunAnalysis& run, const Options& opt, const Event& e) {
       break;
     case Op::OomBundle: m.type = Marker::Type::OomBundle; break;
     case Op::OomRecovered: m.type = Marker::Type::OomRecovered; break;
+    case Op::Cleanup:
+      m.type = Marker::Type::Cleanup;
+      m.size = e.size;
+      m.threshold = e.value;
+      break;
     default: return;
   }
   keep_marker(run, opt, m);

@@ -93,14 +93,14 @@ struct DeviceAnalysis {
 
 // Something that happened at a moment, drawn on timelines and listed in reports.
 struct Marker {
-  enum class Type { AlertFired, AlertCleared, AllocFailed, OomBundle, OomRecovered };
+  enum class Type { AlertFired, AlertCleared, AllocFailed, OomBundle, OomRecovered, Cleanup };
   Type type;
   uint64_t at_ns = 0;
   int device = -1;
   AlertType alert = AlertType::Warning;  // alerts only
-  uint64_t size = 0;       // failed: requested bytes; alerts: allocated at the time
+  uint64_t size = 0;       // failed: requested bytes; alerts: allocated at the time; cleanup: bytes given back
   uint64_t reserved = 0;   // alerts: reserved at the time
-  uint64_t threshold = 0;  // alerts: threshold bytes
+  uint64_t threshold = 0;  // alerts: threshold bytes; cleanup: pools trimmed
   int16_t result = 0;      // failed: the CUresult
   Api api = Api::None;     // failed: the entry point
 };

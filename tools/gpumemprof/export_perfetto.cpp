@@ -204,6 +204,9 @@ void write_markers(TraceEvents& out, const Event& e, uint64_t ts) {
       a.str("type", type).boolean("fired", fired).u64("allocated", e.size).u64("reserved", e.object);
       a.u64("threshold", e.address);
     });
+  } else if (e.op == Op::Cleanup) {
+    out.instant("watchdog cleanup: " + bytes_text(e.size) + " given back", "alert", e, ts,
+                [&](JsonObject& a) { a.u64("bytes_released", e.size).u64("pools_trimmed", e.value); });
   }
 }
 

@@ -10,6 +10,7 @@
 //   warning / critical         each alert that fired (critical for the critical alert)
 //   error                      each allocation refused with CUDA_ERROR_OUT_OF_MEMORY, and each
 //                              framework OOM (PyTorch's figures, Op::FrameworkOomFigures)
+//   cleanup                    each trim of the watchdog (Op::Cleanup, docs/alerts.md)
 // allocator_allocated_bytes and allocator_reserved_bytes are what the Python package reads from
 // torch.cuda.memory_allocated() and memory_reserved(): on a device whose framework allocator the
 // bridge delivers (docs/framework-bridge.md), the framework's allocated (tensors) and reserved
@@ -24,6 +25,7 @@
 #include <map>
 
 #include "export_formats.h"
+#include "format.h"
 #include "export_thinning.h"
 #include "json_views.h"
 
@@ -74,6 +76,7 @@ class TelemetryWriter {
       if (e.op == Op::Alert && e.result == 1 && e.device >= 0) on_alert(e);
       if ((e.op == Op::Alloc || e.op == Op::VmmCreate) && e.result == kOutOfMemory && e.device >= 0) on_oom(e);
       if (e.op == Op::FrameworkOomFigures && e.device >= 0) on_framework_oom(e);
+      if (e.op == Op::Cleanup && e.device >= 0) on_cleanup(e);
     }
     thinner_.finish();
     b_ += first_ ? "]\n" : "\n]\n";
@@ -130,6 +133,14 @@ class TelemetryWriter {
     record(e, e.device, critical ? "critical" : "warning", 0, type + " alert fired", [&](JsonObject& m) {
       m.str("alert_type", type).u64("alert_threshold_bytes", e.address);
     });
+    write(rec_);
+  }
+
+  void on_cleanup(const Event& e) {
+    const std::string context = "watchdog trimmed " + counted(e.value, "pool") + ": " + std::to_string(e.size) +
+                                " bytes given back";
+    record(e, e.device, "cleanup", 0, context,
+           [&](JsonObject& m) { m.u64("bytes_released", e.size).u64("pools_trimmed", e.value); });
     write(rec_);
   }
 

@@ -183,6 +183,8 @@ std::string marker_label(const analysis::Marker& m) {
       return std::string(api_name(m.api)) + " of " + bytes_text(m.size) + " failed (" + cuda_error_name(m.result) + ")";
     case Type::OomBundle: return "OOM bundle written";
     case Type::OomRecovered: return "OOM recovered by a retry";
+    case Type::Cleanup:
+      return "watchdog trimmed " + counted(m.threshold, "pool") + ": " + bytes_text(m.size) + " given back";
   }
   return "?";
 }

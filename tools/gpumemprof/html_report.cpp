@@ -520,8 +520,12 @@ class Page {
     out_ += "<p>Fired" + whole_run() + ": " + counts +
             ". Thresholds and hysteresis are described in docs/alerts.md.</p>\n";
     const size_t n = marker_rows(
-        [](const Marker& m) { return m.type == Marker::Type::AlertFired || m.type == Marker::Type::AlertCleared; },
+        [](const Marker& m) {
+          return m.type == Marker::Type::AlertFired || m.type == Marker::Type::AlertCleared ||
+                 m.type == Marker::Type::Cleanup;  // the watchdog's, after a critical alert
+        },
         {"allocated", "reserved", "threshold"}, [](const Marker& m) {
+          if (m.type == Marker::Type::Cleanup) return std::string("<td></td><td></td><td></td>");
           return "<td class=\"num\">" + escape(bytes_text(m.size)) + "</td><td class=\"num\">" +
                  escape(bytes_text(m.reserved)) + "</td><td class=\"num\">" + escape(bytes_text(m.threshold)) + "</td>";
         });

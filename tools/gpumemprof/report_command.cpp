@@ -178,8 +178,9 @@ bool is_failure(analysis::Marker::Type t) { return t == analysis::Marker::Type::
 bool is_oom_event(analysis::Marker::Type t) {
   return t == analysis::Marker::Type::OomBundle || t == analysis::Marker::Type::OomRecovered;
 }
-bool is_alert(analysis::Marker::Type t) {
-  return t == analysis::Marker::Type::AlertFired || t == analysis::Marker::Type::AlertCleared;
+bool is_alert(analysis::Marker::Type t) {  // and the watchdog's cleanups, which follow critical alerts
+  return t == analysis::Marker::Type::AlertFired || t == analysis::Marker::Type::AlertCleared ||
+         t == analysis::Marker::Type::Cleanup;
 }
 
 // Why call sites may be missing or partly unnamed; silent for runs that recorded no stacks.

@@ -1,0 +1,282 @@
+#include "live_figures.h"
+
+#include <sched.h>
+
+#include <algorithm>
+#include <cstring>
+
+namespace gmp {
+namespace {
+
+// The seqlocks' words are atomics read and written relaxed, fenced around: a reader that races a
+// rewrite sees a changed sequence number and retries, and no access is a data race.
+template <size_t N>
+void store_words(std::atomic<uint64_t> (&dst)[N], const void* src) {
+  uint64_t w[N];
+  std::memcpy(w, src, sizeof w);
+  for (size_t i = 0; i < N; ++i) dst[i].store(w[i], std::memory_order_relaxed);
+}
+
+template <size_t N>
+void load_words(const std::atomic<uint64_t> (&src)[N], void* dst) {
+  uint64_t w[N];
+  for (size_t i = 0; i < N; ++i) w[i] = src[i].load(std::memory_order_relaxed);
+  std::memcpy(dst, w, sizeof w);
+}
+
+template <size_t N>
+void publish(std::atomic<uint64_t>& seq, std::atomic<uint64_t> (&words)[N], const void* src) {
+  const uint64_t s = seq.load(std::memory_order_relaxed);
+  seq.store(s + 1, std::memory_order_relaxed);
+  std::atomic_thread_fence(std::memory_order_release);
+  store_words(words, src);
+  seq.store(s + 2, std::memory_order_release);
+}
+
+// False when the words were never published. The collector rewrites them in well under a
+// microsecond; a reader that keeps meeting a rewrite (the collector preempted in the middle) yields.
+template <size_t N>
+bool read_consistent(const std::atomic<uint64_t>& seq, const std::atomic<uint64_t> (&words)[N], void* dst) {
+  for (unsigned attempt = 0;; ++attempt) {
+    const uint64_t s1 = seq.load(std::memory_order_acquire);
+    if (s1 == 0) return false;
+    if ((s1 & 1) == 0) {
+      load_words(words, dst);
+      std::atomic_thread_fence(std::memory_order_acquire);
+      if (seq.load(std::memory_order_relaxed) == s1) return true;
+    }
+    if (attempt >= 64) sched_yield();
+  }
+}
+
+}  // namespace
+
+LiveFigures& live_figures() {
+  static LiveFigures* figures = new LiveFigures;  // never destroyed: read from exit handlers too
+  return *figures;
+}
+
+LiveFigures::Levels LiveFigures::levels(const DeviceStats& d) {
+  return {d.allocated.current, d.reserved.current, d.framework.allocated.current, d.framework.reserved.current};
+}
+
+void LiveFigures::restart() {
+  windows_.clear();
+  pending_ticks_ = pending_ns_ = applied_ticks_ = 0;
+  dirty_ = false;
+  last_ns_ = cleanups_ = cleanup_bytes_ = 0;
+  next_seq_ = 1;
+  for (auto& b : before_) b = Levels{};
+  reset_requested_.store(0, std::memory_order_relaxed);
+  reset_applied_.store(0, std::memory_order_relaxed);
+  for (auto& d : devices_) d.seq.store(0, std::memory_order_release);
+  counts_seq_.store(0, std::memory_order_release);
+  for (auto& r : records_) r.seq.store(0, std::memory_order_release);
+}
+
+LiveFigures::Pass LiveFigures::begin_pass(const Ring& ring) const {
+  Pass p;
+  p.reset_ticks = reset_requested_.load(std::memory_order_acquire);  // before the claims: see Pass
+  p.claimed = ring.claimed();
+  return p;
+}
+
+void LiveFigures::before(const Event& e, const Accounting& acc, const TickConverter& ticks) {
+  const uint64_t requested = reset_requested_.load(std::memory_order_acquire);
+  if (requested != 0 && requested != pending_ticks_ && requested != applied_ticks_) {
+    pending_ticks_ = requested;
+    pending_ns_ = ticks.to_ns(requested);
+  }
+  // The events reach us in time order: the first one stamped at or after the reset opens the window.
+  if (pending_ticks_ != 0 && e.timestamp_ns >= pending_ns_) apply_reset(acc);
+  for (const auto& [ordinal, d] : acc.devices()) {
+    if (ordinal >= 0 && ordinal < kDevices) before_[ordinal] = levels(d);
+  }
+}
+
+void LiveFigures::after(const Event& e, const Accounting& acc) {
+  last_ns_ = e.timestamp_ns;
+  dirty_ = true;
+  for (const auto& [ordinal, d] : acc.devices()) {
+    if (ordinal < 0 || ordinal >= kDevices) continue;
+    const Levels now = levels(d), was = before_[ordinal];
+    if (now == was) continue;
+    Window& w = windows_[ordinal];
+    w.allocated_peak = std::max(w.allocated_peak, now.allocated);
+    w.reserved_peak = std::max(w.reserved_peak, now.reserved);
+    w.tensor_peak = std::max(w.tensor_peak, now.tensors);
+    w.framework_reserved_peak = std::max(w.framework_reserved_peak, now.framework_reserved);
+    const auto change = static_cast<int64_t>(now.allocated - was.allocated);
+    if (change > 0) {
+      w.bytes_allocated += static_cast<uint64_t>(change);
+      ++w.allocs;
+      add_record(e, d, GPUMEMPROF_ALLOCATION, static_cast<uint64_t>(e.kind), static_cast<uint64_t>(change), change);
+    } else if (change < 0) {
+      w.bytes_freed += static_cast<uint64_t>(-change);
+      ++w.frees;
+      add_record(e, d, GPUMEMPROF_DEALLOCATION, static_cast<uint64_t>(e.kind), static_cast<uint64_t>(-change),
+                 change);
+    }
+    const auto tensors = static_cast<int64_t>(now.tensors - was.tensors);
+    if (tensors > 0) {
+      w.tensor_bytes_allocated += static_cast<uint64_t>(tensors);
+      ++w.tensor_allocs;
+      add_record(e, d, GPUMEMPROF_ALLOCATION, 0, static_cast<uint64_t>(tensors), tensors);
+    } else if (tensors < 0) {
+      w.tensor_bytes_freed += static_cast<uint64_t>(-tensors);
+      ++w.tensor_frees;
+      add_record(e, d, GPUMEMPROF_DEALLOCATION, 0, static_cast<uint64_t>(-tensors), tensors);
+    }
+  }
+  const auto found = acc.devices().find(e.device);
+  if (found == acc.devices().end()) return;
+  const DeviceStats& d = found->second;
+  if (e.op == Op::Alloc && e.result == kOutOfMemory) {
+    add_record(e, d, GPUMEMPROF_OOM, static_cast<uint64_t>(e.kind), e.size, 0);
+  } else if (e.op == Op::Alert) {
+    add_record(e, d, e.result == 1 ? GPUMEMPROF_ALERT : GPUMEMPROF_ALERT_CLEARED, e.value, e.address, 0);
+  } else if (e.op == Op::Cleanup) {
+    add_record(e, d, GPUMEMPROF_CLEANUP, e.value, e.size, 0);
+    ++cleanups_;
+    cleanup_bytes_ += e.size;
+  }
+}
+
+void LiveFigures::add_record(const Event& e, const DeviceStats& d, uint64_t type, uint64_t detail, uint64_t size,
+                             int64_t change) {
+  gpumemprof_record_t r{};
+  r.seq = next_seq_++;
+  r.timestamp_ns = e.timestamp_ns;
+  r.device = d.device;
+  r.type = type;
+  r.detail = detail;
+  r.size = size;
+  r.address = e.op == Op::Alert || e.op == Op::Cleanup ? 0 : e.address;
+  r.change = change;
+  const Levels l = levels(d);
+  r.allocated = l.allocated;
+  r.reserved = l.reserved;
+  r.tensor_allocated = l.tensors;
+  r.framework_reserved = l.framework_reserved;
+  RecordSlot& slot = records_[r.seq & (kRecords - 1)];
+  slot.seq.store(0, std::memory_order_relaxed);
+  std::atomic_thread_fence(std::memory_order_release);
+  store_words(slot.words, &r);
+  slot.seq.store(r.seq, std::memory_order_release);
+}
+
+void LiveFigures::apply_reset(const Accounting& acc) {
+  windows_.clear();
+  for (const auto& [ordinal, d] : acc.devices()) {
+    Window& w = windows_[ordinal];
+    const Levels l = levels(d);
+    w.allocated_peak = l.allocated;
+    w.reserved_peak = l.reserved;
+    w.tensor_peak = l.tensors;
+    w.framework_reserved_peak = l.framework_reserved;
+  }
+  applied_ticks_ = pending_ticks_;  // published by end_pass, with the window
+  pending_ticks_ = 0;
+  dirty_ = true;
+}
+
+void LiveFigures::end_pass(const Pass& pass, const Ring& ring, const Accounting& acc) {
+  // No event stamped after the reset came in this pass, but every one stamped before it has been
+  // handled: the window opens now, empty.
+  if (pass.reset_ticks != 0 && pass.reset_ticks != applied_ticks_ && ring.consumed() >= pass.claimed) {
+    pending_ticks_ = pass.reset_ticks;
+    apply_reset(acc);
+  }
+  if (!dirty_) return;
+  dirty_ = false;
+  gpumemprof_counts_t c{};
+  c.events = acc.events();
+  c.records = next_seq_ - 1;
+  for (const auto& [ordinal, d] : acc.devices()) {
+    if (ordinal >= 0 && ordinal < kDevices) {
+      c.device_ordinals[c.devices++] = ordinal;
+      const gpumemprof_device_stats_t s = figures(d, windows_[ordinal]);
+      publish(devices_[ordinal].seq, devices_[ordinal].words, &s);
+    }
+    c.alloc_count += d.alloc_count;
+    c.free_count += d.free_count;
+    c.failed_alloc_count += d.failed_alloc_count;
+  }
+  for (size_t t = 1; t < std::size(c.alerts_fired); ++t) c.alerts_fired[t] = acc.alerts_fired()[t];
+  c.cleanups = cleanups_;
+  c.cleanup_bytes = cleanup_bytes_;
+  publish(counts_seq_, counts_, &c);
+  // After the figures: a reader that sees the reset applied sees its window.
+  reset_applied_.store(applied_ticks_, std::memory_order_release);
+}
+
+gpumemprof_device_stats_t LiveFigures::figures(const DeviceStats& d, const Window& w) const {
+  gpumemprof_device_stats_t s{};
+  s.device = d.device;
+  s.total_bytes = d.total_bytes;
+  s.as_of_ns = last_ns_;
+  s.allocated = d.allocated.current;
+  s.allocated_peak = d.allocated.peak;
+  s.reserved = d.reserved.current;
+  s.reserved_peak = d.reserved.peak;
+  for (size_t k = 1; k < std::size(s.kind_allocated); ++k) {
+    s.kind_allocated[k] = d.by_kind[k].bytes.current;
+    s.kind_allocated_peak[k] = d.by_kind[k].bytes.peak;
+  }
+  s.alloc_count = d.alloc_count;
+  s.free_count = d.free_count;
+  s.failed_alloc_count = d.failed_alloc_count;
+  const FrameworkStats& f = d.framework;
+  s.framework_attached = f.attached ? 1 : 0;
+  s.tensor_allocated = f.allocated.current;
+  s.tensor_allocated_peak = f.allocated.peak;
+  s.framework_reserved = f.reserved.current;
+  s.framework_reserved_peak = f.reserved.peak;
+  s.framework_cached = f.cached();
+  s.tensor_alloc_count = f.tensor_allocs;
+  s.tensor_free_count = f.tensor_frees;
+  s.window_allocated_peak = w.allocated_peak;
+  s.window_reserved_peak = w.reserved_peak;
+  s.window_tensor_allocated_peak = w.tensor_peak;
+  s.window_framework_reserved_peak = w.framework_reserved_peak;
+  s.window_bytes_allocated = w.bytes_allocated;
+  s.window_bytes_freed = w.bytes_freed;
+  s.window_tensor_bytes_allocated = w.tensor_bytes_allocated;
+  s.window_tensor_bytes_freed = w.tensor_bytes_freed;
+  s.window_alloc_count = w.allocs;
+  s.window_free_count = w.frees;
+  s.window_tensor_alloc_count = w.tensor_allocs;
+  s.window_tensor_free_count = w.tensor_frees;
+  return s;
+}
+
+bool LiveFigures::read_device(int device, gpumemprof_device_stats_t& out) const {
+  if (device < 0 || device >= kDevices) return false;
+  return read_consistent(devices_[device].seq, devices_[device].words, &out);
+}
+
+void LiveFigures::read_counts(gpumemprof_counts_t& out) const {
+  if (!read_consistent(counts_seq_, counts_, &out)) out = gpumemprof_counts_t{};
+}
+
+size_t LiveFigures::read_recent(uint64_t after_seq, gpumemprof_record_t* out, size_t max) const {
+  gpumemprof_counts_t c;
+  read_counts(c);
+  // Records after the last published count may be half written: read up to it. Older than the
+  // ring holds are gone; a slot rewritten while read is skipped (its seq changed).
+  const uint64_t last = c.records;
+  uint64_t seq = std::max(after_seq + 1, last >= kRecords ? last - kRecords + 1 : 1);
+  size_t n = 0;
+  for (; seq <= last && n < max; ++seq) {
+    const RecordSlot& slot = records_[seq & (kRecords - 1)];
+    if (slot.seq.load(std::memory_order_acquire) != seq) continue;
+    gpumemprof_record_t r;
+    load_words(slot.words, &r);
+    std::atomic_thread_fence(std::memory_order_acquire);
+    if (slot.seq.load(std::memory_order_relaxed) != seq) continue;
+    out[n++] = r;
+  }
+  return n;
+}
+
+}  // namespace gmp

@@ -1,0 +1,43 @@
+#include "watchdog.h"
+
+#include <atomic>
+
+namespace gmp {
+namespace {
+
+std::atomic<PoolTrimmer> g_trimmer{nullptr};
+
+}  // namespace
+
+void set_pool_trimmer(PoolTrimmer trimmer) { g_trimmer.store(trimmer, std::memory_order_release); }
+
+void Watchdog::on_critical(int device, uint64_t now_ns, const Accounting& acc, std::vector<Event>& out) {
+  const PoolTrimmer trim = g_trimmer.load(std::memory_order_acquire);
+  if (!enabled_ || trim == nullptr || (trimmed_ && now_ns - last_ns_ < interval_ns_)) return;
+  trimmed_ = true;
+  last_ns_ = now_ns;
+  Event cleanup{};
+  cleanup.timestamp_ns = now_ns;
+  cleanup.op = Op::Cleanup;
+  cleanup.api = Api::Collector;
+  cleanup.device = static_cast<int16_t>(device);
+  for (const Accounting::PoolInfo& p : acc.pools()) {
+    uint64_t before = 0, after = 0;
+    if (p.device != device || !trim(p.handle, &before, &after)) continue;
+    ++cleanup.value;
+    if (after >= before) continue;
+    cleanup.size += before - after;
+    Event e{};
+    e.timestamp_ns = now_ns;
+    e.op = Op::PoolReserved;
+    e.api = Api::cuMemPoolTrimTo;
+    e.kind = Kind::Pool;
+    e.device = static_cast<int16_t>(device);
+    e.object = p.handle;
+    e.value = after;
+    out.push_back(e);
+  }
+  out.push_back(cleanup);
+}
+
+}  // namespace gmp
