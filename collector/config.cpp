@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <string>
 
+#include "device_limit_spec.h"
 #include "redact.h"
 #include "trace_format.h"
 
@@ -182,6 +183,12 @@ Config parse_config(const EnvLookup& env) {
   r.read("GPUMEMPROF_METRICS_DIR", "none", "a non-empty directory path", path_into(c.metrics_dir));
   r.read("GPUMEMPROF_METRICS_INTERVAL_MS", "5000", "an integer from 100 to 3600000",
          uint_in(c.metrics_interval_ms, 100, 3'600'000));
+  r.read("GPUMEMPROF_DEVICE_LIMIT", "none (the device's own size)", device_limit_form().c_str(),
+         [&](std::string_view s) {
+           if (!parse_device_limit(s)) return false;
+           c.device_limit = std::string(s);
+           return true;
+         });
   if (c.critical_percent < c.warn_percent) {
     c.errors.push_back("GPUMEMPROF_CRITICAL_PERCENT is below GPUMEMPROF_WARN_PERCENT; using 80 and 95");
     c.warn_percent = 80;
@@ -217,6 +224,7 @@ ConfigRecord config_record(const Config& c) {
   r.oom_wait_ms = c.oom_wait_ms;
   if (!c.metrics_dir.empty()) r.metrics_dir = c.metrics_dir;
   r.metrics_interval_ms = c.metrics_interval_ms;
+  if (!c.device_limit.empty()) r.device_limit = c.device_limit;
   return r;
 }
 

@@ -40,6 +40,7 @@ struct Config {
   uint64_t oom_wait_ms = 5000;  // how long a failing call waits for its bundle
   std::string metrics_dir;      // where the Prometheus textfile goes (docs/metrics.md); empty: none
   uint64_t metrics_interval_ms = 5000;
+  std::string device_limit;  // GPUMEMPROF_DEVICE_LIMIT as given (docs/device-limit.md); empty: none
 
   std::vector<std::string> errors;  // one line per rejected variable
 };

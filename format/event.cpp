@@ -50,6 +50,7 @@ std::string_view op_name(Op o) {
     case Op::FrameworkOom: return "framework_oom";
     case Op::FrameworkOomFigures: return "framework_oom_figures";
     case Op::FrameworkAttach: return "framework_attach";
+    case Op::DeviceLimit: return "device_limit";
     case Op::None: break;
   }
   return "none";

@@ -28,7 +28,8 @@ struct Limits {
 
 // The options, as --help texts list them.
 inline constexpr const char* kLimitOptionsHelp =
-    "  --max-peak SIZE          fail when a device's peak allocated memory is over SIZE (40GiB, 512MiB, 1.5G)\n"
+    "  --max-peak SIZE          fail when a device's peak allocated memory is over SIZE (40GiB, 512MiB, 1.5G,\n"
+    "                           or a GPU's usable capacity by name: L4, A100-40GB, ...; docs/device-limit.md)\n"
     "  --max-reserved SIZE      fail when a device's peak reserved memory is over SIZE\n"
     "  --max-leak SIZE          fail when a process leaves more than SIZE allocated at exit (0: any leak)\n"
     "  --no-oom                 fail on any out-of-memory failure, recovered or not, the driver's or PyTorch's\n"

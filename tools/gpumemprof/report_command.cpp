@@ -14,6 +14,7 @@
 #include "job_view.h"
 #include "json_text.h"
 #include "report_attribution.h"
+#include "report_device_limit.h"
 #include "run_analysis.h"
 
 namespace gmp::tool {
@@ -149,6 +150,7 @@ void print_device(const analysis::RunAnalysis& run, const analysis::DeviceAnalys
     std::printf("  NVML: device used at most %s by all processes (this process's share not reported)\n",
                 bytes_text(d.nvml_device_used_peak).c_str());
   }
+  print_device_limit(d);
   std::printf("  allocations %llu, frees %llu, failed allocations %llu%s\n", (ull)s.alloc_count, (ull)s.free_count,
               (ull)s.failed_alloc_count, run.window.whole() ? "" : " (from the run's start to the window's end)");
 }

@@ -51,6 +51,8 @@ constexpr const char* kUsage =
     "                           oldest events are dropped, the summary stays exact\n"
     "  --metrics-dir DIR        each process keeps its figures in DIR as a Prometheus textfile\n"
     "                           (node_exporter's textfile collector; docs/metrics.md)\n"
+    "  --device-limit LIMIT     rehearse a smaller GPU: 24GiB, a GPU name (L4, A10, A100-40GB, A100-80GB,\n"
+    "                           H100-80GB, RTX-4090) or per device 0:24GiB,1:L4 (docs/device-limit.md)\n"
     "  --shim PATH              libgpumemprof.so to preload (default: ../" GMP_INSTALL_SHIM_DIR "/ from this\n"
     "                           program's directory, where it is installed, else ../lib/ in a build tree)\n"
     "memory limits, checked on every run directory under ROOT once the command ends (docs/check.md):\n";
@@ -66,6 +68,7 @@ const std::map<std::string, std::string> kEnvOptions = {
     {"--sample-ms", "GPUMEMPROF_SAMPLE_MS"},       {"--on-alert", "GPUMEMPROF_ON_ALERT"},
     {"--oom-dir", "GPUMEMPROF_OOM_DIR"},           {"--log-level", "GPUMEMPROF_LOG_LEVEL"},
     {"--trace-max", "GPUMEMPROF_TRACE_MAX"},       {"--metrics-dir", "GPUMEMPROF_METRICS_DIR"},
+    {"--device-limit", "GPUMEMPROF_DEVICE_LIMIT"},
 };
 
 volatile sig_atomic_t g_child = 0;
