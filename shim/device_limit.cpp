@@ -405,68 +405,65 @@ int cuda_device_of(void* handle) {
 using namespace gmp::shim;
 using namespace gmp::shim::limit;
 
-GMP_EXPORT CUresult cuMemGetInfo_v2(size_t* free, size_t* total) {
-  auto real = GMP_REAL(cuMemGetInfo_v2);
-  if (real == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
-  const CUresult r = real(free, total);
-  if (r == CUDA_SUCCESS && on()) shrink(current_device(), free, total, true);
+namespace {
+
+// A memory query forwarded to the library, its answer then made the limited device's by `limit`.
+template <auto kMissing, typename Real, typename Limit, typename... Args>
+auto query(Real real, Limit&& limit, Args... args) -> decltype(real(args...)) {
+  if (real == nullptr) return kMissing;
+  const auto r = real(args...);
+  if (r == 0 && on()) limit();
   return r;
+}
+
+}  // namespace
+
+GMP_EXPORT CUresult cuMemGetInfo_v2(size_t* free, size_t* total) {
+  return query<CUDA_ERROR_NOT_INITIALIZED>(
+      GMP_REAL(cuMemGetInfo_v2), [&] { shrink(current_device(), free, total, true); }, free, total);
 }
 
 // The 32-bit ABIs that cuda.h now maps to the _v2 functions keep their own exported names.
 extern "C" __attribute__((visibility("default"))) CUresult gmp_cuMemGetInfo_v1(unsigned int* free, unsigned int* total)
     __asm__("cuMemGetInfo");
 CUresult gmp_cuMemGetInfo_v1(unsigned int* free, unsigned int* total) {
-  auto real = reinterpret_cast<CUresult (*)(unsigned int*, unsigned int*)>(gmp::shim::real(Entry::cuMemGetInfo));
-  if (real == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
-  const CUresult r = real(free, total);
-  if (r == CUDA_SUCCESS && on()) shrink(current_device(), free, total, true);
-  return r;
+  return query<CUDA_ERROR_NOT_INITIALIZED>(
+      reinterpret_cast<CUresult (*)(unsigned int*, unsigned int*)>(gmp::shim::real(Entry::cuMemGetInfo)),
+      [&] { shrink(current_device(), free, total, true); }, free, total);
 }
 
 GMP_EXPORT CUresult cuDeviceTotalMem_v2(size_t* bytes, CUdevice dev) {
-  auto real = GMP_REAL(cuDeviceTotalMem_v2);
-  if (real == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
-  const CUresult r = real(bytes, dev);
-  if (r == CUDA_SUCCESS && on()) shrink_total(dev, bytes);
-  return r;
+  return query<CUDA_ERROR_NOT_INITIALIZED>(GMP_REAL(cuDeviceTotalMem_v2), [&] { shrink_total(dev, bytes); }, bytes,
+                                           dev);
 }
 
 extern "C" __attribute__((visibility("default"))) CUresult gmp_cuDeviceTotalMem_v1(unsigned int* bytes, CUdevice dev)
     __asm__("cuDeviceTotalMem");
 CUresult gmp_cuDeviceTotalMem_v1(unsigned int* bytes, CUdevice dev) {
-  auto real = reinterpret_cast<CUresult (*)(unsigned int*, CUdevice)>(gmp::shim::real(Entry::cuDeviceTotalMem));
-  if (real == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
-  const CUresult r = real(bytes, dev);
-  if (r == CUDA_SUCCESS && on()) shrink_total(dev, bytes);
-  return r;
+  return query<CUDA_ERROR_NOT_INITIALIZED>(
+      reinterpret_cast<CUresult (*)(unsigned int*, CUdevice)>(gmp::shim::real(Entry::cuDeviceTotalMem)),
+      [&] { shrink_total(dev, bytes); }, bytes, dev);
 }
 
 // NVML: the process's own queries agree with the driver's; the NVML context figure is not
 // re-measured here (the collector's telemetry calls this every sample period).
 GMP_EXPORT int nvmlDeviceGetMemoryInfo(void* device, NvmlMemory* m) {
-  auto real = reinterpret_cast<int (*)(void*, NvmlMemory*)>(nvml().memory_info);
-  if (real == nullptr) return kNvmlFunctionNotFound;
-  const int r = real(device, m);
-  if (r != 0 || m == nullptr || !on()) return r;
-  if (const int dev = cuda_device_of(device); dev >= 0) {
-    shrink(dev, &m->free, &m->total, false);
-    m->used = m->total - m->free;
-  }
-  return r;
+  return query<kNvmlFunctionNotFound>(reinterpret_cast<int (*)(void*, NvmlMemory*)>(nvml().memory_info), [&] {
+    if (const int dev = cuda_device_of(device); dev >= 0 && m != nullptr) {
+      shrink(dev, &m->free, &m->total, false);
+      m->used = m->total - m->free;
+    }
+  }, device, m);
 }
 
 GMP_EXPORT int nvmlDeviceGetMemoryInfo_v2(void* device, NvmlMemoryV2* m) {
-  auto real = reinterpret_cast<int (*)(void*, NvmlMemoryV2*)>(nvml().memory_info_v2);
-  if (real == nullptr) return kNvmlFunctionNotFound;
-  const int r = real(device, m);
-  if (r != 0 || m == nullptr || !on()) return r;
-  if (const int dev = cuda_device_of(device); dev >= 0) {
-    shrink(dev, &m->free, &m->total, false);
-    m->reserved = std::min(m->reserved, m->total - m->free);
-    m->used = m->total - m->free - m->reserved;
-  }
-  return r;
+  return query<kNvmlFunctionNotFound>(reinterpret_cast<int (*)(void*, NvmlMemoryV2*)>(nvml().memory_info_v2), [&] {
+    if (const int dev = cuda_device_of(device); dev >= 0 && m != nullptr) {
+      shrink(dev, &m->free, &m->total, false);
+      m->reserved = std::min(m->reserved, m->total - m->free);
+      m->used = m->total - m->free - m->reserved;
+    }
+  }, device, m);
 }
 
 void* gmp::shim::limit::nvml_substitute(void* handle, const char* symbol) {

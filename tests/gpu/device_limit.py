@@ -3,9 +3,9 @@
 Runs itself as child processes under the shim (LD_PRELOAD is inherited), each with its own run
 directory runs/<phase>.<pid>, and writes every child's figures to $GROUND_TRUTH for compare.py:
 
-  truth     a seeded MLP training (train.py's model) without a limit: the losses, PyTorch's peak
-            reserved bytes per step and phase, and the process's peak as the driver counts it
-            (max of total - free, cuMemGetInfo, at every phase end: one process on the GPU)
+  truth     a seeded MLP training (train.py's model) without a limit: the losses, and per step and
+            phase PyTorch's peak reserved bytes and the context beside them (total - free from
+            cuMemGetInfo less memory_reserved, at the phase's end: one process on the GPU)
   below     the same training under a limit halfway between the memory after setup and the peak
             (context included): it must raise torch.cuda.OutOfMemoryError, at the first step and
             phase where the truth run's reserved bytes plus context pass the limit, with PyTorch's
@@ -39,7 +39,6 @@ def train(fraction):
         torch.cuda.set_per_process_memory_fraction(fraction, 0)
     free, total = torch.cuda.mem_get_info(0)
     out["total"] = total
-    out["process_peak"] = 0
     try:
         model = torch.nn.Sequential(torch.nn.Linear(4096, 8192), torch.nn.GELU(), torch.nn.Linear(8192, 8192),
                                     torch.nn.GELU(), torch.nn.Linear(8192, 1024)).cuda()
@@ -63,12 +62,13 @@ def train(fraction):
                     opt.zero_grad(set_to_none=True)
                 torch.cuda.synchronize()
                 free, total = torch.cuda.mem_get_info(0)
-                out["process_peak"] = max(out["process_peak"], total - free)
-                out["phases"].append([step, phase, torch.cuda.max_memory_reserved(0)])
+                context = (total - free) - torch.cuda.memory_reserved(0)
+                out["phases"].append([step, phase, torch.cuda.max_memory_reserved(0), context])
             out["losses"].append(loss.item())
     except torch.cuda.OutOfMemoryError as e:
         out["oom"] = {"at": out["at"], "message": str(e).splitlines()[0][:400]}
     out["max_memory_reserved"] = max((p[2] for p in out["phases"]), default=0)
+    out["memory_reserved_end"] = torch.cuda.memory_reserved(0)
     print(json.dumps(out))
 
 
@@ -102,15 +102,15 @@ def orchestrate():
     truth = child("truth", ["--train"])
     gt["truth"] = truth
     if truth.get("rc") == 0 and truth.get("phases"):
-        # The peak as the driver counts it: PyTorch's reserved peak plus the context beside it.
-        context = truth["process_peak"] - truth["max_memory_reserved"]
-        setup = truth["setup_reserved"] + context
-        peak = truth["max_memory_reserved"] + context
+        # The peak as the driver counts it: each phase's reserved peak plus the context beside it.
+        context = max(c for _, _, _, c in truth["phases"])
+        setup = truth["setup_reserved"] + truth["setup_context"]
+        peak = max(r + c for _, _, r, c in truth["phases"])
         below = (setup + (peak - setup) // 2) // MiB * MiB
         gt.update({"context": context, "peak_with_context": peak, "limit_below": below,
                    "limit_above": (peak // MiB + 256) * MiB})
         # Where the limit must stop it: the first phase whose reserved bytes plus context pass it.
-        gt["expected_oom_at"] = next(([s, ph] for s, ph, r in truth["phases"] if r + context > below), None)
+        gt["expected_oom_at"] = next(([s, ph] for s, ph, r, c in truth["phases"] if r + c > below), None)
         gt["below"] = child("below", ["--train"], limit=below)
         gt["above"] = child("above", ["--train"], limit=gt["limit_above"])
         gt["fraction"] = child("fraction", ["--train"], fraction=below / truth["total"])

@@ -34,6 +34,13 @@ std::string only_bundle(const std::string& run) {
   return out.empty() ? "" : out[0];
 }
 
+// `gpumemprof ARGS` succeeds and prints `text` somewhere in its output.
+void expect_tool_says(const std::vector<std::string>& args, const std::string& text) {
+  RunResult r = run_tool(args);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find(text), std::string::npos) << r.out;
+}
+
 TEST(DeviceLimit, EveryKindJustUnderExactlyAtAndJustOver) {
   Sandbox box;
   RunResult r = box.run({Paths::bin("prog_limit"),
@@ -130,30 +137,24 @@ TEST(DeviceLimit, TheOomBundleAndTheReportExplainIt) {
                                       R"("limit":67108864,"requested":25165824})");
   EXPECT_EQ(m["driver_memory"]["free"], 1024 * MiB - 40 * MiB);
 
-  RunResult oom = run_tool({"oom", bundle});
-  ASSERT_EQ(oom.exit_code, 0) << oom.err;
-  EXPECT_NE(oom.out.find("\nThe device\n"
-                         "  rehearsal limit (GPUMEMPROF_DEVICE_LIMIT): the device is limited to 64.00 MiB; the process "
-                         "held 48.00 MiB of it (8.00 MiB context and modules, per NVML) and the call needed 24.00 MiB "
-                         "more: 8.00 MiB over the limit\n"
-                         "  the real device had 984.00 MiB free, enough for the call: the limit made it fail\n"),
-            std::string::npos)
-      << oom.out;
+  expect_tool_says({"oom", bundle},
+                   "\nThe device\n"
+                   "  rehearsal limit (GPUMEMPROF_DEVICE_LIMIT): the device is limited to 64.00 MiB; the process held "
+                   "48.00 MiB of it (8.00 MiB context and modules, per NVML) and the call needed 24.00 MiB more: "
+                   "8.00 MiB over the limit\n"
+                   "  the real device had 984.00 MiB free, enough for the call: the limit made it fail\n");
   RunResult oom_json = run_tool({"oom", bundle, "--json"});
   ASSERT_EQ(oom_json.exit_code, 0) << oom_json.err;
   EXPECT_EQ(nlohmann::json::parse(oom_json.out)["bundles"][0]["device_limit"].dump(),
             R"({"context_bytes":8388608,"excess_bytes":8388608,"held_bytes":50331648,"limit_bytes":67108864,)"
             R"("requested_bytes":25165824})");
 
-  RunResult report = run_tool({"report", run});
-  ASSERT_EQ(report.exit_code, 0) << report.err;
-  EXPECT_NE(report.out.find("  device limit (GPUMEMPROF_DEVICE_LIMIT): does not fit, peak 48.00 MiB against limit "
-                            "64.00 MiB, headroom 16.00 MiB\n"
-                            "    the peak counts reserved memory and 8.00 MiB of context and modules (NVML's figure "
-                            "for the process)\n"
-                            "    1 allocation refused by the limit, the first 8.00 MiB over it\n"),
-            std::string::npos)
-      << report.out;
+  expect_tool_says({"report", run},
+                   "  device limit (GPUMEMPROF_DEVICE_LIMIT): does not fit, peak 48.00 MiB against limit 64.00 MiB, "
+                   "headroom 16.00 MiB\n"
+                   "    the peak counts reserved memory and 8.00 MiB of context and modules (NVML's figure for the "
+                   "process)\n"
+                   "    1 allocation refused by the limit, the first 8.00 MiB over it\n");
 }
 
 TEST(DeviceLimit, TheReportSaysARunFits) {
@@ -161,15 +162,12 @@ TEST(DeviceLimit, TheReportSaysARunFits) {
   RunResult r = box.run({Paths::bin("prog_limit"), "alloc:40M", "free", "alloc:50M"},
                         limited("L4", {{"FAKE_CUDA_CAPACITY", "32G"}}));
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  RunResult report = run_tool({"report", box.only_run_dir()});
-  ASSERT_EQ(report.exit_code, 0) << report.err;
-  EXPECT_NE(report.out.find("  device limit (GPUMEMPROF_DEVICE_LIMIT): fits, peak 58.00 MiB against limit 22.05 GiB, "
-                            "headroom 21.99 GiB\n"
-                            "    the peak counts reserved memory and 8.00 MiB of context and modules (NVML's figure "
-                            "for the process)\n"
-                            "  allocations 2"),
-            std::string::npos)
-      << report.out;
+  expect_tool_says({"report", box.only_run_dir()},
+                   "  device limit (GPUMEMPROF_DEVICE_LIMIT): fits, peak 58.00 MiB against limit 22.05 GiB, "
+                   "headroom 21.99 GiB\n"
+                   "    the peak counts reserved memory and 8.00 MiB of context and modules (NVML's figure for the "
+                   "process)\n"
+                   "  allocations 2");
 }
 
 // `run --device-limit` sets the variable for the command; `check --max-peak` takes a GPU name.
@@ -180,9 +178,11 @@ TEST(DeviceLimit, RunSetsItAndCheckTakesAGpuName) {
                         tool_env(limited("<unset>")));
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("alloc:60M 2\nalloc:1 0\n"), std::string::npos) << r.out;
-  RunResult pass = run_tool({"check", root, "--max-peak", "l4"});
-  EXPECT_EQ(pass.exit_code, 0) << pass.out << pass.err;
-  EXPECT_NE(pass.out.find("--max-peak 22.05 GiB"), std::string::npos) << pass.out;
+  expect_tool_says({"check", root, "--max-peak", "l4"}, "--max-peak 22.05 GiB");
+  expect_tool_says({"run", "--help"},
+                   "  --device-limit LIMIT     rehearse a smaller GPU: 24GiB, a GPU name (L4, A10, A100-40GB, "
+                   "A100-80GB,\n                           H100-80GB, RTX-4090) or per device 0:24GiB,1:L4 "
+                   "(docs/device-limit.md)\n");
   RunResult bad = run_tool({"check", root, "--max-peak", "V100"});
   EXPECT_EQ(bad.exit_code, 2);
   EXPECT_EQ(bad.err, "gpumemprof check: --max-peak 'V100' is not a size or a GPU name; accepted: a byte count with "
