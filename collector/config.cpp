@@ -66,6 +66,7 @@ Config parse_config(const EnvLookup& env) {
   r.read(settings::metrics_interval_ms, c.metrics_interval_ms);
   r.read(settings::watchdog, c.watchdog_trim);
   r.read(settings::watchdog_min_interval_ms, c.watchdog_min_interval_ms);
+  r.read(settings::device_limit, c.device_limit);
   if (!thresholds_ordered(c.warn_percent, c.critical_percent)) {
     c.errors.push_back("GPUMEMPROF_CRITICAL_PERCENT is below GPUMEMPROF_WARN_PERCENT; using 80 and 95");
     c.warn_percent = kDefaultWarnPercent;
@@ -101,6 +102,7 @@ ConfigRecord config_record(const Config& c) {
   r.oom_wait_ms = c.oom_wait_ms;
   if (!c.metrics_dir.empty()) r.metrics_dir = c.metrics_dir;
   r.metrics_interval_ms = c.metrics_interval_ms;
+  if (!c.device_limit.empty()) r.device_limit = c.device_limit;
   return r;
 }
 

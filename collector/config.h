@@ -42,6 +42,7 @@ struct Config {
   uint64_t metrics_interval_ms = 5000;
   bool watchdog_trim = false;  // GPUMEMPROF_WATCHDOG=trim: trim pools on a critical alert (watchdog.h)
   uint64_t watchdog_min_interval_ms = 30000;
+  std::string device_limit;  // GPUMEMPROF_DEVICE_LIMIT as given (docs/device-limit.md); empty: none
 
   std::vector<std::string> errors;  // one line per rejected variable
 };

@@ -21,6 +21,17 @@ constexpr unsigned kMaxProcesses = 256;
 
 }  // namespace
 
+uint64_t nvml_process_usage(NvmlGetProcesses get_processes, void* device, int pid) {
+  if (get_processes == nullptr) return kUnknownUsage;
+  NvmlProcessInfo infos[kMaxProcesses];
+  unsigned count = kMaxProcesses;
+  if (get_processes(device, &count, infos) != kNvmlSuccess) return kUnknownUsage;
+  for (unsigned i = 0; i < count && i < kMaxProcesses; ++i) {
+    if (static_cast<int>(infos[i].pid) == pid) return infos[i].used_gpu_memory;
+  }
+  return kUnknownUsage;
+}
+
 NvmlSampler::NvmlSampler(uint32_t sample_ms, int pid) : period_ns_(uint64_t{sample_ms} * 1'000'000ull), pid_(pid) {}
 
 bool NvmlSampler::load() {
@@ -49,16 +60,7 @@ void NvmlSampler::maybe_sample(uint64_t now_ns, const DeviceTable& devices, std:
     if (handles_[d] == nullptr && get_handle_(devices.entries[d].pci_bus_id, &handles_[d]) != kNvmlSuccess) continue;
     NvmlMemory mem{};
     if (get_memory_(handles_[d], &mem) != kNvmlSuccess) continue;
-    uint64_t process = kUnknownUsage;
-    if (get_processes_ != nullptr) {
-      NvmlProcessInfo infos[kMaxProcesses];
-      unsigned count = kMaxProcesses;
-      if (get_processes_(handles_[d], &count, infos) == kNvmlSuccess) {
-        for (unsigned i = 0; i < count && i < kMaxProcesses; ++i) {
-          if (static_cast<int>(infos[i].pid) == pid_) process = infos[i].used_gpu_memory;
-        }
-      }
-    }
+    const uint64_t process = nvml_process_usage(get_processes_, handles_[d], pid_);
     Event e{};
     e.timestamp_ns = now_ns;
     e.op = Op::Sample;

@@ -14,6 +14,11 @@ namespace gmp {
 
 inline constexpr uint64_t kUnknownUsage = UINT64_MAX;
 
+// nvmlDeviceGetComputeRunningProcesses_v3's figure for the process `pid` on `device`, or kUnknownUsage.
+// Shared with the shim's device limit (shim/device_limit.cpp), which counts the context from it.
+using NvmlGetProcesses = int (*)(void*, unsigned*, void*);
+uint64_t nvml_process_usage(NvmlGetProcesses get_processes, void* device, int pid);
+
 class NvmlSampler {
  public:
   NvmlSampler(uint32_t sample_ms, int pid);

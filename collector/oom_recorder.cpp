@@ -63,13 +63,18 @@ void OomRecorder::after(const Event& e, const Accounting& acc, std::vector<Event
   remember(e);
   if (e.op == Op::DriverMemory) {
     driver_memory_[e.device] = {e.value, e.size};
+  } else if (e.op == Op::DeviceLimit && e.result == kOutOfMemory) {
+    limit_refusals_[e.device] = OomDeviceLimit{e.device, e.value, e.object, e.size, e.address};
   } else if (e.op == Op::FrameworkOomFigures) {
     failure(framework_episodes_[e.device], e, acc, out);
   } else if (e.op == Op::TensorAlloc && e.value != kSeeded) {
     success(framework_episodes_, e.device, e, out);
   } else if (is_allocation(e)) {
     const int key = e.kind == Kind::HostPinned ? -1 : e.device;
-    if (e.result == kOutOfMemory) failure(episodes_[key], e, acc, out);
+    if (e.result == kOutOfMemory) {
+      failure(episodes_[key], e, acc, out);
+      limit_refusals_.erase(e.device);  // said by this failure's bundle, or by its episode's
+    }
     else if (e.result == 0) success(episodes_, key, e, out);
   }
 }
@@ -122,6 +127,12 @@ void OomRecorder::describe_failure(OomMetadata& m, const Event& e, const Account
                e.device, e.stream, e.thread_id, e.result, e.timestamp_ns - info_.start_monotonic_ns};
   if (auto dm = driver_memory_.find(e.device); dm != driver_memory_.end()) {
     m.driver_memory = OomDriverMemory{e.device, dm->second.first, dm->second.second};
+  }
+  // The shim records its refusal just before the failed call it answers.
+  if (auto l = limit_refusals_.find(e.device); l != limit_refusals_.end()) {
+    m.device_limit = l->second;
+    m.reason += " (the GPUMEMPROF_DEVICE_LIMIT rehearsal limit of " + bytes_text(l->second.limit, ByteUnits::MiBOrGiB) +
+                ")";
   }
 }
 

@@ -68,6 +68,7 @@ class OomRecorder {
   std::map<int, Episode> episodes_;  // by device; -1 for pinned host memory
   std::map<int, Episode> framework_episodes_;  // by device
   std::map<int, std::pair<uint64_t, uint64_t>> driver_memory_;  // device -> {free, total}
+  std::map<int, OomDeviceLimit> limit_refusals_;  // device -> the device limit's refusal just before a failure
   std::vector<Event> history_;
   size_t history_next_ = 0;
   uint64_t bundles_ = 0;

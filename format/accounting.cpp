@@ -41,7 +41,7 @@ void Accounting::apply(const Event& e) {
     case Op::DeviceInfo: dev(e.device).total_bytes = e.size; break;
     case Op::OomBundle: ++oom_.bundles_written; break;
     case Op::OomRecovered: ++oom_.recovered; break;
-    case Op::DriverMemory: case Op::Cleanup: break;  // the cleanup's pool_reserved events carry the figures
+    case Op::DriverMemory: case Op::Cleanup: case Op::DeviceLimit: break;  // the cleanup's pool_reserved events carry the figures
     case Op::Sample: {
       auto& t = dev(e.device).nvml;
       ++t.samples;

@@ -36,6 +36,7 @@ json to_json(const ConfigRecord& c) {
       {"oom_wait_ms", c.oom_wait_ms},
       {"metrics_dir", reader::or_null(c.metrics_dir)},
       {"metrics_interval_ms", c.metrics_interval_ms},
+      {"device_limit", reader::or_null(c.device_limit)},
   };
 }
 
@@ -62,6 +63,7 @@ ConfigRecord config_record_from_json(const json* j) {
   c.oom_wait_ms = reader::u64_or(member(j, "oom_wait_ms"));
   c.metrics_dir = reader::as_string(member(j, "metrics_dir"));
   c.metrics_interval_ms = reader::u64_or(member(j, "metrics_interval_ms"));
+  c.device_limit = reader::as_string(member(j, "device_limit"));
   return c;
 }
 

@@ -33,6 +33,7 @@ struct ConfigRecord {
   uint64_t oom_wait_ms = 0;
   std::optional<std::string> metrics_dir;  // nullopt (null): no metrics file (docs/metrics.md)
   uint64_t metrics_interval_ms = 0;
+  std::optional<std::string> device_limit;  // GPUMEMPROF_DEVICE_LIMIT as given; nullopt (null): none
   bool operator==(const ConfigRecord&) const = default;
 };
 

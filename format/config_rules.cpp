@@ -1,5 +1,7 @@
 #include "config_rules.h"
 
+#include "device_limit_spec.h"
+
 #include <cctype>
 #include <cstdio>
 #include <iterator>
@@ -86,6 +88,13 @@ std::optional<SettingValue> watchdog_mode(std::string_view s) {
   return s == "trim";
 }
 
+// GPUMEMPROF_DEVICE_LIMIT: kept as given once it parses (the shim parses it again where it applies).
+std::optional<SettingValue> device_limit_text(std::string_view s) {
+  if (!parse_device_limit(s)) return std::nullopt;
+  return std::string(s);
+}
+const std::string kDeviceLimitForm = device_limit_form();  // before the rule below, in this file
+
 // Any text; split on whitespace when run, so a blank one is no command.
 std::optional<SettingValue> command(std::string_view s) { return is_blank(s) ? std::string() : std::string(s); }
 
@@ -125,6 +134,8 @@ const SettingRule metrics_interval_ms{"GPUMEMPROF_METRICS_INTERVAL_MS", "5000", 
 const SettingRule watchdog{"GPUMEMPROF_WATCHDOG", "off", "off or trim", watchdog_mode};
 const SettingRule watchdog_min_interval_ms{"GPUMEMPROF_WATCHDOG_MIN_INTERVAL_MS", "30000",
                                            "an integer from 0 to 86400000", uint_in<0, 86'400'000>};
+const SettingRule device_limit{"GPUMEMPROF_DEVICE_LIMIT", "none (the device's own size)", kDeviceLimitForm.c_str(),
+                               device_limit_text};
 }  // namespace settings
 
 std::string echo_value(std::string_view v) {

@@ -30,7 +30,8 @@ inline constexpr const char* kFrameworkModeNames[] = {"auto", "unverified", "off
 namespace settings {
 extern const SettingRule enable, output, log_level, ring_events, trace_max, stacks, python_stacks, framework,
     sample_ms, warn_percent, critical_percent, fragmentation, leak_bytes, on_alert, oom_dir, oom_events,
-    oom_max_dumps, oom_max_total_mb, oom_wait_ms, metrics_dir, metrics_interval_ms, watchdog, watchdog_min_interval_ms;
+    oom_max_dumps, oom_max_total_mb, oom_wait_ms, metrics_dir, metrics_interval_ms, watchdog, watchdog_min_interval_ms,
+    device_limit;
 }  // namespace settings
 
 // The alert thresholds' defaults, and whether a pair may be used: the critical level below the

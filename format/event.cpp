@@ -51,6 +51,7 @@ std::string_view op_name(Op o) {
     case Op::FrameworkOomFigures: return "framework_oom_figures";
     case Op::FrameworkAttach: return "framework_attach";
     case Op::Cleanup: return "cleanup";
+    case Op::DeviceLimit: return "device_limit";
     case Op::None: break;
   }
   return "none";

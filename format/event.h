@@ -62,6 +62,12 @@ enum class Op : uint8_t {
                              // (major << 16 | minor << 8 | patch); object = FrameworkRefusal when refused
   Cleanup = 32,              // written by the collector: the watchdog trimmed a device's pools after a
                              // critical alert; device, size = bytes given back, value = pools trimmed
+  // GPUMEMPROF_DEVICE_LIMIT (docs/device-limit.md), from the shim: device, value = the limit, size = what
+  // the driver holds for the process beyond its allocations (context, modules: NVML's figure for the
+  // process less the allocations), as just measured. result 2 (out of memory): the limit refused an
+  // allocation; object = the process's bytes on the device before it (the context included), address = what
+  // the allocation would have added.
+  DeviceLimit = 33,
 };
 
 // Event::value of a TensorAlloc, SegmentAlloc or SegmentMap that describes what existed when the

@@ -193,6 +193,10 @@ json to_json(const OomMetadata& m) {
       {"episode", m.episode},
   };
   if (m.recovered_by) j["recovered_by"] = m.recovered_by->event;
+  if (const auto& l = m.device_limit) {
+    j["device_limit"] = {{"device", l->device},   {"limit", l->limit},         {"held", l->held},
+                         {"context", l->context}, {"requested", l->requested}, {"excess", l->excess()}};
+  }
   if (m.framework) j["framework"] = to_json(*m.framework);
   return j;
 }
@@ -224,6 +228,11 @@ std::optional<OomMetadata> oom_metadata_from_json(const json& j, std::string& pr
     m.recovered_by = OomRecoveredBy{*by};
   m.failures = u64_or(member(&j, "failures"), 1);
   m.episode = u64_or(member(&j, "episode"));
+  if (const json* l = member(&j, "device_limit"); l != nullptr && l->is_object()) {
+    m.device_limit = OomDeviceLimit{as_device(member(l, "device")).value_or(m.request.device),
+                                    u64_or(member(l, "limit")), u64_or(member(l, "held")),
+                                    u64_or(member(l, "context")), u64_or(member(l, "requested"))};
+  }
   if (const json* f = member(&j, "framework"); f != nullptr && f->is_object())
     m.framework = framework_section_from_json(f, m.request.device);
   return m;

@@ -78,6 +78,15 @@ struct OomDriverMemory {
   uint64_t free = 0, total = 0;
 };
 
+// metadata.json's device_limit: the failure came from GPUMEMPROF_DEVICE_LIMIT (docs/device-limit.md),
+// not from the device: what the process held on it as the limit counts (context included), what the
+// call would have added, and the excess over the limit.
+struct OomDeviceLimit {
+  int device = -1;
+  uint64_t limit = 0, held = 0, context = 0, requested = 0;
+  uint64_t excess() const { return held + requested > limit ? held + requested - limit : 0; }
+};
+
 // metadata.json's recovered_by: the allocation that ended the episode, written whole as an event
 // (json_views.h event_json); an explanation reads three of its figures.
 struct OomRecoveredBy {
@@ -118,6 +127,7 @@ struct OomMetadata {
   std::vector<DeviceFigures> devices;  // peak times since the profiler started
   Counter host_pinned_bytes;
   std::optional<OomDriverMemory> driver_memory;
+  std::optional<OomDeviceLimit> device_limit;
   uint64_t live_count = 0, live_bytes = 0;
   std::vector<OomAllocation> largest_live;  // largest first, every device
   bool recovered = false;

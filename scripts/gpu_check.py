@@ -34,6 +34,10 @@ Workloads:
   torch_job          a one-rank `torchrun` job through `gpumemprof run -o ROOT` with limits and a
                      metrics directory; the job report, `check` (a limit that must break), the job's
                      perfetto export and the Prometheus file, judged against PyTorch and torchrun
+  device_limit       GPUMEMPROF_DEVICE_LIMIT (tests/gpu/device_limit.py): a training run under a limit below
+                     its peak fails where the limit says, with PyTorch's message and a bundle; above its
+                     peak it ends with identical losses; set_per_process_memory_fraction at the same cap
+                     for comparison; JAX under a limit preallocates 75% of it
   hotpath_costs      ns per call of the hot path's ingredients (INFO)
   bench_async bench_malloc bench_train             interleaved A/B timing against targets
   bench_pairs        ns per torch.empty alloc/free pair: no profiler, bridge on, bridge off, and
@@ -62,8 +66,8 @@ import compare  # noqa: E402  (tests/gpu/compare.py: the judge)
 
 ALL_NAMES = ("rt_static rt_shared driver_api async_pools vmm torch_default torch_expandable torch_async torch_oom "
              "rt_oom_exit torch_train torch_llama torch_llama_oom python_layout torch_layout exit_os_exit exit_sigterm "
-             "exit_oom_retry torch_python_api torch_python_watchdog torch_job hotpath_costs bench_async bench_malloc "
-             "bench_train bench_pairs").split()
+             "exit_oom_retry torch_python_api torch_python_watchdog torch_job device_limit hotpath_costs bench_async "
+             "bench_malloc bench_train bench_pairs").split()
 # CUDA sources: binary name -> (source, extra nvcc arguments). rt_shared is rt_static's source
 # linked against the shared cudart.
 CUDA_BUILDS = {
@@ -315,6 +319,11 @@ class Check:
         self.python_api_runs()
         if self.want("torch_job"):
             self.job_run()
+        # GPUMEMPROF_DEVICE_LIMIT: a training run under limits below and above its peak, PyTorch's
+        # memory fraction at the same cap, JAX preallocating 75% of a limit (tests/gpu/device_limit.py).
+        if self.want("device_limit"):
+            self.run_workload("device_limit", "device_limit", 300,
+                              [self.py, os.path.join(ROOT, "tests", "gpu", "device_limit.py")])
         if self.want("python_layout"):
             self.python_layout()
         if self.want("torch_layout"):

@@ -3,11 +3,13 @@
 // name, so an ABI (_v2, _ptsz) is never routed to another (docs/design.md §Interposition rules).
 #pragma once
 
-// cuda.h maps the name cuGetProcAddress to cuGetProcAddress_v2; here it must mean the exported
-// 4-argument function of that exact name.
-#ifdef cuGetProcAddress
+#include <cuda.h>
+
+// cuda.h maps the names cuGetProcAddress, cuMemGetInfo and cuDeviceTotalMem to their _v2 functions;
+// here they must mean the exported functions of those exact names (the older ABIs).
 #undef cuGetProcAddress
-#endif
+#undef cuMemGetInfo
+#undef cuDeviceTotalMem
 
 #define GMP_WRAPPED_ENTRY_POINTS(X)                                                                                 \
   X(cuMemAlloc_v2)                                                                                                  \
@@ -17,14 +19,14 @@
               X(cuMemRelease) X(cuMemMap) X(cuMemUnmap) X(cuArrayCreate_v2) X(cuArray3DCreate_v2) X(cuArrayDestroy) \
                   X(cuMipmappedArrayCreate) X(cuMipmappedArrayDestroy) X(cuMemHostAlloc) X(cuMemAllocHost_v2)       \
                       X(cuMemFreeHost) X(cuStreamSynchronize) X(cuStreamSynchronize_ptsz) X(cuCtxSynchronize)       \
-                          X(cuCtxSynchronize_v2) X(cuEventSynchronize) X(cuGetProcAddress) X(cuGetProcAddress_v2)
+                          X(cuCtxSynchronize_v2) X(cuEventSynchronize) X(cuGetProcAddress) X(cuGetProcAddress_v2)   \
+                              X(cuMemGetInfo_v2) X(cuMemGetInfo) X(cuDeviceTotalMem_v2) X(cuDeviceTotalMem)
 
 // Called through their real pointers only; optional ones may be missing on older drivers.
 #define GMP_HELPER_ENTRY_POINTS(X)                                                               \
   X(cuCtxGetDevice) X(cuStreamGetDevice) X(cuDeviceGetMemPool) X(cuMemPoolGetAttribute)          \
   X(cuArrayGetMemoryRequirements) X(cuMipmappedArrayGetMemoryRequirements) X(cuDeviceGetName)    \
-  X(cuDeviceTotalMem_v2) X(cuDeviceGetCount) \
-  X(cuMemGetInfo_v2) X(cuDriverGetVersion) X(cuDeviceGetPCIBusId)
+  X(cuDeviceGetCount) X(cuDriverGetVersion) X(cuDeviceGetPCIBusId)
 
 namespace gmp::shim {
 

@@ -11,6 +11,7 @@
 #include <cuda.h>
 
 #include "../collector/session.h"
+#include "device_limit.h"
 #include "export.h"
 #include "real_driver.h"
 
@@ -21,6 +22,7 @@ namespace {
 
 // Out of line, so that dlsym itself keeps no frame state and can end in a tail jump.
 __attribute__((noinline)) void* substitute_for_dlsym(void* handle, const char* symbol) {
+  if (void* w = limit::nvml_substitute(handle, symbol)) return w;
   Entry entry;
   if (!wrapped_entry_for_name(symbol, &entry) || !session_enabled()) return nullptr;
   if (!ensure_driver(handle)) return nullptr;

@@ -1,5 +1,6 @@
 // CUDA arrays. Their footprint comes from the driver (cuArrayGetMemoryRequirements) where it has
 // it, else from the descriptor, which ignores the driver's padding and alignment.
+#include "device_limit.h"
 #include "export.h"
 #include "record.h"
 
@@ -71,23 +72,35 @@ void record_array(Api api, CUresult r, Handle* handle, uint64_t descriptor_size,
   record_alloc(api, Kind::Array, r, ok ? reinterpret_cast<uint64_t>(*handle) : 0, size, device);
 }
 
+// Under a device limit: the created array counted by its footprint, or destroyed again past it.
+template <typename Handle, typename DriverSize, typename Destroy>
+CUresult limited(CUresult r, Handle* handle, uint64_t descriptor_size, DriverSize driver_size, Destroy destroy) {
+  if (r != CUDA_SUCCESS || handle == nullptr || !limit::on()) return r;
+  const int device = current_device();
+  const auto key = reinterpret_cast<uint64_t>(*handle);
+  return limit::created(r, limit::Table::Array, key, device, driver_size(*handle, device, descriptor_size), [&] {
+    destroy(*handle);
+    *handle = nullptr;
+  });
+}
+
 }  // namespace
 
 GMP_EXPORT CUresult cuArrayCreate_v2(CUarray* handle, const CUDA_ARRAY_DESCRIPTOR* desc) {
   auto real = GMP_REAL(cuArrayCreate_v2);
   if (real == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
-  const CUresult r = real(handle, desc);
-  if (recording()) {
-    const CUDA_ARRAY3D_DESCRIPTOR d3 = as_3d(desc);
-    record_array(Api::cuArrayCreate_v2, r, handle, descriptor_bytes(desc ? &d3 : nullptr, 1), array_bytes);
-  }
+  const CUDA_ARRAY3D_DESCRIPTOR d3 = as_3d(desc);
+  const uint64_t described = descriptor_bytes(desc ? &d3 : nullptr, 1);
+  const CUresult r = limited(real(handle, desc), handle, described, array_bytes, GMP_REAL(cuArrayDestroy));
+  if (recording()) record_array(Api::cuArrayCreate_v2, r, handle, described, array_bytes);
   return r;
 }
 
 GMP_EXPORT CUresult cuArray3DCreate_v2(CUarray* handle, const CUDA_ARRAY3D_DESCRIPTOR* desc) {
   auto real = GMP_REAL(cuArray3DCreate_v2);
   if (real == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
-  const CUresult r = real(handle, desc);
+  const CUresult r =
+      limited(real(handle, desc), handle, descriptor_bytes(desc, 1), array_bytes, GMP_REAL(cuArrayDestroy));
   if (recording()) record_array(Api::cuArray3DCreate_v2, r, handle, descriptor_bytes(desc, 1), array_bytes);
   return r;
 }
@@ -96,7 +109,8 @@ GMP_EXPORT CUresult cuMipmappedArrayCreate(CUmipmappedArray* handle, const CUDA_
                                            unsigned int levels) {
   auto real = GMP_REAL(cuMipmappedArrayCreate);
   if (real == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
-  const CUresult r = real(handle, desc, levels);
+  const CUresult r = limited(real(handle, desc, levels), handle, descriptor_bytes(desc, levels), mipmapped_bytes,
+                            GMP_REAL(cuMipmappedArrayDestroy));
   if (recording()) {
     record_array(Api::cuMipmappedArrayCreate, r, handle, descriptor_bytes(desc, levels), mipmapped_bytes);
   }
@@ -106,13 +120,17 @@ GMP_EXPORT CUresult cuMipmappedArrayCreate(CUmipmappedArray* handle, const CUDA_
 GMP_EXPORT CUresult cuArrayDestroy(CUarray a) {
   auto real = GMP_REAL(cuArrayDestroy);
   if (real == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
-  return record_around_release(Op::Free, Api::cuArrayDestroy, Kind::Array, reinterpret_cast<uint64_t>(a),
-                               [&] { return real(a); });
+  const auto key = reinterpret_cast<uint64_t>(a);
+  return record_around_release(Op::Free, Api::cuArrayDestroy, Kind::Array, key, [&] {
+    return limit::on() ? limit::release(limit::Table::Array, key, [&] { return real(a); }) : real(a);
+  });
 }
 
 GMP_EXPORT CUresult cuMipmappedArrayDestroy(CUmipmappedArray a) {
   auto real = GMP_REAL(cuMipmappedArrayDestroy);
   if (real == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
-  return record_around_release(Op::Free, Api::cuMipmappedArrayDestroy, Kind::Array, reinterpret_cast<uint64_t>(a),
-                               [&] { return real(a); });
+  const auto key = reinterpret_cast<uint64_t>(a);
+  return record_around_release(Op::Free, Api::cuMipmappedArrayDestroy, Kind::Array, key, [&] {
+    return limit::on() ? limit::release(limit::Table::Array, key, [&] { return real(a); }) : real(a);
+  });
 }

@@ -1,4 +1,5 @@
 // Linear device memory (cuMemAlloc_v2, cuMemAllocPitch_v2, cuMemFree_v2) and managed memory.
+#include "device_limit.h"
 #include "export.h"
 #include "record.h"
 
@@ -8,7 +9,8 @@ using namespace gmp::shim;
 GMP_EXPORT CUresult cuMemAlloc_v2(CUdeviceptr* dptr, size_t bytesize) {
   auto real = GMP_REAL(cuMemAlloc_v2);
   if (real == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
-  const CUresult r = real(dptr, bytesize);
+  const CUresult r = limit::on() ? limit::linear(current_device(), dptr, bytesize, [&] { return real(dptr, bytesize); })
+                                  : real(dptr, bytesize);
   if (recording()) {
     ErrnoKeeper keep;
     record_alloc(Api::cuMemAlloc_v2, Kind::Linear, r, dptr ? *dptr : 0, bytesize, current_device());
@@ -20,7 +22,13 @@ GMP_EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr* dptr, size_t* pitch, size_t 
                                        unsigned int element_size) {
   auto real = GMP_REAL(cuMemAllocPitch_v2);
   if (real == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
-  const CUresult r = real(dptr, pitch, width, height, element_size);
+  CUresult r = real(dptr, pitch, width, height, element_size);
+  if (limit::on() && r == CUDA_SUCCESS) {
+    r = limit::created(r, limit::Table::Linear, *dptr, current_device(), uint64_t{*pitch} * height, [&] {
+      GMP_REAL(cuMemFree_v2)(*dptr);
+      *dptr = 0;
+    });
+  }
   if (recording()) {
     ErrnoKeeper keep;
     const uint64_t size = r == CUDA_SUCCESS && pitch ? uint64_t{*pitch} * height : uint64_t{width} * height;
@@ -43,5 +51,7 @@ GMP_EXPORT CUresult cuMemAllocManaged(CUdeviceptr* dptr, size_t bytesize, unsign
 GMP_EXPORT CUresult cuMemFree_v2(CUdeviceptr dptr) {
   auto real = GMP_REAL(cuMemFree_v2);
   if (real == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
-  return record_around_release(Op::Free, Api::cuMemFree_v2, Kind::Linear, dptr, [&] { return real(dptr); });
+  return record_around_release(Op::Free, Api::cuMemFree_v2, Kind::Linear, dptr, [&] {
+    return limit::on() ? limit::release(limit::Table::Linear, dptr, [&] { return real(dptr); }) : real(dptr);
+  });
 }

@@ -1,6 +1,7 @@
 // Stream-ordered allocation and memory pools. The pool's reserved bytes are read from the driver
 // right after each allocation (the only pool operation that grows it), after trims and at
 // synchronisation points (where the driver shrinks pools above their release threshold).
+#include "device_limit.h"
 #include "export.h"
 #include "pool_tracker.h"
 #include "record.h"
@@ -9,6 +10,10 @@ using namespace gmp;
 using namespace gmp::shim;
 
 namespace {
+
+// The real per-thread-stream free, which undoes a pool growth the device limit refuses (GMP_REAL
+// needs its wrapper declared, and that comes further down).
+limit::FreeAsync free_async_ptsz() { return reinterpret_cast<limit::FreeAsync>(real(Entry::cuMemFreeAsync_ptsz)); }
 
 bool is_default_stream(CUstream s) {
   const auto v = reinterpret_cast<uintptr_t>(s);
@@ -39,9 +44,12 @@ void record_pool_alloc(Api api, CUresult r, CUdeviceptr* dptr, size_t size, CUst
 }
 
 template <typename Real>
-CUresult alloc_async(Api api, Real real, CUdeviceptr* dptr, size_t size, CUstream stream) {
+CUresult alloc_async(Api api, Real real, limit::FreeAsync free, CUdeviceptr* dptr, size_t size, CUstream stream) {
   if (real == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
-  const CUresult r = real(dptr, size, stream);
+  const auto call = [&] { return real(dptr, size, stream); };
+  const CUresult r = limit::on() ? limit::pool(pools::current_pool(stream_device(stream)), stream_device(stream), dptr,
+                                               stream, free, call)
+                                 : call();
   if (recording()) {
     ErrnoKeeper keep;
     const int device = stream_device(stream);
@@ -51,9 +59,11 @@ CUresult alloc_async(Api api, Real real, CUdeviceptr* dptr, size_t size, CUstrea
 }
 
 template <typename Real>
-CUresult alloc_from_pool(Api api, Real real, CUdeviceptr* dptr, size_t size, CUmemoryPool pool, CUstream stream) {
+CUresult alloc_from_pool(Api api, Real real, limit::FreeAsync free, CUdeviceptr* dptr, size_t size, CUmemoryPool pool,
+                         CUstream stream) {
   if (real == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
-  const CUresult r = real(dptr, size, pool, stream);
+  const auto call = [&] { return real(dptr, size, pool, stream); };
+  const CUresult r = limit::on() ? limit::pool(pool, stream_device(stream), dptr, stream, free, call) : call();
   if (recording()) {
     ErrnoKeeper keep;
     record_pool_alloc(api, r, dptr, size, stream, pool, stream_device(stream));
@@ -64,8 +74,11 @@ CUresult alloc_from_pool(Api api, Real real, CUdeviceptr* dptr, size_t size, CUm
 template <typename Real>
 CUresult free_async(Api api, Real real, CUdeviceptr dptr, CUstream stream) {
   if (real == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
-  return record_around_release(Op::Free, api, Kind::Pool, dptr, [&] { return real(dptr, stream); }, 0,
-                               reinterpret_cast<uint64_t>(stream));
+  // The driver takes linear pointers here too: what the limit counts for them goes with them.
+  return record_around_release(Op::Free, api, Kind::Pool, dptr, [&] {
+    return limit::on() ? limit::release(limit::Table::Linear, dptr, [&] { return real(dptr, stream); })
+                       : real(dptr, stream);
+  }, 0, reinterpret_cast<uint64_t>(stream));
 }
 
 template <typename Real, typename... Args>
@@ -82,17 +95,18 @@ CUresult synchronize(Real real, Args... args) {
 }  // namespace
 
 GMP_EXPORT CUresult cuMemAllocAsync(CUdeviceptr* dptr, size_t size, CUstream s) {
-  return alloc_async(Api::cuMemAllocAsync, GMP_REAL(cuMemAllocAsync), dptr, size, s);
+  return alloc_async(Api::cuMemAllocAsync, GMP_REAL(cuMemAllocAsync), GMP_REAL(cuMemFreeAsync), dptr, size, s);
 }
 GMP_EXPORT CUresult cuMemAllocAsync_ptsz(CUdeviceptr* dptr, size_t size, CUstream s) {
-  return alloc_async(Api::cuMemAllocAsync_ptsz, GMP_REAL(cuMemAllocAsync_ptsz), dptr, size, s);
+  return alloc_async(Api::cuMemAllocAsync_ptsz, GMP_REAL(cuMemAllocAsync_ptsz), free_async_ptsz(), dptr, size, s);
 }
 GMP_EXPORT CUresult cuMemAllocFromPoolAsync(CUdeviceptr* dptr, size_t size, CUmemoryPool pool, CUstream s) {
-  return alloc_from_pool(Api::cuMemAllocFromPoolAsync, GMP_REAL(cuMemAllocFromPoolAsync), dptr, size, pool, s);
+  return alloc_from_pool(Api::cuMemAllocFromPoolAsync, GMP_REAL(cuMemAllocFromPoolAsync), GMP_REAL(cuMemFreeAsync),
+                         dptr, size, pool, s);
 }
 GMP_EXPORT CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr* dptr, size_t size, CUmemoryPool pool, CUstream s) {
-  return alloc_from_pool(Api::cuMemAllocFromPoolAsync_ptsz, GMP_REAL(cuMemAllocFromPoolAsync_ptsz), dptr, size,
-                         pool, s);
+  return alloc_from_pool(Api::cuMemAllocFromPoolAsync_ptsz, GMP_REAL(cuMemAllocFromPoolAsync_ptsz),
+                         free_async_ptsz(), dptr, size, pool, s);
 }
 GMP_EXPORT CUresult cuMemFreeAsync(CUdeviceptr dptr, CUstream s) {
   return free_async(Api::cuMemFreeAsync, GMP_REAL(cuMemFreeAsync), dptr, s);

@@ -1,5 +1,6 @@
 // Virtual memory management: physical handles (cuMemCreate/cuMemRelease) are reserved memory,
 // mappings (cuMemMap/cuMemUnmap) are allocated memory; the collector joins them by handle.
+#include "device_limit.h"
 #include "export.h"
 #include "record.h"
 
@@ -10,13 +11,14 @@ GMP_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle* handle, size_t siz
                                 unsigned long long flags) {
   auto real = GMP_REAL(cuMemCreate);
   if (real == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
-  const CUresult r = real(handle, size, prop, flags);
+  const int device =
+      prop != nullptr && prop->location.type == CU_MEM_LOCATION_TYPE_DEVICE ? prop->location.id : -1;
+  const auto call = [&] { return real(handle, size, prop, flags); };
+  const CUresult r = limit::on() ? limit::vmm_create(device, handle, size, call) : call();
   uint32_t stack;
   if (recording()) {
     ErrnoKeeper keep;
     if (!prepare_allocation_event(&stack)) return r;
-    const int device =
-        prop != nullptr && prop->location.type == CU_MEM_LOCATION_TYPE_DEVICE ? prop->location.id : -1;
     if (r == CUDA_ERROR_OUT_OF_MEMORY) record_driver_memory(device);
     session_record(device, [&](Event& e) {
       e.op = Op::VmmCreate;
@@ -35,7 +37,10 @@ GMP_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle* handle, size_t siz
 GMP_EXPORT CUresult cuMemRelease(CUmemGenericAllocationHandle handle) {
   auto real = GMP_REAL(cuMemRelease);
   if (real == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
-  return record_around_release(Op::VmmRelease, Api::cuMemRelease, Kind::Vmm, handle, [&] { return real(handle); });
+  const CUresult r =
+      record_around_release(Op::VmmRelease, Api::cuMemRelease, Kind::Vmm, handle, [&] { return real(handle); });
+  if (r == CUDA_SUCCESS && limit::on()) limit::vmm_released(handle);
+  return r;
 }
 
 GMP_EXPORT CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAllocationHandle handle,
@@ -43,6 +48,7 @@ GMP_EXPORT CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset, CUmemG
   auto real = GMP_REAL(cuMemMap);
   if (real == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
   const CUresult r = real(ptr, size, offset, handle, flags);
+  if (r == CUDA_SUCCESS && limit::on()) limit::vmm_mapped(ptr, handle);
   uint32_t stack;
   if (recording()) {
     ErrnoKeeper keep;
@@ -66,6 +72,8 @@ GMP_EXPORT CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset, CUmemG
 GMP_EXPORT CUresult cuMemUnmap(CUdeviceptr ptr, size_t size) {
   auto real = GMP_REAL(cuMemUnmap);
   if (real == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
-  return record_around_release(Op::VmmUnmap, Api::cuMemUnmap, Kind::Vmm, ptr, [&] { return real(ptr, size); },
-                               size);
+  const CUresult r =
+      record_around_release(Op::VmmUnmap, Api::cuMemUnmap, Kind::Vmm, ptr, [&] { return real(ptr, size); }, size);
+  if (r == CUDA_SUCCESS && limit::on()) limit::vmm_unmapped(ptr, size);
+  return r;
 }

@@ -1,6 +1,9 @@
 // cuInit, driver version and device queries.
 #include "fake_state.h"
 
+#include <algorithm>
+#include <climits>
+
 #include <cstdio>
 
 using namespace fakecuda;
@@ -69,6 +72,14 @@ CUresult cuDeviceTotalMem_v2(size_t* bytes, CUdevice dev) {
   if (!valid_device(dev)) return CUDA_ERROR_INVALID_DEVICE;
   *bytes = state().devices[static_cast<size_t>(dev)].capacity;
   return CUDA_SUCCESS;
+}
+
+// The 32-bit ABI, as fake_cuMemGetInfo_v1: above 4 GiB - 1 it reads UINT_MAX.
+CUresult fake_cuDeviceTotalMem_v1(unsigned int* bytes, CUdevice dev) {
+  size_t b = 0;
+  const CUresult r = cuDeviceTotalMem_v2(bytes != nullptr ? &b : nullptr, dev);
+  if (r == CUDA_SUCCESS) *bytes = static_cast<unsigned int>(std::min<size_t>(b, UINT_MAX));
+  return r;
 }
 
 CUresult cuDeviceGetAttribute(int* pi, CUdevice_attribute attrib, CUdevice dev) {

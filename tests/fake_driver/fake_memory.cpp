@@ -1,6 +1,9 @@
 // Host-backed allocations: linear (cuMemAlloc_v2, cuMemAllocPitch_v2), managed, pinned host
 // memory, cuMemFree_v2, cuMemGetInfo_v2, cuPointerGetAttribute and the test hooks.
 #include "fake_state.h"
+
+#include <algorithm>
+#include <climits>
 #include "fakecuda_hooks.h"
 
 using namespace fakecuda;
@@ -145,6 +148,17 @@ CUresult cuMemGetInfo_v2(size_t* free, size_t* total) {
   *free = d.capacity - d.charged;
   *total = d.capacity;
   return CUDA_SUCCESS;
+}
+
+// The 32-bit ABI (exported, never handed out by cuGetProcAddress here): figures above 4 GiB - 1
+// read as UINT_MAX.
+CUresult fake_cuMemGetInfo_v1(unsigned int* free, unsigned int* total) {
+  size_t f = 0, t = 0;
+  const CUresult r = cuMemGetInfo_v2(free != nullptr ? &f : nullptr, total != nullptr ? &t : nullptr);
+  if (r != CUDA_SUCCESS) return r;
+  *free = static_cast<unsigned int>(std::min<size_t>(f, UINT_MAX));
+  *total = static_cast<unsigned int>(std::min<size_t>(t, UINT_MAX));
+  return r;
 }
 
 CUresult cuPointerGetAttribute(void* data, CUpointer_attribute attribute, CUdeviceptr ptr) {

@@ -46,6 +46,7 @@ const Entry kEntries[] = {
     FAKE_ENTRY("cuDeviceGetCount", cuDeviceGetCount, 2000),
     FAKE_ENTRY("cuDeviceGetName", cuDeviceGetName, 2000),
     FAKE_ENTRY("cuDeviceGetPCIBusId", cuDeviceGetPCIBusId, 4010),
+    {"cuDeviceTotalMem", "cuDeviceTotalMem", 2000, false, fp(&fake_cuDeviceTotalMem_v1)},
     FAKE_ENTRY("cuDeviceTotalMem", cuDeviceTotalMem_v2, 3020),
     FAKE_ENTRY("cuDeviceGetAttribute", cuDeviceGetAttribute, 2000),
     // contexts
@@ -86,6 +87,7 @@ const Entry kEntries[] = {
     FAKE_ENTRY("cuMemHostAlloc", cuMemHostAlloc, 2020),
     FAKE_ENTRY("cuMemAllocHost", cuMemAllocHost_v2, 3020),
     FAKE_ENTRY("cuMemFreeHost", cuMemFreeHost, 2000),
+    {"cuMemGetInfo", "cuMemGetInfo", 2000, false, fp(&fake_cuMemGetInfo_v1)},
     FAKE_ENTRY("cuMemGetInfo", cuMemGetInfo_v2, 3020),
     FAKE_ENTRY("cuPointerGetAttribute", cuPointerGetAttribute, 4000),
     // stream-ordered allocator

@@ -185,12 +185,15 @@ CUresult free_device_block_locked(CUdeviceptr dptr);
   } while (0)
 
 // Exports that cuda.h does not declare under these names (old 4-argument cuGetProcAddress, the
-// unversioned cuDevicePrimaryCtxRelease, and the per-thread-default-stream `_ptsz` variants).
+// unversioned cuDevicePrimaryCtxRelease, the 32-bit cuMemGetInfo and cuDeviceTotalMem, and the
+// per-thread-default-stream `_ptsz` variants).
 // The set mirrors what the real driver (580, CUDA 13.0) hands out through cuGetProcAddress.
 extern "C" {
 CUresult fake_cuGetProcAddress_v1(const char* symbol, void** pfn, int cudaVersion,
                                   cuuint64_t flags) __asm__("cuGetProcAddress");
 CUresult fake_cuDevicePrimaryCtxRelease_v1(CUdevice dev) __asm__("cuDevicePrimaryCtxRelease");
+CUresult fake_cuMemGetInfo_v1(unsigned int* free, unsigned int* total) __asm__("cuMemGetInfo");
+CUresult fake_cuDeviceTotalMem_v1(unsigned int* bytes, CUdevice dev) __asm__("cuDeviceTotalMem");
 CUresult cuMemAllocAsync_ptsz(CUdeviceptr* dptr, size_t bytesize, CUstream hStream);
 CUresult cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream hStream);
 CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr* dptr, size_t bytesize, CUmemoryPool pool,

@@ -28,6 +28,7 @@ flags=(-std=c++20 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recov
 core=(format/event.cpp format/accounting.cpp format/accounting_checkpoint.cpp format/framework_accounting.cpp format/value_text.cpp format/device_figures.cpp
       format/summary.cpp format/json_views.cpp format/json_fields.cpp format/oom_bundle_schema.cpp format/event_fields.cpp format/attribution_records.cpp
       format/manifest_record.cpp format/config_record.cpp format/config_rules.cpp format/bytes_text.cpp format/program_name.cpp
+      format/device_limit_spec.cpp
       tools/reader/input_file.cpp tools/reader/json_input.cpp)
 sources_fuzz_trace_reader=("${core[@]}" tools/reader/trace_reader.cpp tools/reader/run_directory_reader.cpp
                            tools/reader/summary_figures.cpp tools/reader/trace_replay.cpp tools/reader/progress.cpp)

@@ -18,6 +18,7 @@ workload or the shim did not produce what it must). Exit status: 1 on any MISMAT
 on any SLOW, else 0.
 """
 import argparse
+import glob
 import json
 import os
 import re
@@ -971,6 +972,43 @@ def compare_python_api(t, work, name):
         t.exact(name, "report ranges", sorted(ranges), ["data_loading", "seed_examples.<locals>.train_step"])
 
 
+def compare_device_limit(t, work, name):
+    """tests/gpu/device_limit.py: the rehearsal limit against PyTorch's own counters and messages."""
+    d = os.path.join(work, name)
+    gt = load_json(os.path.join(d, "gt.json")) or {}
+    truth = gt.get("truth", {})
+    t.exact(name, "truth run rc", truth.get("rc"), 0, truth.get("stderr", "")[-200:])
+    t.add(name, "peak with context (reserved + context), limits below/above", gt.get("peak_with_context"), None,
+          "INFO", f"context {gt.get('context')} B, below {gt.get('limit_below')} B, above {gt.get('limit_above')} B")
+    below = gt.get("below", {})
+    oom = below.get("oom") or {}
+    t.exact(name, "below: OutOfMemoryError raised at (step, phase)", oom.get("at"), gt.get("expected_oom_at"))
+    limit = gt.get("limit_below") or 0
+    capacity = f"total capacity of {limit / (1 << 30):.2f} GiB"
+    message = oom.get("message", "")
+    t.add(name, "below: PyTorch's message names the limit as the capacity", capacity in message, True,
+          "MATCH" if "CUDA out of memory" in message and capacity in message else "MISMATCH", message[:300])
+    limits = []
+    for meta in glob.glob(os.path.join(d, "runs", "below.*", "oom", "*", "metadata.json")):
+        dl = (load_json(meta) or {}).get("device_limit") or {}
+        limits.append(dl.get("limit"))
+    t.exact(name, "below: a bundle's device_limit.limit", limit if limit in limits else limits[:3], limit)
+    above = gt.get("above", {})
+    t.exact(name, "above: completes without OOM", [above.get("rc"), above.get("oom")], [0, None])
+    t.exact(name, "above: losses identical to the truth run", above.get("losses"), truth.get("losses"))
+    t.exact(name, "above: max_memory_reserved identical", above.get("max_memory_reserved"),
+            truth.get("max_memory_reserved"))
+    frac = gt.get("fraction", {})
+    t.add(name, "set_per_process_memory_fraction at the same cap: OOM at", (frac.get("oom") or {}).get("at"),
+          gt.get("expected_oom_at"), "INFO",
+          "the fraction caps PyTorch's cache only: the context and memory outside the cache are not counted")
+    t.add(name, "fraction run: max_memory_reserved", frac.get("max_memory_reserved"), limit, "INFO",
+          ((frac.get("oom") or {}).get("message") or "")[:300])
+    jax = gt.get("jax", {})
+    t.exact(name, "jax: bytes_limit is 75% of the limit", jax.get("bytes_limit"), int(0.75 * (16 << 30)),
+            jax.get("stderr", "")[-200:])
+
+
 def compare_job(t, work, name):
     """The torchrun job: the rank's run directory judged as every PyTorch workload is, then what
     `gpumemprof run -o ROOT` made of the job: one rank-named directory, the job view's figures
@@ -1049,7 +1087,7 @@ def run(work, out=None, only=None, bench=True, target=BENCH_TARGET, quiet=False)
         {"torch": compare_torch, "hotpath": compare_hotpath, "train": compare_train,
          "layout": compare_layout, "exit": compare_exit, "torch_llama": compare_llama,
          "torch_llama_oom": compare_llama_oom, "torch_layout": compare_torch_layout, "job": compare_job,
-         "python_api": compare_python_api}.get(kind, compare_c)(t, work, name)
+         "python_api": compare_python_api, "device_limit": compare_device_limit}.get(kind, compare_c)(t, work, name)
     if bench:
         compare_bench(t, work, target)
         compare_train_bench(t, work)

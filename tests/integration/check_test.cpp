@@ -154,8 +154,8 @@ TEST(Check, UnreadableOrTruncatedInputIsStatus2) {
 TEST(Check, BadOptionsAreRefusedBeforeAnythingIsRead) {
   const std::vector<std::pair<std::vector<std::string>, std::string>> rows = {
       {{"/nowhere", "--max-peak", "40 GB"},
-       "--max-peak '40 GB' is not a size; accepted: a byte count with an optional unit K, M, G, KiB, MiB or GiB "
-       "(e.g. 1M, 512KiB)"},
+       "--max-peak '40 GB' is not a size or a GPU name; accepted: a byte count with an optional unit K, M, G, KiB, "
+       "MiB or GiB (e.g. 1M, 512KiB), or a GPU name: L4, A10, A100-40GB, A100-80GB, H100-80GB, RTX-4090"},
       {{"/nowhere", "--max-leak"},
        "--max-leak needs a value; accepted: a byte count with an optional unit K, M, G, KiB, MiB or GiB (e.g. 1M, "
        "512KiB)"},
@@ -198,7 +198,8 @@ TEST(Check, Help) {
   from its trace, with a note. Baseline processes are matched by rank when both record ranks, else by
   position. docs/check.md says more.
 options:
-  --max-peak SIZE          fail when a device's peak allocated memory is over SIZE (40GiB, 512MiB, 1.5G)
+  --max-peak SIZE          fail when a device's peak allocated memory is over SIZE (40GiB, 512MiB, 1.5G,
+                           or a GPU's usable capacity by name: L4, A100-40GB, ...; docs/device-limit.md)
   --max-reserved SIZE      fail when a device's peak reserved memory is over SIZE
   --max-leak SIZE          fail when a process leaves more than SIZE allocated at exit (0: any leak)
   --no-oom                 fail on any out-of-memory failure, recovered or not, the driver's or PyTorch's

@@ -53,6 +53,8 @@ TEST(Interposition, ExportsOnlyInterposedSymbolsAndNeedsOnlyLibc) {
       "cuMemUnmap", "cuArrayCreate_v2", "cuArray3DCreate_v2", "cuArrayDestroy", "cuMipmappedArrayCreate",
       "cuMipmappedArrayDestroy", "cuMemHostAlloc", "cuMemAllocHost_v2", "cuMemFreeHost", "cuStreamSynchronize",
       "cuStreamSynchronize_ptsz", "cuCtxSynchronize", "cuCtxSynchronize_v2", "cuEventSynchronize",
+      "cuMemGetInfo_v2", "cuMemGetInfo", "cuDeviceTotalMem_v2", "cuDeviceTotalMem", "nvmlDeviceGetMemoryInfo",
+      "nvmlDeviceGetMemoryInfo_v2",
       "gpumemprof_mark", "gpumemprof_range_push", "gpumemprof_range_pop", "gpumemprof_pause", "gpumemprof_resume",
       "gpumemprof_device_stats", "gpumemprof_counts", "gpumemprof_reset_peaks", "gpumemprof_sync", "gpumemprof_recent",
       "gpumemprof_framework_attach", "gpumemprof_framework_seed", "gpumemprof_framework_self_check",

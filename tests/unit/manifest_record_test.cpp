@@ -35,6 +35,7 @@ ManifestRecord sample_manifest() {
   m.config.oom_dir = "/scratch/oom";
   m.config.metrics_dir = "/var/lib/node_exporter";
   m.config.metrics_interval_ms = 5000;
+  m.config.device_limit = "L4";
   m.devices = {{0, "Fake CUDA Device 0", 1ull << 34}, {2, "Fake CUDA Device 2", 1ull << 30}};
   return m;
 }
@@ -49,8 +50,8 @@ TEST(ManifestRecord, RoundTrips) {
 TEST(ManifestRecord, Text) {
   const json j = to_json(sample_manifest());
   EXPECT_EQ(json_text(j),
-            R"({"argv":["python3","train.py"],"config":{"critical_percent":0.0,"enable":true,"fragmentation":0.0,)"
-            R"("leak_bytes":0,"log_level":"warn","metrics_dir":"/var/lib/node_exporter","metrics_interval_ms":5000,)"
+            R"({"argv":["python3","train.py"],"config":{"critical_percent":0.0,"device_limit":"L4","enable":true,)"
+            R"("fragmentation":0.0,"leak_bytes":0,"log_level":"warn","metrics_dir":"/var/lib/node_exporter","metrics_interval_ms":5000,)"
             R"("on_alert":null,"oom_dir":"/scratch/oom","oom_events":0,)"
             R"("oom_max_dumps":0,"oom_max_total_mb":0,"oom_wait_ms":0,"output":"runs/%p","python_stacks":true,)"
             R"("ring_events":0,"sample_ms":100,"stacks":0,"trace_max":0,"warn_percent":80.0},"cuda_driver_version":12040,)"
@@ -127,7 +128,8 @@ TEST(ConfigRecord, WrongTypesReadAsDefaults) {
   const json j = json::parse(R"({"enable":false,"output":7,"log_level":"info","ring_events":-1,"stacks":"16",
       "python_stacks":0,"sample_ms":250,"warn_percent":"80","critical_percent":97.5,"fragmentation":null,
       "leak_bytes":1024,"on_alert":["x"],"oom_dir":"oom","oom_events":10,"oom_max_dumps":2.5,
-      "oom_max_total_mb":64,"oom_wait_ms":true,"metrics_dir":false,"metrics_interval_ms":2000})");
+      "oom_max_total_mb":64,"oom_wait_ms":true,"metrics_dir":false,"metrics_interval_ms":2000,
+      "device_limit":"0:24GiB"})");
   ConfigRecord want;
   want.enable = false;
   want.log_level = "info";
@@ -138,6 +140,7 @@ TEST(ConfigRecord, WrongTypesReadAsDefaults) {
   want.oom_events = 10;
   want.oom_max_total_mb = 64;
   want.metrics_interval_ms = 2000;
+  want.device_limit = "0:24GiB";
   EXPECT_EQ(config_record_from_json(&j), want);
   const json not_object = json::array();
   EXPECT_EQ(config_record_from_json(&not_object), ConfigRecord{});

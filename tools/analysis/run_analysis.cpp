@@ -9,6 +9,10 @@
 namespace gmp::analysis {
 namespace {
 
+// A device limit's peak, as the shim counts: reserved plus the context last measured.
+void note_limit_peak(DeviceLimitFigures& l, const DeviceStats& d) {
+  if (l.limit != 0) l.peak = std::max(l.peak, d.reserved.current + l.context);
+}
 
 bool changes_memory(Op op) {
   switch (op) {
@@ -186,6 +190,14 @@ bool first_pass(const std::string& trace_path, RunAnalysis& run, const Options& 
       d.nvml_device_used_peak = std::max(d.nvml_device_used_peak, e.size);
       if (e.value != UINT64_MAX) d.nvml_process_peak = std::max(d.nvml_process_peak, e.value);
     }
+    if (e.op == Op::DeviceLimit && e.device >= 0) {
+      DeviceLimitFigures& l = run.devices[e.device].limit;
+      l.limit = e.value;
+      l.context = e.size;
+      const uint64_t need = e.object + e.address;
+      if (e.result == kOutOfMemory && l.refusals++ == 0) l.first_excess = need > e.value ? need - e.value : 0;
+      if (auto d = acc.devices().find(e.device); d != acc.devices().end()) note_limit_peak(l, d->second);
+    }
     if (e.op == Op::TensorAlloc && e.device >= 0) {
       PeakWatch& w = peaks[e.device];
       const uint64_t tensors = acc.devices().at(e.device).framework.allocated.current;
@@ -207,6 +219,7 @@ bool first_pass(const std::string& trace_path, RunAnalysis& run, const Options& 
       if (d.reserved.current > w.reserved.bytes) {
         w.reserved = {d.reserved.current, since(e.timestamp_ns, run.start_ns), index, reserved_by_kind(d)};
       }
+      if (auto l = run.devices.find(ordinal); l != run.devices.end()) note_limit_peak(l->second.limit, d);
     }
   }
   if (trace.failed()) {

@@ -70,6 +70,13 @@ struct TimelineBucket {
   uint64_t tensors_last = 0, framework_reserved_last = 0;
 };
 
+// GPUMEMPROF_DEVICE_LIMIT (docs/device-limit.md), from the shim's DeviceLimit events: the limit, the
+// context it counted, the peak as it counts (reserved plus context) and its refusals.
+struct DeviceLimitFigures {
+  uint64_t limit = 0;  // 0: the device ran without a limit
+  uint64_t context = 0, peak = 0, refusals = 0, first_excess = 0;
+};
+
 struct DeviceAnalysis {
   int device = 0;
   std::string name;
@@ -83,6 +90,7 @@ struct DeviceAnalysis {
   std::vector<TimelineBucket> timeline;
   uint64_t nvml_process_peak = 0;  // 0 when NVML never named this process's usage
   uint64_t nvml_device_used_peak = 0;
+  DeviceLimitFigures limit;
   // The framework level (docs/report.md, "Two levels"): summary.json's devices[].framework, peak
   // times since the profiler started (attached false: the bridge delivered nothing for this
   // device), and the tensors live just after the event that set its allocated peak.

@@ -9,6 +9,7 @@
 
 #include "bytes_text.h"
 #include "command_args.h"
+#include "device_limit_spec.h"
 #include "event.h"
 #include "format.h"
 #include "value_text.h"
@@ -237,9 +238,13 @@ LimitArg take_limit_arg(const char* command, int argc, char** argv, int& i, Limi
         std::pair{"--max-leak", &limits.max_leak}}) {
     if (!is_option(argv[i], name)) continue;
     const auto v = option_value(argc, argv, i);
-    *field = v ? parse_size(*v) : std::nullopt;
+    // --max-peak L4: will the job fit that GPU (docs/device-limit.md)?
+    const bool gpu = field == &limits.max_peak;
+    *field = v && gpu ? known_gpu_bytes(*v) : std::nullopt;
+    if (v && !*field) *field = parse_size(*v);
     if (*field) return LimitArg::Taken;
-    refuse(command, name, v, "a size", kSizeForm);
+    refuse(command, name, v, gpu ? "a size or a GPU name" : "a size",
+           gpu ? (std::string(kSizeForm) + ", or a GPU name: " + known_gpu_names()).c_str() : kSizeForm);
     return LimitArg::Refused;
   }
   if (is_option(argv[i], "--max-growth")) {

@@ -7,7 +7,9 @@ namespace {
 
 // The memory limits of a CI gate (check_limits.h), taken by check and run alike.
 const std::vector<Option> kLimits = {
-    {"--max-peak", nullptr, "SIZE", "fail when a device's peak allocated memory is over SIZE (40GiB, 512MiB, 1.5G)"},
+    {"--max-peak", nullptr, "SIZE",
+     "fail when a device's peak allocated memory is over SIZE (40GiB, 512MiB, 1.5G,\n"
+     "or a GPU's usable capacity by name: L4, A100-40GB, ...; docs/device-limit.md)"},
     {"--max-reserved", nullptr, "SIZE", "fail when a device's peak reserved memory is over SIZE"},
     {"--max-leak", nullptr, "SIZE", "fail when a process leaves more than SIZE allocated at exit (0: any leak)"},
     {"--no-oom", nullptr, nullptr, "fail on any out-of-memory failure, recovered or not, the driver's or PyTorch's"},
@@ -51,6 +53,9 @@ const CommandOptions kRunOptions = {
        {"--metrics-dir", nullptr, "DIR",
         "each process keeps its figures in DIR as a Prometheus textfile\n"
         "(node_exporter's textfile collector; docs/metrics.md)"},
+       {"--device-limit", nullptr, "LIMIT",
+        "rehearse a smaller GPU: 24GiB, a GPU name (L4, A10, A100-40GB, A100-80GB,\n"
+        "H100-80GB, RTX-4090) or per device 0:24GiB,1:L4 (docs/device-limit.md)"},
        {"--shim", nullptr, "PATH",
         "libgpumemprof.so to preload (default: ../" GMP_INSTALL_SHIM_DIR "/ from this\n"
         "program's directory, where it is installed, else ../lib/ in a build tree)"}}},

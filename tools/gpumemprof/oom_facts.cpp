@@ -135,6 +135,7 @@ OomExplanation explain_oom(const OomBundle& b) {
       x.total_bytes = x.held.total_bytes;
     }
     if (x.free_bytes && *x.free_bytes < x.request.size) x.shortfall = x.request.size - *x.free_bytes;
+    x.device_limit = m.device_limit;
   }
   choose_others(b, x);
 

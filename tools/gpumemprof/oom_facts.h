@@ -43,6 +43,7 @@ struct OomExplanation {
   std::optional<uint64_t> total_bytes;  // cuMemGetInfo, else the device's total as the profiler saw it
   bool total_from_driver = false;
   std::optional<uint64_t> shortfall;  // request - free, when free < request
+  std::optional<OomDeviceLimit> device_limit;  // the failure came from GPUMEMPROF_DEVICE_LIMIT
 
   // Other processes on the device.
   enum class OthersSource { Unknown, NvmlProcessList, NvmlSample, Estimate };

@@ -34,6 +34,25 @@ __attribute__((format(printf, 2, 3))) void appendf(std::string& out, const char*
 std::string hb(uint64_t bytes) { return bytes_text(bytes); }
 std::string u(uint64_t v) { return std::to_string(v); }
 
+// A failure the rehearsal limit made (docs/device-limit.md): the smaller GPU's figures first, then
+// what the real device had, which it did not run out of.
+std::string device_limit_text(const OomDeviceLimit& l, std::optional<uint64_t> real_free) {
+  std::string s = "  rehearsal limit (GPUMEMPROF_DEVICE_LIMIT): the device is limited to " + hb(l.limit) +
+                  "; the process held " + hb(l.held) + " of it (" + hb(l.context) +
+                  " context and modules, per NVML) and the call needed " + hb(l.requested) + " more: " +
+                  hb(l.excess()) + " over the limit\n";
+  if (real_free) {
+    s += "  the real device had " + hb(*real_free) + " free" +
+         (*real_free >= l.requested ? ", enough for the call: the limit made it fail\n" : ", not enough either\n");
+  }
+  return s;
+}
+
+nlohmann::json device_limit_json(const OomDeviceLimit& l) {
+  return {{"limit_bytes", l.limit},         {"held_bytes", l.held},       {"context_bytes", l.context},
+          {"requested_bytes", l.requested}, {"excess_bytes", l.excess()}};
+}
+
 const char* others_source_id(OomExplanation::OthersSource s) {
   switch (s) {
     case OomExplanation::OthersSource::NvmlProcessList:
@@ -217,6 +236,7 @@ std::string oom_explanation_text(const OomExplanation& x) {
 
   if (!x.host_pinned) {
     out += "\nThe device\n";
+    if (const auto& l = x.device_limit) out += device_limit_text(*l, x.free_bytes);
     if (x.free_bytes && x.total_bytes) {
       std::string s =
           "  free per the driver (cuMemGetInfo): " + hb(*x.free_bytes) + " of " + hb(*x.total_bytes) + " total";
@@ -348,6 +368,7 @@ nlohmann::json oom_explanation_json(const OomExplanation& x) {
                    {"free_bytes", opt(x.free_bytes)},
                    {"from_driver", x.total_from_driver},
                    {"shortfall_bytes", opt(x.shortfall)}};
+  if (const auto& l = x.device_limit) out["device_limit"] = device_limit_json(*l);
   json procs = json::array();
   for (const auto& [pid, used] : x.other_processes) procs.push_back({{"pid", pid}, {"used_bytes", used}});
   out["other_processes"] = {{"bytes", opt(x.others_bytes)},

@@ -15,6 +15,7 @@
 #include "process_facts.h"
 #include "json_text.h"
 #include "report_attribution.h"
+#include "report_device_limit.h"
 #include "run_analysis.h"
 
 namespace gmp::tool {
@@ -151,6 +152,7 @@ void print_device(const analysis::RunAnalysis& run, const analysis::DeviceAnalys
             " by all processes (this process's share not reported)",
         "  ", "    ");
   }
+  print_device_limit(d);
   say("allocations " + grouped(s.alloc_count) + ", frees " + grouped(s.free_count) + ", failed allocations " +
           grouped(s.failed_alloc_count) + (run.window.whole() ? "" : " (from the run's start to the window's end)"),
       "  ", "    ");

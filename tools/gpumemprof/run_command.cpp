@@ -40,6 +40,7 @@ const std::map<std::string, const SettingRule*> kEnvOptions = {
     {"--sample-ms", &settings::sample_ms},       {"--on-alert", &settings::on_alert},
     {"--oom-dir", &settings::oom_dir},           {"--log-level", &settings::log_level},
     {"--trace-max", &settings::trace_max},       {"--metrics-dir", &settings::metrics_dir},
+    {"--device-limit", &settings::device_limit},
 };
 
 volatile sig_atomic_t g_child = 0;
