@@ -3,6 +3,7 @@
 // errors are in hostile_input_test.cpp; the page as a browser renders it is checked by
 // tests/html/render_check.py.
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -241,6 +242,22 @@ TEST(HtmlCommand, WritesToStdoutWithDash) {
   RunResult eq = run_tool({"html", "--output=-", dir});
   ASSERT_EQ(eq.exit_code, 0) << eq.err;
   EXPECT_EQ(embedded(eq.out)["analysis"], embedded(r.out)["analysis"]);
+}
+
+// Issue 15, defects 5 and 10: the page says first how the process ended, titles it by its program and
+// calls what a process that died left live by that name, not "leaks".
+TEST(HtmlCommand, AnAbortedRunSaysHowItEndedAndHasNoLeaks) {
+  Sandbox box;
+  RunResult run = box.run({Paths::bin("prog_ops"), "alloc:100M", "alloc:20M", "free:0", "abort"});
+  ASSERT_EQ(run.term_signal, SIGABRT) << run.err;
+  RunResult r = run_tool({"html", box.only_run_dir(), "-o", "-"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(contains(r.out, "<h1>GPU memory report <span class=\"exe\">" + Paths::bin("prog_ops") + "</span></h1>\n"
+                              "<dl class=\"facts\">\n<dt>Ended</dt><dd>the process was killed by SIGABRT (signal 6)"
+                              "</dd>\n")) << r.out.substr(0, 3000);
+  EXPECT_TRUE(contains(r.out, "<h2>Live when the process died</h2>")) << r.out.substr(0, 3000);
+  EXPECT_TRUE(contains(r.out, "<a href=\"#leaks\">Live when the process died</a>"));
+  EXPECT_FALSE(contains(r.out, "Leaks: live at exit"));
 }
 
 TEST(HtmlCommand, ReportOfAKilledProcessSaysItWasRebuilt) {

@@ -4,6 +4,7 @@
 #include "html_report.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <map>
 #include <optional>
@@ -16,6 +17,7 @@
 #include "format.h"
 #include "framework_notes.h"
 #include "html_escape.h"
+#include "process_facts.h"
 #include "json_fields.h"
 
 namespace gmp::tool {
@@ -53,7 +55,7 @@ class Page {
   std::string build() {
     out_ += "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n";
     out_ += "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n";
-    out_ += "<title>" + escape("gpumemprof: " + exe_name() + pid_suffix()) + "</title>\n";
+    out_ += "<title>" + escape("gpumemprof: " + analysis::program_title(manifest_) + pid_suffix()) + "</title>\n";
     // Records script errors where tests (and curious readers) can see them; kept apart from the
     // main script so that even a syntax error there is caught.
     out_ += "<script>window.onerror = function (message, source, line) {\n"
@@ -82,12 +84,6 @@ class Page {
   }
 
  private:
-  std::string exe_name() const {
-    const std::string& exe = manifest_.exe;
-    if (exe.empty()) return "unknown program";
-    const size_t slash = exe.rfind('/');
-    return slash == std::string::npos ? exe : exe.substr(slash + 1);
-  }
   std::string pid_suffix() const {
     const uint64_t pid = manifest_.pid.value_or(0);
     return pid ? " (pid " + u64s(pid) + ")" : std::string();
@@ -117,8 +113,10 @@ class Page {
   }
 
   void header() {
-    out_ += "<header>\n<h1>GPU memory report <span class=\"exe\">" + escape(exe_name()) + "</span></h1>\n";
+    out_ += "<header>\n<h1>GPU memory report <span class=\"exe\">" + escape(analysis::program_title(manifest_)) +
+            "</span></h1>\n";
     out_ += "<dl class=\"facts\">\n";
+    fact("Ended", escape(end_.text()));
     const std::string& exe = manifest_.exe;
     fact("Executable",
          exe.empty() ? "<span class=\"muted\">unknown (no manifest.json)</span>" : "<code>" + escape(exe) + "</code>");
@@ -225,7 +223,7 @@ class Page {
       out_ += "<a href=\"#device-" + std::to_string(ordinal) + "\">Device " + std::to_string(ordinal) + "</a> ";
     }
     out_ +=
-        "<a href=\"#leaks\">Leaks</a> <a href=\"#failures\">Failed allocations and OOM</a> <a "
+        "<a href=\"#leaks\">" + escape(end_.exited() ? std::string("Leaks") : leaks_title()) + "</a> <a href=\"#failures\">Failed allocations and OOM</a> <a "
         "href=\"#alerts\">Alerts</a>";
     out_ += "</nav>\n";
   }
@@ -415,9 +413,17 @@ class Page {
             "<div class=\"flame-graph-body\"><p class=\"muted\">Drawing the flame graph...</p></div>\n</section>\n";
   }
 
+  // "Leaks: live at exit" after an exit; what was live is no leak of a process that died.
+  std::string leaks_title() const {
+    if (end_.exited()) return "Leaks: live at exit";
+    std::string t = end_.live_at_end();
+    t[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(t[0])));
+    return t;
+  }
+
   void leaks() {
     const analysis::LiveSet& l = run_.leaks;
-    out_ += "<section id=\"leaks\">\n<h2>Leaks: live at exit</h2>\n";
+    out_ += "<section id=\"leaks\">\n<h2>" + escape(leaks_title()) + "</h2>\n";
     if (framework_) tensor_leaks();
     // Where the bridge attached, the driver-level list leaves out the framework's segments (its cache).
     const std::string where = framework_ ? " outside " + escape(fw_name_) + "'s cache" : "";
@@ -534,6 +540,7 @@ class Page {
   }
 
   const analysis::RunAnalysis& run_;
+  const analysis::ProcessEnd end_ = analysis::process_end(run_.run);
   const analysis::TimelineSets& sets_;
   const Summary& summary_;
   const ManifestRecord& manifest_;
