@@ -725,6 +725,9 @@ read_text = compare.read_text
 
 
 def main():
+    # The judge reads whole lines of the tools' text output: a wide page, so that nothing is wrapped
+    # or elided to fit 80 columns (as the integration tests run the tools).
+    os.environ["COLUMNS"] = "1000"
     check = Check()
     sys.stdout = Tee(os.path.join(check.dest, "log.txt"))
     try:

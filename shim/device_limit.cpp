@@ -199,6 +199,11 @@ void measure(int device, int64_t uncharged) {
 
 bool fits(int device, uint64_t limit) { return process_bytes(device) <= limit; }
 
+// Within the last eighth of the limit the context is read again before an allocation is allowed:
+// modules load lazily (a training step's backward kernels load at its first backward, tens of MB on
+// an H200), so the figure measured at the first allocation can be short by then.
+bool clear_of_limit(int device, uint64_t limit) { return process_bytes(device) <= limit - limit / 8; }
+
 void refuse(int device, uint64_t bytes, uint64_t before) {
   record_limit(device, g_devices[device].context.load(std::memory_order_relaxed), kOutOfMemory, before, bytes);
 }
@@ -248,8 +253,8 @@ bool admit(int device, uint64_t bytes, bool charged) {
     return false;
   }
   d.counted.fetch_add(bytes, std::memory_order_relaxed);
-  if (fits(device, limit)) return true;
-  // Near the limit: the context may have grown since it was measured (modules load lazily).
+  if (clear_of_limit(device, limit)) return true;
+  // Near the limit: the context may have grown since it was measured.
   measure(device, charged ? 0 : signed_bytes);
   if (fits(device, limit)) return true;
   d.counted.fetch_sub(bytes, std::memory_order_relaxed);
@@ -300,7 +305,7 @@ CUresult pool_grown(CUmemoryPool pool, int device, uint64_t before, CUdeviceptr*
   note_pool(pool, device);
   const uint64_t after = pool_reserved(pool);
   if (after <= before) return CUDA_SUCCESS;
-  if (!g_devices[device].measured.load(std::memory_order_relaxed) || !fits(device, limit)) measure(device, 0);
+  if (!g_devices[device].measured.load(std::memory_order_relaxed) || !clear_of_limit(device, limit)) measure(device, 0);
   if (fits(device, limit)) return CUDA_SUCCESS;
   const uint64_t growth = after - before;
   refuse(device, growth, process_bytes(device) - growth);

@@ -967,8 +967,16 @@ def compare_python_api(t, work, name):
     if "watchdog" in name:
         t.exact(name, "report lists the cleanups", report.count("watchdog trimmed"), 2)
     else:
-        ranges = [line.split()[0] for line in report.splitlines() if line.startswith("    ")
-                  and line.split()[0] in ("seed_examples.<locals>.train_step", "data_loading")]
+        # The rows of the "ranges:" table only (call sites further down start with the same names).
+        lines = report.splitlines()
+        start = next((i for i, line in enumerate(lines) if line.startswith("ranges:")), len(lines))
+        table = []
+        for line in lines[start + 1:]:
+            if not line.startswith("    "):
+                break
+            table.append(line)
+        ranges = [line.split()[0] for line in table
+                  if line.split()[0] in ("seed_examples.<locals>.train_step", "data_loading")]
         t.exact(name, "report ranges", sorted(ranges), ["data_loading", "seed_examples.<locals>.train_step"])
 
 

@@ -75,13 +75,18 @@ def seed_examples(gt):
     print(f"Peak memory: {result.peak_memory_usage() / 1024**2:.2f} MB")
     print(f"Execution time: {result.execution_time:.4f}s")
 
-    # The seed's context-manager example, unchanged.
+    # The seed's context-manager example; its three tensors are still referenced when the context
+    # exits, so they are kept past the window that torch's counters are read around.
+    kept = []
+
     def data_loading():
         with profiler.profile_context(name="data_loading"):
             data = torch.randn(1000, 1000).cuda()
             processed = data @ data.T
-            result = processed.softmax(dim=-1)  # noqa: F841
+            result = processed.softmax(dim=-1)
+        kept.append((data, processed, result))
     windowed("data_loading", data_loading, lambda: profiler.results[-1])
+    kept.clear()
 
     summary = profiler.get_summary()
     check("summary total_function_calls", summary["total_function_calls"], 2)
@@ -124,7 +129,8 @@ def pool_reserved():
 
 def watchdog(gt):
     """GPUMEMPROF_CRITICAL_PERCENT=4 (5.6 GiB of an H200), GPUMEMPROF_WATCHDOG_MIN_INTERVAL_MS=0:
-    the 8 GiB tensor fires critical with nothing spare in the pool (a cleanup of 0 bytes); once
+    the 8 GiB tensor fires critical with nothing spare in the pool (a cleanup of 0 bytes, made
+    before the tensor is freed); once
     the alert cleared, the 6 GiB one fires it again with the 8 GiB chunk kept by the pool: the
     trim gives back what the pool holds beyond it."""
     GiB = 1024**3
@@ -132,6 +138,7 @@ def watchdog(gt):
     watchdog = MemoryWatchdog(tracker)  # the seed's, beside the native one
     tracker.start_tracking()
     x = torch.empty(8 * GiB, dtype=torch.uint8, device="cuda")
+    tracker.flush()  # the collector has handled the alert, and trimmed, while x is in use
     del x
     torch.cuda.synchronize()
     time.sleep(1.5)  # the critical alert clears once its end lasted a window (1 s)

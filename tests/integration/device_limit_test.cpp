@@ -81,6 +81,16 @@ TEST(DeviceLimit, EveryKindJustUnderExactlyAtAndJustOver) {
             "managed:1G 0\n");
 }
 
+// Modules load lazily, so the context grows after it was first measured: near the limit it is read
+// again, and an allocation that only fitted the stale figure is refused.
+TEST(DeviceLimit, AContextThatGrewIsCountedNearTheLimit) {
+  Sandbox box;
+  RunResult r = box.run({Paths::bin("prog_limit"), "alloc:40M", "context:16M", "alloc:10M", "alloc:8M"},
+                        limited("64M"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "alloc:40M 0\ncontext:16M 0\nalloc:10M 2\nalloc:8M 0\n");
+}
+
 TEST(DeviceLimit, PerDeviceLimitsOnTwoDevices) {
   Sandbox box;
   RunResult r = box.run({Paths::bin("prog_limit"), "totalmem", "device:1", "totalmem", "meminfo", "alloc:24M",

@@ -87,6 +87,8 @@ int main(int argc, char** argv) {
       CUcontext ctx = nullptr;
       r = t.cuDevicePrimaryCtxRetain(&ctx, device);
       if (r == CUDA_SUCCESS) r = t.cuCtxSetCurrent(ctx);
+    } else if (op == "context") {  // the fake NVML's context grows, as lazily loaded modules make it
+      setenv("FAKE_NVML_CONTEXT", std::to_string(size_of(arg)).c_str(), 1);
     } else if (op == "alloc") {
       CUdeviceptr p = 0;
       if ((r = t.cuMemAlloc_v2(&p, size_of(arg))) == CUDA_SUCCESS) linear.push_back(p);
