@@ -8,7 +8,7 @@ directory runs/<phase>.<pid>, and writes every child's figures to $GROUND_TRUTH 
             cuMemGetInfo less memory_reserved, at the phase's end: one process on the GPU)
   below     the same training under a limit halfway between the memory after setup and the peak
             (context included): it must raise torch.cuda.OutOfMemoryError, at the first step and
-            phase where the truth run's reserved bytes plus context pass the limit, with PyTorch's
+            phase where the truth run's allocated bytes plus context pass the limit, with PyTorch's
             own message naming the limit as the total capacity, and an OOM bundle saying the limit
   above     under a limit of the peak (context included) + 256 MiB: it must complete with the
             truth run's losses and peak reserved bytes, exactly
@@ -63,7 +63,8 @@ def train(fraction):
                 torch.cuda.synchronize()
                 free, total = torch.cuda.mem_get_info(0)
                 context = (total - free) - torch.cuda.memory_reserved(0)
-                out["phases"].append([step, phase, torch.cuda.max_memory_reserved(0), context])
+                out["phases"].append([step, phase, torch.cuda.max_memory_reserved(0), context,
+                                      torch.cuda.max_memory_allocated(0)])
             out["losses"].append(loss.item())
     except torch.cuda.OutOfMemoryError as e:
         out["oom"] = {"at": out["at"], "message": str(e).splitlines()[0][:400]}
@@ -103,14 +104,16 @@ def orchestrate():
     gt["truth"] = truth
     if truth.get("rc") == 0 and truth.get("phases"):
         # The peak as the driver counts it: each phase's reserved peak plus the context beside it.
-        context = max(c for _, _, _, c in truth["phases"])
+        context = max(p[3] for p in truth["phases"])
         setup = truth["setup_reserved"] + truth["setup_context"]
-        peak = max(r + c for _, _, r, c in truth["phases"])
+        peak = max(p[2] + p[3] for p in truth["phases"])
         below = (setup + (peak - setup) // 2) // MiB * MiB
         gt.update({"context": context, "peak_with_context": peak, "limit_below": below,
                    "limit_above": (peak // MiB + 256) * MiB})
-        # Where the limit must stop it: the first phase whose reserved bytes plus context pass it.
-        gt["expected_oom_at"] = next(([s, ph] for s, ph, r, c in truth["phases"] if r + c > below), None)
+        # Where the limit must stop it: the first phase whose allocated bytes plus context pass it.
+        # Not its reserved bytes: on a refusal PyTorch frees its unused cache and retries, as it would
+        # on a smaller GPU, so a phase whose tensors fit passes with less cache than the truth run kept.
+        gt["expected_oom_at"] = next(([p[0], p[1]] for p in truth["phases"] if p[4] + p[3] > below), None)
         gt["below"] = child("below", ["--train"], limit=below)
         gt["above"] = child("above", ["--train"], limit=gt["limit_above"])
         gt["fraction"] = child("fraction", ["--train"], fraction=below / truth["total"])
