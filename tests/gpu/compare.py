@@ -14,8 +14,8 @@ The work directory is what scripts/gpu_check.py fills:
 
 Verdicts: MATCH (equal), OK (differs within a stated tolerance, reason given), INFO (shown, never
 fails), SLOW (benchmark over target), MISMATCH (a figure that must match does not), FAIL (the
-workload or the shim did not produce what it must). Exit status: 1 on any MISMATCH or FAIL, else 2
-on any SLOW, else 0.
+workload or the shim did not produce what it must), SKIP (gpu_check.py's deadline left no time
+for the run). Exit status: 1 on any MISMATCH or FAIL, else 2 on any SLOW or SKIP, else 0.
 """
 import argparse
 import glob
@@ -57,7 +57,7 @@ class Table:
         verdicts = {r["verdict"] for r in self.rows}
         if verdicts & {"MISMATCH", "FAIL"}:
             return 1
-        return 2 if "SLOW" in verdicts else 0
+        return 2 if verdicts & {"SLOW", "SKIP"} else 0
 
     def text(self):
         def cell(v):
@@ -106,6 +106,20 @@ def load_json(path):
     except (OSError, ValueError):
         return None
 
+
+
+SKIPPED_RC = -1  # gpu_check.py's rc for a run its deadline left no time for
+
+
+def add_unfinished_runs(t, name, runs):
+    """The benchmark processes that gave no result, as (label, why), why an exit status or a text:
+    those the deadline skipped are SKIP (nothing was measured, nothing failed); any other is a FAIL."""
+    skipped = [label for label, why in runs if why == SKIPPED_RC]
+    failed = [f"{label} " + (why if isinstance(why, str) else f"rc={why}") for label, why in runs if why != SKIPPED_RC]
+    if skipped:
+        t.add(name, "runs skipped by the deadline", len(skipped), 0, "SKIP", "; ".join(skipped))
+    if failed:
+        t.add(name, "failed runs", len(failed), 0, "FAIL", "; ".join(failed))
 
 def read_rc(path):
     try:
@@ -663,20 +677,20 @@ def compare_bench(t, work, target):
         if mode in ("train", "pairs"):
             continue  # compare_train_bench, compare_pairs_bench
         med = {"base": [], "shim": [], "nostk": []}
-        failed, counts_bad, lost, waits = [], [], 0, 0
+        unfinished, counts_bad, lost, waits = [], [], 0, 0
         sums = [0, 0, 0]  # allocs, frees, pairs over the shim runs
         kind = "pool" if mode == "async" else "linear"
         for variant, rnd in runs[mode]:
             stem = os.path.join(d, f"{mode}.{variant}.{rnd}")
             rc, res = read_rc(stem + ".rc"), load_json(stem + ".json")
             if rc != 0 or res is None:
-                failed.append(f"{variant}#{rnd} rc={rc}")
+                unfinished.append((f"{variant}#{rnd}", rc))
                 continue
             med[variant].append(res["median_ns"])
             if variant in ("shim", "nostk"):
                 s = load_json(stem + ".summary.json")
                 if s is None:
-                    failed.append(f"{variant}#{rnd} no summary.json")
+                    unfinished.append((f"{variant}#{rnd}", "no summary.json"))
                     continue
                 n = res["pairs_total"]
                 allocs = lookup(s, f"dev0.by_kind.{kind}.allocs")
@@ -687,8 +701,7 @@ def compare_bench(t, work, target):
                 lost += lookup(s, "events.lost") or 0
                 waits += lookup(s, "events.producer_waits") or 0
         name = f"bench_{mode}"
-        if failed:
-            t.add(name, "failed runs", len(failed), 0, "FAIL", "; ".join(failed))
+        add_unfinished_runs(t, name, unfinished)
         if med["shim"]:
             t.add(name, f"{kind}.allocs/frees == pairs", f"{sums[0]}/{sums[1]}", f"{sums[2]}/{sums[2]}",
                   "MISMATCH" if counts_bad else "MATCH", "; ".join(counts_bad))
@@ -714,7 +727,7 @@ def compare_train_bench(t, work):
     """Median training step (train.py --bench) without the shim, at default settings, without
     Python frames and with stacks off, each the median over its rounds; ratios against the run without the shim."""
     d = os.path.join(work, "bench")
-    med, failed = {"base": [], "shim": [], "bridgeoff": [], "history": []}, []
+    med, unfinished = {"base": [], "shim": [], "bridgeoff": [], "history": []}, []
     for f in sorted(os.listdir(d)) if os.path.isdir(d) else []:
         m = re.fullmatch(r"train\.(base|shim|bridgeoff|history)\.(\d+)\.rc", f)
         if not m:
@@ -722,11 +735,10 @@ def compare_train_bench(t, work):
         stem = os.path.join(d, f"train.{m[1]}.{m[2]}")
         rc, res = read_rc(stem + ".rc"), load_json(stem + ".json")
         if rc != 0 or not isinstance(res, dict) or "median_step_ms" not in res:
-            failed.append(f"{m[1]}#{m[2]} rc={rc}")
+            unfinished.append((f"{m[1]}#{m[2]}", rc))
             continue
         med[m[1]].append(res["median_step_ms"])
-    if failed:
-        t.add("bench_train", "failed runs", len(failed), 0, "FAIL", "; ".join(failed))
+    add_unfinished_runs(t, "bench_train", unfinished)
     if not med["base"]:
         return
     base = statistics.median(med["base"])
@@ -752,12 +764,17 @@ def compare_pairs_bench(t, work):
     """ns per torch.empty alloc/free pair: what the profiler adds (bridge on, bridge off) and what
     torch's own history with Python stacks adds, each over no profiler, medians over the rounds."""
     d = os.path.join(work, "bench")
-    med = {"base": [], "shim": [], "bridgeoff": [], "history": []}
+    med, unfinished = {"base": [], "shim": [], "bridgeoff": [], "history": []}, []
     for f in sorted(os.listdir(d)) if os.path.isdir(d) else []:
         m = re.fullmatch(r"pairs\.(base|shim|bridgeoff|history)\.(\d+)\.rc", f)
-        res = load_json(os.path.join(d, f"pairs.{m[1]}.{m[2]}.json")) if m else None
-        if m and read_rc(os.path.join(d, f)) == 0 and isinstance(res, dict) and "ns_per_pair" in res:
+        if not m:
+            continue
+        rc, res = read_rc(os.path.join(d, f)), load_json(os.path.join(d, f"pairs.{m[1]}.{m[2]}.json"))
+        if rc == 0 and isinstance(res, dict) and "ns_per_pair" in res:
             med[m[1]].append(res["ns_per_pair"])
+        else:
+            unfinished.append((f"{m[1]}#{m[2]}", rc))
+    add_unfinished_runs(t, "bench_pairs", unfinished)
     if not med["base"]:
         return
     base = statistics.median(med["base"])
