@@ -21,7 +21,7 @@ targets=(fuzz_trace_reader fuzz_oom_bundle fuzz_json_writers fuzz_redact)
 # _GLIBCXX_ASSERTIONS bounds-checks std::array/std::vector indexing, which ASan cannot see inside
 # an object. GMP_READER_NO_BACKSTOP lets an exception escaping the bundle parser crash the target.
 # The spdlog/fmt and version definitions are the collector's own (collector/CMakeLists.txt).
-flags=(-std=c++20 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
+flags=(-std=c++20 -gline-tables-only -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
        -D_GLIBCXX_ASSERTIONS -DGMP_READER_NO_BACKSTOP -DSPDLOG_FMT_EXTERNAL -DFMT_HEADER_ONLY=1
        '-DGPUMEMPROF_VERSION="fuzz"' -Wall -Wextra -Wno-missing-field-initializers
        -Iformat -Icollector -Itools/reader -Itools/analysis -Itools/gpumemprof)
