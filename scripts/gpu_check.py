@@ -37,6 +37,15 @@ Workloads:
   torch_job          a one-rank `torchrun` job through `gpumemprof run -o ROOT` with limits and a
                      metrics directory; the job report, `check` (a limit that must break), the job's
                      perfetto export and the Prometheus file, judged against PyTorch and torchrun
+  torch_ddp          a two-rank DistributedDataParallel job (tests/gpu/ddp_rank.py) through `gpumemprof run -o
+                     ROOT -- torchrun --nproc-per-node 2`: each rank's figures at both levels against its
+                     own PyTorch counters, the job view and perfetto export with both ranks, NCCL's buffers
+                     named in each rank's report. With one GPU both ranks share it over gloo (NCCL refuses
+                     that), and the NCCL rows are INFO
+  torch_ddp_oom      the same job with rank 1 asking for twice its GPU: its bundle, the job view naming
+                     rank 1 first to fail, `check ROOT --no-oom` exiting 1 naming rank 1
+  torch_split        one process, a model split over cuda:0 and cuda:1 (tests/gpu/model_split.py): each
+                     device's figures against PyTorch's for it; needs two GPUs (INFO "not run" on one)
   device_limit       GPUMEMPROF_DEVICE_LIMIT (tests/gpu/device_limit.py): a training run under a limit below
                      its peak fails where the limit says, with PyTorch's message and a bundle; above its
                      peak it ends with identical losses; set_per_process_memory_fraction at the same cap
@@ -69,7 +78,8 @@ import compare  # noqa: E402  (tests/gpu/compare.py: the judge)
 
 ALL_NAMES = ("rt_static rt_shared driver_api async_pools vmm torch_default torch_expandable torch_async torch_oom "
              "rt_oom_exit torch_train torch_llama torch_llama_oom python_layout torch_layout exit_os_exit exit_sigterm "
-             "exit_oom_retry torch_python_api torch_python_watchdog torch_job device_limit hotpath_costs bench_async "
+             "exit_oom_retry torch_python_api torch_python_watchdog torch_job torch_ddp torch_ddp_oom torch_split "
+             "device_limit hotpath_costs bench_async "
              "bench_malloc bench_train bench_pairs").split()
 # CUDA sources: binary name -> (source, extra nvcc arguments). rt_shared is rt_static's source
 # linked against the shared cudart.
@@ -323,6 +333,9 @@ class Check:
         self.python_api_runs()
         if self.want("torch_job"):
             self.job_run()
+        self.two_rank_runs()
+        if self.want("torch_split"):
+            self.split_run()
         # GPUMEMPROF_DEVICE_LIMIT: a training run under limits below and above its peak, PyTorch's
         # memory fraction at the same cap, JAX preallocating 75% of a limit (tests/gpu/device_limit.py).
         if self.want("device_limit"):
@@ -444,6 +457,58 @@ class Check:
         say(f"{name:<18} rc={rc:<4} {int(time.monotonic() - t0):3d}s  {head}")
         if rc != 0 and tail(os.path.join(d, "stderr.txt")):
             say(tail(os.path.join(d, "stderr.txt")).rstrip("\n"))
+
+    def gpu_count(self):
+        r = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True)
+        return sum(1 for line in r.stdout.splitlines() if line.startswith("GPU "))
+
+    def two_rank_runs(self):
+        """torch_ddp and torch_ddp_oom: a two-rank torchrun job through `gpumemprof run -o ROOT`,
+        then the job view, each rank's report, the job's perfetto export and `check --no-oom`."""
+        for name, args in (("torch_ddp", ()), ("torch_ddp_oom", ("--oom-rank", "1"))):
+            if not self.want(name):
+                continue
+            d = os.path.join(self.work, name)
+            root = os.path.join(d, "runs")
+            os.makedirs(d, exist_ok=True)
+            self.plan(name, "ddp")
+            t0 = time.monotonic()
+            env = {k: v for k, v in os.environ.items() if k != "PYTORCH_CUDA_ALLOC_CONF"}
+            # NVLink multicast stays off on the lent machines (the device tool's notes).
+            env.update(GROUND_TRUTH_DIR=d, GPU_CHECK_NAME=name, NCCL_NVLS_ENABLE="0",
+                       TORCH_SYMM_MEM_DISABLE_MULTICAST="1", NVSHMEM_DISABLE_NVLS="1")
+            argv = [self.tool, "run", "-o", root, "--", self.py, "-m", "torch.distributed.run", "--nproc-per-node",
+                    "2", os.path.join(ROOT, "tests", "gpu", "ddp_rank.py"), *args]
+            rc = self.timed(self.budget(180), argv, cwd=d, env=env, stdout=os.path.join(d, "stdout.txt"),
+                            stderr=os.path.join(d, "stderr.txt"))
+            self.write_rc(os.path.join(d, "rc"), rc)
+            commands = [("job", ["report", root]), ("job_json", ["report", root, "--json"]),
+                        ("gate", ["check", root, "--no-oom"]),
+                        ("perfetto", ["export", root, "--format", "perfetto", "-o", os.path.join(d, "job.perfetto.json")])]
+            for run in sorted(os.listdir(root)) if os.path.isdir(root) else []:
+                m = re.match(r"rank(\d+)\.", run)
+                if m:
+                    commands.append((f"rank{m[1]}.report", ["report", os.path.join(root, run)]))
+                    commands.append((f"rank{m[1]}.oom", ["oom", os.path.join(root, run)]))
+            for stem, cmd in commands:
+                out = os.path.join(d, stem)
+                self.write_rc(out + ".rc", self.timed(self.budget(120), [self.tool] + cmd, stdout=out + ".txt",
+                                                      stderr=out + ".stderr"))
+            head = "|".join(read_text(os.path.join(d, "job.txt")).splitlines()[:6])[:300]
+            say(f"{name:<18} rc={rc:<4} {int(time.monotonic() - t0):3d}s  {head}")
+            if rc not in (0, 1) and tail(os.path.join(d, "stderr.txt")):
+                say(tail(os.path.join(d, "stderr.txt")).rstrip("\n"))
+
+    def split_run(self):
+        """torch_split: one process on two GPUs; on one GPU it is not started (rc -3, INFO)."""
+        if self.gpu_count() < 2:
+            name = "torch_split"
+            os.makedirs(os.path.join(self.work, name), exist_ok=True)
+            self.plan(name, "split")
+            self.write_rc(os.path.join(self.work, name, "rc"), -3)
+            say(f"{name:<18} not run: one GPU")
+            return
+        self.run_workload("torch_split", "split", 120, [self.py, os.path.join(ROOT, "tests", "gpu", "model_split.py")])
 
     def python_layout(self):
         """The frame reader's offsets against this Python's headers (internal ones included)."""

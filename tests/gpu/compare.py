@@ -1098,6 +1098,121 @@ def compare_job(t, work, name):
             int(peak) if peak is not None else None, (dev.get("reserved_peak") or {}).get("bytes"))
 
 
+def rank_dirs(root):
+    """{rank: run directory} of a job root's rank<R>.* directories (the last of a rank's, if several)."""
+    found = {}
+    for n in sorted(os.listdir(root)) if os.path.isdir(root) else []:
+        m = re.match(r"rank(\d+)\.", n)
+        if m and os.path.isdir(os.path.join(root, n)):
+            found[int(m[1])] = os.path.join(root, n)
+    return found
+
+
+def device_rows(t, name, label, s, device, truth):
+    """One device of one process against PyTorch's figures for it: the tensor level exactly, the
+    driver level at least PyTorch's reserved peak (what is more is other libraries' memory)."""
+    dev, st = f"dev{device}", truth.get("stats", {})
+    for metric, key in (("allocated_bytes.peak", "requested_bytes.all.peak"),
+                        ("reserved_bytes.peak", "reserved_bytes.all.peak")):
+        t.exact(name, f"{label} {dev}.framework.{metric} == torch {key}", lookup(s, f"{dev}.framework.{metric}"),
+                st.get(key))
+    got, want = lookup(s, f"{dev}.reserved_bytes.peak"), truth.get("max_memory_reserved")
+    if got is None or want is None or got < want:
+        t.add(name, f"{label} {dev}.reserved_bytes.peak >= torch max_memory_reserved", got, want, "MISMATCH")
+    else:
+        t.add(name, f"{label} {dev}.reserved_bytes.peak >= torch max_memory_reserved", got, want,
+              "MATCH" if got == want else "OK", f"+{got - want} B outside torch's allocator" if got != want else "")
+
+
+def compare_ddp(t, work, name):
+    """The two-rank DDP job (tests/gpu/ddp_rank.py): each rank's own figures, then the job view,
+    its perfetto export, the CI gate and, for torch_ddp_oom, rank 1's failure."""
+    d = os.path.join(work, name)
+    oom = name.endswith("_oom")
+    rc, want_rc = read_rc(os.path.join(d, "rc")), 1 if oom else 0
+    truths = {r: load_json(os.path.join(d, f"gt.rank{r}.json")) for r in (0, 1)}
+    problems = [f"rank {r}: " + ("no ground truth" if gt is None else "; ".join(
+        e.strip().splitlines()[-1] for e in gt.get("errors", []))[:200])
+                for r, gt in truths.items() if gt is None or not gt.get("ok")]
+    if rc != want_rc:
+        problems.insert(0, f"exit {rc}")
+    t.add(name, "run", f"rc={rc}", f"rc={want_rc}", "FAIL" if problems else "MATCH", "; ".join(problems))
+    if any(gt is None or not gt.get("ok") for gt in truths.values()):
+        return
+    backend = truths[0].get("backend")
+    t.add(name, "backend, devices of rank 0 and 1", f"{backend}, {truths[0].get('device')}/{truths[1].get('device')}",
+          None, "INFO", "one GPU: both ranks share it over gloo" if backend == "gloo" else "")
+    dirs = rank_dirs(os.path.join(d, "runs"))
+    t.exact(name, "run directories under ROOT: ranks", sorted(dirs), [0, 1])
+    for r, gt in truths.items():
+        s = load_json(os.path.join(dirs.get(r, ""), "summary.json")) or {}
+        device_rows(t, name, f"rank {r}", s, gt["device"], gt)
+        report = read_text(os.path.join(d, f"rank{r}.report.txt"))
+        named = "nccl" in report.lower()
+        if backend == "nccl":
+            t.add(name, f"rank {r} report names NCCL's memory", named, True, "MATCH" if named else "MISMATCH")
+        ooms = [f for f in s.get("failed_allocations") or [] if f.get("error") == CUDA_ERROR_OUT_OF_MEMORY]
+        request = gt.get("oom_request")
+        if request:
+            # PyTorch rounds the request up (to 2 MiB for large blocks) and retries once after
+            # freeing its cache.
+            fits = [f for f in ooms if request <= (f.get("size") or 0) <= request + 2 * MiB]
+            t.add(name, f"rank {r}: out-of-memory failures of the request", len(fits), ">= 1",
+                  "MATCH" if fits and len(fits) == len(ooms) else "MISMATCH", describe_failures(ooms))
+            # The driver-level bundle of the call and its retry, and PyTorch's own through the bridge
+            # (docs/oom-bundles.md).
+            t.exact(name, f"rank {r}: OOM bundles written (driver level, PyTorch's)",
+                    (s.get("oom") or {}).get("bundles_written"), 2)
+            t.add(name, f"rank {r}: `gpumemprof oom` explains it", read_rc(os.path.join(d, f"rank{r}.oom.rc")), 0,
+                  "MATCH" if read_rc(os.path.join(d, f"rank{r}.oom.rc")) == 0 else "FAIL",
+                  read_text(os.path.join(d, f"rank{r}.oom.txt")).strip().splitlines()[0][:160]
+                  if read_text(os.path.join(d, f"rank{r}.oom.txt")).strip() else "no output")
+        else:
+            t.exact(name, f"rank {r}: out-of-memory failures", len(ooms), 0)
+    rep = load_json(os.path.join(d, "job_json.txt"))
+    procs = rep.get("processes") if isinstance(rep, dict) else None
+    if not procs:
+        t.add(name, "report ROOT --json", read_rc(os.path.join(d, "job_json.rc")), "a job", "FAIL",
+              read_text(os.path.join(d, "job_json.stderr")).strip()[:200])
+        return
+    t.exact(name, "job: ranks, world sizes", sorted((p.get("rank"), p.get("world_size")) for p in procs),
+            [(0, 2), (1, 2)])
+    for p in procs:
+        gt = truths.get(p.get("rank")) or {}
+        row = next((x for x in p.get("devices") or [] if x.get("device") == gt.get("device")), {})
+        fw = row.get("framework") or {}
+        t.exact(name, f"job: rank {p.get('rank')} tensors peak vs torch requested_bytes.all.peak",
+                (fw.get("tensors_peak") or {}).get("bytes"), gt.get("stats", {}).get("requested_bytes.all.peak"))
+        t.exact(name, f"job: rank {p.get('rank')} PyTorch reserved peak vs torch max_memory_reserved",
+                (fw.get("reserved_peak") or {}).get("bytes"), gt.get("max_memory_reserved"))
+    first = rep.get("failed_first") or {}
+    t.exact(name, "job: first to fail", first.get("label"), "rank 1" if oom else None)
+    gate_rc = read_rc(os.path.join(d, "gate.rc"))
+    gate = (read_text(os.path.join(d, "gate.txt")) + read_text(os.path.join(d, "gate.stderr"))).strip()
+    gate_ok = gate_rc == 1 and "rank 1" in gate and "rank 0" not in gate if oom else gate_rc == 0
+    t.add(name, "check ROOT --no-oom", gate_rc, 1 if oom else 0, "MATCH" if gate_ok else "MISMATCH",
+          gate.splitlines()[0][:160] if gate else "no output")
+    perfetto = load_json(os.path.join(d, "job.perfetto.json"))
+    events = perfetto.get("traceEvents", []) if isinstance(perfetto, dict) else perfetto or []
+    groups = sorted({e.get("args", {}).get("name", "").split(" (")[0] for e in events
+                     if isinstance(e, dict) and e.get("ph") == "M" and e.get("name") == "process_name"})
+    t.exact(name, "job perfetto export: track groups", groups, ["rank 0", "rank 1"])
+
+
+def compare_split(t, work, name):
+    """One process on two GPUs (tests/gpu/model_split.py): each device's figures against PyTorch's
+    for it, so that nothing is charged to the wrong device. Not run with one GPU (rc -3)."""
+    d = os.path.join(work, name)
+    if read_rc(os.path.join(d, "rc")) == -3:
+        t.add(name, "run", "not run", "two GPUs", "INFO", "this machine has one GPU")
+        return
+    gt, s, _ = start(t, work, name)
+    if gt is None or s is None or not gt.get("ok"):
+        return
+    for device, truth in sorted((gt.get("devices") or {}).items()):
+        device_rows(t, name, "process", s, int(device), truth)
+
+
 def run(work, out=None, only=None, bench=True, target=BENCH_TARGET, quiet=False):
     t = Table()
     plan = []
@@ -1112,7 +1227,8 @@ def run(work, out=None, only=None, bench=True, target=BENCH_TARGET, quiet=False)
         {"torch": compare_torch, "hotpath": compare_hotpath, "train": compare_train,
          "layout": compare_layout, "exit": compare_exit, "torch_llama": compare_llama,
          "torch_llama_oom": compare_llama_oom, "torch_layout": compare_torch_layout, "job": compare_job,
-         "python_api": compare_python_api, "device_limit": compare_device_limit}.get(kind, compare_c)(t, work, name)
+         "python_api": compare_python_api, "device_limit": compare_device_limit, "ddp": compare_ddp,
+         "split": compare_split}.get(kind, compare_c)(t, work, name)
     if bench:
         compare_bench(t, work, target)
         compare_train_bench(t, work)
