@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <string_view>
 
 #include "clock.h"
 #include "file_io.h"
@@ -13,6 +14,7 @@
 #include "log.h"
 #include "manifest.h"
 #include "run_directory.h"
+#include "session.h"
 #include "summary.h"
 #include "trace_format.h"
 #include "run_directory_files.h"
@@ -242,6 +244,11 @@ void Collector::write_summary(bool clean_exit, int signal, const char* ended_by)
   ctx.clean_exit = clean_exit;
   ctx.ended_by = ended_by;
   ctx.terminated_by_signal = signal;
+  // A process that ended by a signal or replaced its image has no exit status of its own.
+  if (const int status = session_exit_status(); status >= 0 && (ended_by == std::string_view(kEndedByExit) ||
+                                                                ended_by == std::string_view(kEndedByExitCall))) {
+    ctx.exit_status = status;
+  }
   ctx.events_lost = lost_.load(std::memory_order_relaxed);
   ctx.producer_waits = ring_.producer_waits();
   ctx.start_monotonic_ns = info_.start_monotonic_ns;

@@ -219,6 +219,14 @@ void session_checkpoint() {
     s->collector.checkpoint(Collector::Ending::Exec, 0, kExitFlushTimeoutMs);
 }
 
+namespace {
+std::atomic<int> g_exit_status{-1};
+}  // namespace
+
+// The low 8 bits: what the parent's wait() reports.
+void session_note_exit_status(int status) { g_exit_status.store(status & 0xff, std::memory_order_relaxed); }
+int session_exit_status() { return g_exit_status.load(std::memory_order_relaxed); }
+
 void session_end_by_exit_call() {
   const int saved_errno = errno;
   end_session_now(Collector::Ending::ExitCall, 0);

@@ -88,6 +88,11 @@ void session_checkpoint();
 // The process is about to end without exit handlers (_exit, _Exit, quick_exit): stops recording,
 // drains and writes summary.json, bounded. Async-signal-safe (programs call _exit from handlers).
 void session_end_by_exit_call();
+// The status the process is ending with (main's return value, or what exit(), _exit(), _Exit() or
+// quick_exit() got), noted by the shim's exit hooks for summary.json's "exit_status"; -1 until one
+// is seen. Async-signal-safe. Kept over fork: a child that ends notes its own.
+void session_note_exit_status(int status);
+int session_exit_status();
 // Final drain and summary.json; later events are passed through unrecorded.
 void session_finalize();
 

@@ -18,6 +18,7 @@ Summary build_summary(const Accounting& acc, const SummaryContext& ctx) {
   s.clean_exit = ctx.clean_exit;
   s.ended_by = ctx.ended_by;
   s.terminated_by_signal = ctx.terminated_by_signal > 0 ? static_cast<uint64_t>(ctx.terminated_by_signal) : 0;
+  s.exit_status = ctx.exit_status;
   for (const auto& [ordinal, d] : acc.devices()) {
     auto name = ctx.device_names.find(ordinal);
     DeviceFigures f =
@@ -110,6 +111,7 @@ json to_json(const Summary& s) {
        {{"failures", s.oom.failures}, {"bundles_written", s.oom.bundles_written}, {"recovered", s.oom.recovered}}},
   };
   if (s.terminated_by_signal != 0) j["terminated_by_signal"] = s.terminated_by_signal;
+  if (s.exit_status) j["exit_status"] = *s.exit_status;
   if (s.unattributed) j["unattributed"] = to_json(*s.unattributed);
   if (s.trace_events_written) j["trace_events_written"] = *s.trace_events_written;
   if (const auto& t = s.trace) {
@@ -135,6 +137,9 @@ Summary summary_from_json(const json& j) {
   s.clean_exit = as_bool(member(&j, "clean_exit")).value_or(true);
   s.ended_by = str_or(member(&j, "ended_by"));
   s.terminated_by_signal = u64_or(member(&j, "terminated_by_signal"));
+  if (const auto status = as_u64(member(&j, "exit_status")); status && *status <= 255) {
+    s.exit_status = static_cast<int>(*status);
+  }
   const json* devices = member(&j, "devices");
   s.devices_listed = devices != nullptr && devices->is_array();
   for (const auto& d : array_or_empty(devices)) s.devices.push_back(device_figures_from_json(d));

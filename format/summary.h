@@ -38,6 +38,9 @@ struct Summary {
   bool clean_exit = true;
   std::string ended_by = kEndedByExit;  // how the process ended: one of the kEndedBy* below
   uint64_t terminated_by_signal = 0;  // written only when not 0
+  // The status the process ended with, as its parent sees it (0-255): main's return value or the
+  // argument of exit(), _exit(), _Exit() or quick_exit(). Written only when the shim saw it.
+  std::optional<int> exit_status;
   // "devices" was an array (from_json); a summary without one is rebuilt from the trace.
   bool devices_listed = true;
   std::vector<DeviceFigures> devices;
@@ -96,6 +99,7 @@ struct SummaryContext {
   bool clean_exit = true;
   std::string ended_by = kEndedByExit;  // Summary::ended_by
   int terminated_by_signal = 0;
+  std::optional<int> exit_status;  // Summary::exit_status
   uint64_t events_lost = 0;
   uint64_t producer_waits = 0;
   std::map<int, std::string> device_names;

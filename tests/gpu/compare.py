@@ -295,7 +295,20 @@ def start(t, work, name):
     t.add(name, "run", f"rc={rc}", f"rc={want_rc}", "FAIL" if problems else "MATCH", "; ".join(problems))
     if s is not None:
         run_dir_row(t, name, which, s)
+        exit_status_row(t, name, s, rc)
     return gt, s, (which if s is not None else None)
+
+
+def exit_status_row(t, name, s, status, label=""):
+    """summary.json's exit_status against the status the process really ended with, for a process
+    that ended by exit (a signal or exec leaves none)."""
+    if s.get("ended_by") not in ("exit", "exit_call") or not isinstance(status, int) or status < 0:
+        return
+    metric = f"{label}exit_status == the process's exit status"
+    if "exit_status" not in s:
+        t.add(name, metric, None, status, "INFO", "not recorded (a build from before exit_status)")
+    else:
+        t.exact(name, metric, s.get("exit_status"), status)
 
 
 def manifest_names(manifest):
@@ -1147,6 +1160,8 @@ def compare_ddp(t, work, name):
     for r, gt in truths.items():
         s = load_json(os.path.join(dirs.get(r, ""), "summary.json")) or {}
         device_rows(t, name, f"rank {r}", s, gt["device"], gt)
+        # An uncaught OutOfMemoryError ends the interpreter with status 1.
+        exit_status_row(t, name, s, 1 if r == gt.get("oom_rank") else 0, f"rank {r} ")
         report = read_text(os.path.join(d, f"rank{r}.report.txt"))
         named = "nccl" in report.lower()
         if backend == "nccl":

@@ -50,10 +50,12 @@ nlohmann::json embedded(const std::string& page) {
 
 // A failed request first (no memory held), 60 ms, then: ranges "load" and, inside it, "step";
 // allocated 100, 300 (the peak), 100 and 150 MiB at the end; marks "warm", "loaded" and "end".
+// The sleeps keep each step of the memory in a slice of its own however loaded the machine is (the
+// page has 2048 slices over the run).
 std::string profile_ranges(const Sandbox& box) {
   RunResult r = box.run({Paths::bin("prog_ops"), "expect_fail:2G", "mark:warm", "sleep:60", "push:load", "alloc:100M",
-                         "mark:loaded", "push:step", "alloc:200M", "sleep:20", "free:1", "pop", "alloc:50M", "sleep:20",
-                         "pop", "mark:end"},
+                         "sleep:20", "mark:loaded", "push:step", "alloc:200M", "sleep:20", "free:1", "pop",
+                         "alloc:50M", "sleep:20", "pop", "mark:end"},
                         {{"FAKE_CUDA_CAPACITY", "1G"}});
   EXPECT_EQ(r.exit_code, 0) << r.err;
   return box.only_run_dir();

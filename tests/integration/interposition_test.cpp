@@ -45,7 +45,7 @@ TEST(Interposition, ExportsOnlyInterposedSymbolsAndNeedsOnlyLibc) {
   const auto exported = words(command_output("nm -D --defined-only " + Paths::shim() + " | awk '{print $3}'"));
   const std::set<std::string> expected = {
       "dlsym", "dlclose", "execve", "execv", "execvp", "execvpe", "fexecve", "execl", "execlp", "execle",
-      "_exit", "_Exit", "quick_exit",
+      "_exit", "_Exit", "quick_exit", "exit", "__libc_start_main",
       "cuGetProcAddress", "cuGetProcAddress_v2", "cuMemAlloc_v2", "cuMemFree_v2", "cuMemAllocPitch_v2",
       "cuMemAllocManaged", "cuMemAllocAsync", "cuMemAllocAsync_ptsz", "cuMemAllocFromPoolAsync",
       "cuMemAllocFromPoolAsync_ptsz", "cuMemFreeAsync", "cuMemFreeAsync_ptsz", "cuMemPoolCreate",

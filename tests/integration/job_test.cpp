@@ -85,9 +85,9 @@ TEST(Job, TwoRanksGetRankNamedDirectoriesAndAJobReport) {
   const std::string prog = Paths::bin("prog_ops");
   // The closing summary names the ranks and points at the job view, not at each run.
   EXPECT_TRUE(contains(job.run.err, "gpumemprof: 2 profiled processes under " + job.root + "\n  rank 0 of 2: " + prog +
-                                        " (pid " + job.pids[0] + "): exited\n    device 0: peak allocated 3.00 MiB"))
+                                        " (pid " + job.pids[0] + "): exited 0\n    device 0: peak allocated 3.00 MiB"))
       << job.run.err;
-  EXPECT_TRUE(contains(job.run.err, "  rank 1 of 2: " + prog + " (pid " + job.pids[1] + "): exited\n")) << job.run.err;
+  EXPECT_TRUE(contains(job.run.err, "  rank 1 of 2: " + prog + " (pid " + job.pids[1] + "): exited 0\n")) << job.run.err;
   EXPECT_FALSE(contains(job.run.err, " report " + job.dirs[0])) << job.run.err;
   const std::string tool = std::filesystem::canonical(Paths::tool());
   EXPECT_TRUE(contains(job.run.err, "  next: " + tool + " report " + job.root + "\n        " + tool + " html " +

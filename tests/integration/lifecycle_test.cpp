@@ -29,6 +29,19 @@ TEST(Lifecycle, ReturnFromMain) {
   EXPECT_EQ(dev0(s)["allocated_bytes"]["peak"], 3 * MiB);
   EXPECT_EQ(dev0(s)["allocated_bytes"]["current"], 2 * MiB);
   EXPECT_EQ(s["live_at_exit"]["bytes"], 2 * MiB);
+  EXPECT_EQ(s["exit_status"], 0);
+}
+
+// main's return value reaches summary.json although glibc calls exit() from inside itself; the
+// program's own status is untouched.
+TEST(Lifecycle, TheStatusMainReturnsIsRecorded) {
+  Sandbox box;
+  RunResult r = lifecycle(box, "return-7");
+  EXPECT_EQ(r.exit_code, 7) << r.err;
+  auto s = summary_of(box.only_run_dir());
+  EXPECT_EQ(s["ended_by"], "exit");
+  EXPECT_EQ(s["exit_status"], 7);
+  EXPECT_EQ(dev0(s)["allocated_bytes"]["current"], 2 * MiB);
 }
 
 TEST(Lifecycle, ExitFromAnotherThreadKeepsItsStatus) {
@@ -37,6 +50,7 @@ TEST(Lifecycle, ExitFromAnotherThreadKeepsItsStatus) {
   EXPECT_EQ(r.exit_code, 3) << r.err;
   auto s = summary_of(box.only_run_dir());
   EXPECT_EQ(s["clean_exit"], true);
+  EXPECT_EQ(s["exit_status"], 3);
   EXPECT_EQ(dev0(s)["allocated_bytes"]["current"], 3 * MiB);
   EXPECT_EQ(dev0(s)["alloc_count"], 2);
 }
@@ -165,12 +179,9 @@ TEST(Lifecycle, ProcessesThatNeverAllocateLeaveNothing) {
 namespace gmp::test {
 namespace {
 
-// A Python program that allocates through ctypes and simply ends: the interpreter's shutdown
-// (atexit handlers, then exit) must still leave a complete summary.
-TEST(Lifecycle, PythonInterpreterShutdown) {
-  Sandbox box;
-  const std::string script =
-      "import ctypes, threading\n"
+// A Python program that allocates through ctypes: 5 MiB kept, 1 MiB from another thread.
+const char* const kPythonAllocating =
+      "import ctypes, sys, threading\n"
       "cu = ctypes.CDLL('libcuda.so.1')\n"
       "assert cu.cuInit(0) == 0\n"
       "ctx = ctypes.c_void_p()\n"
@@ -184,13 +195,39 @@ TEST(Lifecycle, PythonInterpreterShutdown) {
       "keep = alloc(5 << 20)\n"
       "t = threading.Thread(target=alloc, args=(1 << 20,)); t.start(); t.join()\n"
       "print('done')\n";
-  RunResult r = box.run({"/usr/bin/env", "python3", "-c", script});
+
+// It simply ends: the interpreter's shutdown (atexit handlers, then exit) must still leave a
+// complete summary.
+TEST(Lifecycle, PythonInterpreterShutdown) {
+  Sandbox box;
+  RunResult r = box.run({"/usr/bin/env", "python3", "-c", kPythonAllocating});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out, "done\n");
   auto s = summary_of(box.only_run_dir());
   EXPECT_EQ(s["clean_exit"], true);
   EXPECT_EQ(dev0(s)["allocated_bytes"]["current"], 6 * MiB);
   EXPECT_EQ(dev0(s)["alloc_count"], 2);
+  EXPECT_EQ(s["exit_status"], 0);
+}
+
+// sys.exit(6) and an uncaught exception (status 1) reach summary.json and the report.
+TEST(Lifecycle, PythonsExitStatusIsRecorded) {
+  for (const auto& [ending, status] : {std::pair<std::string, int>{"sys.exit(6)\n", 6},
+                                       {"raise RuntimeError('the end')\n", 1}}) {
+    Sandbox box;
+    RunResult r = box.run({"/usr/bin/env", "python3", "-c", std::string(kPythonAllocating) + ending});
+    EXPECT_EQ(r.exit_code, status) << r.err;
+    const std::string dir = box.only_run_dir();
+    auto s = summary_of(dir);
+    EXPECT_EQ(s["ended_by"], "exit") << ending;
+    EXPECT_EQ(s["exit_status"], status) << ending;
+    EXPECT_EQ(dev0(s)["allocated_bytes"]["current"], 6 * MiB);
+    RunResult rep = box.run({Paths::tool(), "report", dir, "--json"});
+    ASSERT_EQ(rep.exit_code, 0) << rep.err;
+    const auto end = nlohmann::json::parse(rep.out)["analysis"]["process_end"];
+    EXPECT_EQ(end["exit_status"], status);
+    EXPECT_EQ(end["text"], "the process exited with status " + std::to_string(status));
+  }
 }
 
 }  // namespace

@@ -123,7 +123,7 @@ TEST(Report, KilledRunIsRebuiltFromTheTraceWithItsPeak) {
   EXPECT_TRUE(j["events"]["lost"].is_null());
   // How it ended comes first, and what it left is not called leaks (issue 15, defect 5).
   EXPECT_EQ(j["analysis"]["process_end"],
-            nlohmann::json({{"ended_by", "unknown"}, {"signal", nullptr}, {"died", true},
+            nlohmann::json({{"ended_by", "unknown"}, {"signal", nullptr}, {"exit_status", nullptr}, {"died", true},
                             {"text", "the process died without writing summary.json (killed by SIGKILL, a crash, or "
                                      "still running)"}}));
   RunResult text = run_tool({"report", dir});
@@ -154,7 +154,7 @@ TEST(Report, AnAbortedRunSaysHowItEndedFirst) {
   auto j = report_json(dir);
   EXPECT_EQ(j["rebuilt_from_trace"], false);
   EXPECT_EQ(j["analysis"]["process_end"],
-            nlohmann::json({{"ended_by", "signal"}, {"signal", SIGABRT}, {"died", true},
+            nlohmann::json({{"ended_by", "signal"}, {"signal", SIGABRT}, {"exit_status", nullptr}, {"died", true},
                             {"text", "the process was killed by SIGABRT (signal 6)"}}));
   RunResult text = run_tool({"report", dir});
   ASSERT_EQ(text.exit_code, 0) << text.err;

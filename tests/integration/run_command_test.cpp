@@ -166,7 +166,7 @@ TEST(RunCommand, TheCommandAndEachProcessSayHowTheyEnded) {
   EXPECT_EQ(r.term_signal, SIGKILL) << r.err;
   const std::string dir = dirs_under(root).at(0);
   EXPECT_NE(r.err.find(" profiled process under " + root + "\n  " + Paths::bin("prog_ops") + " (pid " +
-                       dir.substr(dir.rfind('.') + 1) + "): exited\n"), std::string::npos) << r.err;
+                       dir.substr(dir.rfind('.') + 1) + "): exited 0\n"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find(".html\n  the command /bin/sh (pid "), std::string::npos) << r.err;
   EXPECT_TRUE(r.err.ends_with("): killed by signal 9 (SIGKILL)\n")) << r.err;
 }

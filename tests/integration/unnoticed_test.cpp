@@ -146,6 +146,7 @@ TEST(Unnoticed, FatalSignalWhileThreadsAllocateStillWritesTheSummary) {
   auto s = summary_of(box.only_run_dir());
   EXPECT_EQ(s["ended_by"], "signal");
   EXPECT_EQ(s["terminated_by_signal"], SIGTERM);
+  EXPECT_FALSE(s.contains("exit_status"));
   EXPECT_EQ(s["clean_exit"], false);
   EXPECT_EQ(s["trace_events_written"], count_trace(box.only_run_dir()).events);
 }
@@ -159,6 +160,7 @@ TEST_P(ExitCall, FlushesEverythingBeforeTheProcessEnds) {
   const std::string dir = box.only_run_dir();
   auto s = summary_of(dir);
   EXPECT_EQ(s["ended_by"], "exit_call");
+  EXPECT_EQ(s["exit_status"], 5);
   EXPECT_EQ(s["clean_exit"], true);
   EXPECT_EQ(s["live_at_exit"]["bytes"], MiB);
   expect_complete_trace(dir, 501);

@@ -81,11 +81,11 @@ int run(const std::string& mode) {
     return 0;
   }
   init_context();
-  if (mode == "return") {
+  if (mode == "return" || mode == "return-7") {
     alloc(2 * MiB);
     const CUdeviceptr one = alloc(1 * MiB);
     CK(g_t.cuMemFree_v2(one));
-    return 0;
+    return mode == "return" ? 0 : 7;
   }
   if (mode == "exit-thread") {
     alloc(1 * MiB);

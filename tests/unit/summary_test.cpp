@@ -156,7 +156,19 @@ TEST(SummarySchema, UnknownCountsAreNull) {
   s.events.counts_known = true;  // rebuilt with a summary.json that had no devices: no unwritten
   EXPECT_EQ(json_text(to_json(s)["events"]), R"({"lost":0,"producer_waits":0,"recorded":5})");
   const json j = to_json(s);
-  EXPECT_FALSE(j.contains("terminated_by_signal") || j.contains("unattributed") || j.contains("trace_events_written"));
+  EXPECT_FALSE(j.contains("terminated_by_signal") || j.contains("unattributed") || j.contains("trace_events_written") ||
+               j.contains("exit_status"));
+}
+
+// The exit status is written when known and read back only as a status a parent can see (0-255).
+TEST(SummarySchema, ExitStatusRoundTripsAndOnlyAStatusIsRead) {
+  Summary s;
+  s.exit_status = 3;
+  EXPECT_EQ(to_json(s)["exit_status"], 3);
+  EXPECT_EQ(summary_from_json(to_json(s)).exit_status, 3);
+  for (const char* bad : {R"({"exit_status": 256})", R"({"exit_status": -1})", R"({"exit_status": "3"})"}) {
+    EXPECT_FALSE(summary_from_json(json::parse(bad)).exit_status.has_value()) << bad;
+  }
 }
 
 TEST(SummarySchema, WrongTypesReadAsDefaults) {

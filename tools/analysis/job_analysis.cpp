@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "event.h"
+#include "process_facts.h"
 #include "summary.h"
 
 namespace gmp::analysis {
@@ -82,6 +83,7 @@ json member_json(const JobAnalysis& job, size_t index) {
   j["start_realtime_ns"] = man.start_realtime_ns;
   j["start_offset_ns"] = job.job_time(index, 0);
   j["rebuilt_from_trace"] = run.summary_rebuilt;
+  j["process_end"] = process_end_json(process_end(run));
   j["devices"] = json::array();
   for (const JobRow& r : job.rows) {
     if (r.member == index && r.device >= 0) j["devices"].push_back(row_json(job, r));

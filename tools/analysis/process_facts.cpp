@@ -43,8 +43,14 @@ std::string ProcessEnd::ended_by() const {
 
 std::string ProcessEnd::text() const {
   switch (how) {
-    case How::Exit: return "the process exited normally";
-    case How::ExitCall: return "the process exited through _exit (no exit handlers ran)";
+    case How::Exit:
+      return exit_status.value_or(0) == 0 ? "the process exited normally"
+                                          : "the process exited with status " + std::to_string(*exit_status);
+    case How::ExitCall:
+      return exit_status.value_or(0) == 0
+                 ? "the process exited through _exit (no exit handlers ran)"
+                 : "the process exited through _exit with status " + std::to_string(*exit_status) +
+                       " (no exit handlers ran)";
     case How::Signal: {
       const std::string name = signal_name(signal);
       return "the process was killed by " + name + (name.starts_with("SIG") ? " (signal " + std::to_string(signal) + ")" : "");
@@ -78,12 +84,14 @@ ProcessEnd process_end(const reader::RunDirectory& run) {
   } else {
     end.how = ProcessEnd::How::Unknown;
   }
+  if (end.exited()) end.exit_status = s.exit_status;
   return end;
 }
 
 nlohmann::json process_end_json(const ProcessEnd& end) {
   return {{"ended_by", end.ended_by()},
           {"signal", end.how == ProcessEnd::How::Signal ? nlohmann::json(end.signal) : nlohmann::json()},
+          {"exit_status", end.exit_status ? nlohmann::json(*end.exit_status) : nlohmann::json()},
           {"died", end.died()},
           {"text", end.text()}};
 }

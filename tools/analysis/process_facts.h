@@ -2,6 +2,7 @@
 // launcher's summary): one wording for all of them.
 #pragma once
 
+#include <optional>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -21,11 +22,13 @@ struct ProcessEnd {
   };
   How how = How::Exit;
   int signal = 0;  // How::Signal: its number
+  std::optional<int> exit_status;  // Exit, ExitCall: summary.json's "exit_status", when the shim saw it
   // The process did not end by its own choice: what was live then is not a leak it made.
   bool died() const { return how == How::Signal || how == How::Unknown; }
   bool exited() const { return how == How::Exit || how == How::ExitCall; }  // what it left live are leaks
   std::string ended_by() const;  // summary.json's word: "exit", "exit_call", "signal", "exec", "unknown"
-  // One sentence: "the process exited normally", "the process was killed by SIGABRT (signal 6)", ...
+  // One sentence: "the process exited normally", "the process exited with status 3", "the process
+  // was killed by SIGABRT (signal 6)", ...
   std::string text() const;
   // What to call the device memory still live at its end: "leaks" after an exit, "live when the
   // process died", "live when the process called exec".
@@ -34,7 +37,7 @@ struct ProcessEnd {
 
 ProcessEnd process_end(const reader::RunDirectory& run);
 // report --json's and the HTML page's "process_end": {"ended_by", "signal" (null unless killed by
-// one), "died", "text"}.
+// one), "exit_status" (null unless known), "died", "text"}.
 nlohmann::json process_end_json(const ProcessEnd& end);
 
 // The program in titles: a Python interpreter's script or module (`train.py`, `-m pkg.mod`), else

@@ -129,17 +129,19 @@ std::string wait_status_text(int status) {
   return signal_text(WTERMSIG(status)) + (WCOREDUMP(status) ? ", core dumped" : "");
 }
 
-// How another process ended, as its summary.json says (no exit status is recorded there).
+// How another process ended, as its summary.json says: "exited 1" where the shim saw the status
+// (wait_status_text's words), "exited" where it did not.
 std::string summary_end_text(const reader::RunDirectory& run) {
   const analysis::ProcessEnd end = analysis::process_end(run);
+  const std::string status = end.exit_status ? " " + std::to_string(*end.exit_status) : "";
   switch (end.how) {
     case analysis::ProcessEnd::How::Unknown: return "ended without writing summary.json (killed by SIGKILL, or crashed)";
     case analysis::ProcessEnd::How::Signal: return signal_text(end.signal);
-    case analysis::ProcessEnd::How::ExitCall: return "exited through _exit";
+    case analysis::ProcessEnd::How::ExitCall: return "exited" + status + " through _exit";
     case analysis::ProcessEnd::How::Exec: return "replaced itself by exec";
     case analysis::ProcessEnd::How::Exit: break;
   }
-  return "exited";
+  return "exited" + status;
 }
 
 // The commands to read what a run left: its report, its OOM explanations when it ran out of
