@@ -429,34 +429,49 @@ class Check:
             self.launcher_run("torch_llama_oom", "llama_train.py", args=("--oom",), commands=(
                 (["oom", "{run}"], "oom.txt"), (["report", "{run}"], "report.txt")))
 
-    def job_run(self):
-        """torch_job: a one-rank torchrun job through `gpumemprof run -o ROOT` with limits that hold,
-        then the job view, a CI gate that must break, and the job's perfetto export, all on ROOT."""
-        name = "torch_job"
+    def torchrun_job(self, name, kind, nproc, script, run_options=(), script_args=(), **extra_env):
+        """`gpumemprof run -o ROOT [run_options] -- torchrun --nproc-per-node N tests/gpu/<script>`:
+        returns (its work directory, ROOT, exit status, start time)."""
         d = os.path.join(self.work, name)
         root = os.path.join(d, "runs")
         os.makedirs(d, exist_ok=True)
-        self.plan(name, "job")
+        self.plan(name, kind)
         t0 = time.monotonic()
         env = {k: v for k, v in os.environ.items() if k != "PYTORCH_CUDA_ALLOC_CONF"}
-        env.update(GROUND_TRUTH=os.path.join(d, "gt.json"), GPU_CHECK_NAME=name)
-        argv = [self.tool, "run", "-o", root, "--max-peak", "64GiB", "--no-oom", "--metrics-dir",
-                os.path.join(d, "metrics"), "--", self.py, "-m",
-                "torch.distributed.run", "--nproc-per-node", "1", os.path.join(ROOT, "tests", "gpu", "job_rank.py")]
+        env.update(GPU_CHECK_NAME=name, **extra_env)
+        argv = [self.tool, "run", "-o", root, *run_options, "--", self.py, "-m", "torch.distributed.run",
+                "--nproc-per-node", str(nproc), os.path.join(ROOT, "tests", "gpu", script), *script_args]
         rc = self.timed(self.budget(180), argv, cwd=d, env=env, stdout=os.path.join(d, "stdout.txt"),
                         stderr=os.path.join(d, "stderr.txt"))
         self.write_rc(os.path.join(d, "rc"), rc)
-        for stem, args in (("job", ["report", root]), ("job_json", ["report", root, "--json"]),
-                           ("gate", ["check", root, "--max-peak", "1MiB"]),
-                           ("perfetto", ["export", root, "--format", "perfetto", "-o", os.path.join(d, "job.perfetto.json")]),
-                           ("html", ["html", root, "-o", os.path.join(d, "job.html")])):
+        return d, root, rc, t0
+
+    def job_commands(self, name, d, rc, t0, commands, expected_rcs=(0,)):
+        """The post-mortem commands on a job: (stem, argv after `gpumemprof`), each to <stem>.txt,
+        .stderr and .rc; then the job's line in the log."""
+        for stem, args in commands:
             out = os.path.join(d, stem)
             self.write_rc(out + ".rc", self.timed(self.budget(120), [self.tool] + args, stdout=out + ".txt",
                                                   stderr=out + ".stderr"))
         head = "|".join(read_text(os.path.join(d, "job.txt")).splitlines()[:6])[:300]
         say(f"{name:<18} rc={rc:<4} {int(time.monotonic() - t0):3d}s  {head}")
-        if rc != 0 and tail(os.path.join(d, "stderr.txt")):
+        if rc not in expected_rcs and tail(os.path.join(d, "stderr.txt")):
             say(tail(os.path.join(d, "stderr.txt")).rstrip("\n"))
+
+    def job_run(self):
+        """torch_job: a one-rank torchrun job through `gpumemprof run -o ROOT` with limits that hold,
+        then the job view, a CI gate that must break, and the job's perfetto export, all on ROOT."""
+        name = "torch_job"
+        d = os.path.join(self.work, name)
+        d, root, rc, t0 = self.torchrun_job(
+            name, "job", 1, "job_rank.py",
+            run_options=("--max-peak", "64GiB", "--no-oom", "--metrics-dir", os.path.join(d, "metrics")),
+            GROUND_TRUTH=os.path.join(d, "gt.json"))
+        self.job_commands(name, d, rc, t0, (
+            ("job", ["report", root]), ("job_json", ["report", root, "--json"]),
+            ("gate", ["check", root, "--max-peak", "1MiB"]),
+            ("perfetto", ["export", root, "--format", "perfetto", "-o", os.path.join(d, "job.perfetto.json")]),
+            ("html", ["html", root, "-o", os.path.join(d, "job.html")])))
 
     def gpu_count(self):
         r = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True)
@@ -468,20 +483,10 @@ class Check:
         for name, args in (("torch_ddp", ()), ("torch_ddp_oom", ("--oom-rank", "1"))):
             if not self.want(name):
                 continue
-            d = os.path.join(self.work, name)
-            root = os.path.join(d, "runs")
-            os.makedirs(d, exist_ok=True)
-            self.plan(name, "ddp")
-            t0 = time.monotonic()
-            env = {k: v for k, v in os.environ.items() if k != "PYTORCH_CUDA_ALLOC_CONF"}
             # NVLink multicast stays off on the lent machines (the device tool's notes).
-            env.update(GROUND_TRUTH_DIR=d, GPU_CHECK_NAME=name, NCCL_NVLS_ENABLE="0",
-                       TORCH_SYMM_MEM_DISABLE_MULTICAST="1", NVSHMEM_DISABLE_NVLS="1")
-            argv = [self.tool, "run", "-o", root, "--", self.py, "-m", "torch.distributed.run", "--nproc-per-node",
-                    "2", os.path.join(ROOT, "tests", "gpu", "ddp_rank.py"), *args]
-            rc = self.timed(self.budget(180), argv, cwd=d, env=env, stdout=os.path.join(d, "stdout.txt"),
-                            stderr=os.path.join(d, "stderr.txt"))
-            self.write_rc(os.path.join(d, "rc"), rc)
+            d, root, rc, t0 = self.torchrun_job(
+                name, "ddp", 2, "ddp_rank.py", script_args=args, GROUND_TRUTH_DIR=os.path.join(self.work, name),
+                NCCL_NVLS_ENABLE="0", TORCH_SYMM_MEM_DISABLE_MULTICAST="1", NVSHMEM_DISABLE_NVLS="1")
             commands = [("job", ["report", root]), ("job_json", ["report", root, "--json"]),
                         ("gate", ["check", root, "--no-oom"]),
                         ("perfetto", ["export", root, "--format", "perfetto", "-o", os.path.join(d, "job.perfetto.json")])]
@@ -490,14 +495,7 @@ class Check:
                 if m:
                     commands.append((f"rank{m[1]}.report", ["report", os.path.join(root, run)]))
                     commands.append((f"rank{m[1]}.oom", ["oom", os.path.join(root, run)]))
-            for stem, cmd in commands:
-                out = os.path.join(d, stem)
-                self.write_rc(out + ".rc", self.timed(self.budget(120), [self.tool] + cmd, stdout=out + ".txt",
-                                                      stderr=out + ".stderr"))
-            head = "|".join(read_text(os.path.join(d, "job.txt")).splitlines()[:6])[:300]
-            say(f"{name:<18} rc={rc:<4} {int(time.monotonic() - t0):3d}s  {head}")
-            if rc not in (0, 1) and tail(os.path.join(d, "stderr.txt")):
-                say(tail(os.path.join(d, "stderr.txt")).rstrip("\n"))
+            self.job_commands(name, d, rc, t0, commands, expected_rcs=(0, 1))
 
     def split_run(self):
         """torch_split: one process on two GPUs; on one GPU it is not started (rc -3, INFO)."""

@@ -1047,6 +1047,25 @@ def compare_device_limit(t, work, name):
             jax.get("stderr", "")[-200:])
 
 
+def job_report(t, name, d):
+    """`report ROOT --json` of a job workload (job_json.txt): (the report, its processes); a FAIL
+    row and no processes when it is unusable."""
+    rep = load_json(os.path.join(d, "job_json.txt"))
+    procs = rep.get("processes") if isinstance(rep, dict) else None
+    if not procs:
+        t.add(name, "report ROOT --json", read_rc(os.path.join(d, "job_json.rc")), "a job", "FAIL",
+              read_text(os.path.join(d, "job_json.stderr")).strip()[:200])
+    return rep, procs
+
+
+def perfetto_track_groups(d):
+    """The process track groups' names of a job's perfetto export (job.perfetto.json), sorted."""
+    perfetto = load_json(os.path.join(d, "job.perfetto.json"))
+    events = perfetto.get("traceEvents", []) if isinstance(perfetto, dict) else perfetto or []
+    return sorted({e.get("args", {}).get("name", "") for e in events
+                   if isinstance(e, dict) and e.get("ph") == "M" and e.get("name") == "process_name"})
+
+
 def compare_job(t, work, name):
     """The torchrun job: the rank's run directory judged as every PyTorch workload is, then what
     `gpumemprof run -o ROOT` made of the job: one rank-named directory, the job view's figures
@@ -1059,11 +1078,8 @@ def compare_job(t, work, name):
     dirs = sorted(n for n in os.listdir(root) if os.path.isdir(os.path.join(root, n))) if os.path.isdir(root) else []
     t.add(name, "run directories under ROOT", ",".join(dirs) or None, "rank0.<exe>.<pid>",
           "MATCH" if len(dirs) == 1 and dirs[0].startswith("rank0.") else "MISMATCH")
-    rep = load_json(os.path.join(d, "job_json.txt"))
-    procs = rep.get("processes") if isinstance(rep, dict) else None
+    _, procs = job_report(t, name, d)
     if not procs:
-        t.add(name, "report ROOT --json", read_rc(os.path.join(d, "job_json.rc")), "a job", "FAIL",
-              read_text(os.path.join(d, "job_json.stderr")).strip()[:200])
         return
     p = procs[0]
     t.exact(name, "job: processes", len(procs), 1)
@@ -1083,10 +1099,7 @@ def compare_job(t, work, name):
     t.add(name, "check ROOT --max-peak 1MiB: exit, a broken-limit line", read_rc(os.path.join(d, "gate.rc")), 1,
           "MATCH" if read_rc(os.path.join(d, "gate.rc")) == 1 and "--max-peak" in gate else "MISMATCH",
           gate.strip().splitlines()[0][:160] if gate.strip() else "no output")
-    perfetto = load_json(os.path.join(d, "job.perfetto.json"))
-    events = perfetto.get("traceEvents", []) if isinstance(perfetto, dict) else perfetto or []
-    groups = sorted({e.get("args", {}).get("name", "") for e in events
-                     if isinstance(e, dict) and e.get("ph") == "M" and e.get("name") == "process_name"})
+    groups = perfetto_track_groups(d)
     t.add(name, "job perfetto export: track groups", ";".join(groups) or None, "rank 0 (HOST pid PID)",
           "MATCH" if len(groups) == 1 and groups[0].startswith("rank 0 (") else "MISMATCH")
     size = os.path.getsize(os.path.join(d, "job.html")) if os.path.exists(os.path.join(d, "job.html")) else 0
@@ -1184,11 +1197,8 @@ def compare_ddp(t, work, name):
                   if read_text(os.path.join(d, f"rank{r}.oom.txt")).strip() else "no output")
         else:
             t.exact(name, f"rank {r}: out-of-memory failures", len(ooms), 0)
-    rep = load_json(os.path.join(d, "job_json.txt"))
-    procs = rep.get("processes") if isinstance(rep, dict) else None
+    rep, procs = job_report(t, name, d)
     if not procs:
-        t.add(name, "report ROOT --json", read_rc(os.path.join(d, "job_json.rc")), "a job", "FAIL",
-              read_text(os.path.join(d, "job_json.stderr")).strip()[:200])
         return
     t.exact(name, "job: ranks, world sizes", sorted((p.get("rank"), p.get("world_size")) for p in procs),
             [(0, 2), (1, 2)])
@@ -1207,11 +1217,8 @@ def compare_ddp(t, work, name):
     gate_ok = gate_rc == 1 and "rank 1" in gate and "rank 0" not in gate if oom else gate_rc == 0
     t.add(name, "check ROOT --no-oom", gate_rc, 1 if oom else 0, "MATCH" if gate_ok else "MISMATCH",
           gate.splitlines()[0][:160] if gate else "no output")
-    perfetto = load_json(os.path.join(d, "job.perfetto.json"))
-    events = perfetto.get("traceEvents", []) if isinstance(perfetto, dict) else perfetto or []
-    groups = sorted({e.get("args", {}).get("name", "").split(" (")[0] for e in events
-                     if isinstance(e, dict) and e.get("ph") == "M" and e.get("name") == "process_name"})
-    t.exact(name, "job perfetto export: track groups", groups, ["rank 0", "rank 1"])
+    t.exact(name, "job perfetto export: track groups", [g.split(" (")[0] for g in perfetto_track_groups(d)],
+            ["rank 0", "rank 1"])
 
 
 def compare_split(t, work, name):
