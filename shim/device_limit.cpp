@@ -289,15 +289,6 @@ void give_back(Table t, uint64_t key, Taken taken) {
   keep(t, key, taken.device, taken.bytes);
 }
 
-uint64_t pool_reserved(CUmemoryPool pool) {
-  auto get = GMP_REAL(cuMemPoolGetAttribute);
-  cuuint64_t v = 0;
-  if (pool == nullptr || get == nullptr || get(pool, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT, &v) != CUDA_SUCCESS) {
-    return 0;
-  }
-  return v;
-}
-
 CUresult pool_grown(CUmemoryPool pool, int device, uint64_t before, CUdeviceptr* dptr, CUstream stream,
                     FreeAsync free_async) {
   const uint64_t limit = limit_of(device);

@@ -13,6 +13,8 @@
 #include <atomic>
 #include <cstdint>
 
+#include "pool_tracker.h"
+
 namespace gmp::shim::limit {
 
 enum class State : uint8_t { Unknown, Off, On };
@@ -79,7 +81,7 @@ CUresult release(Table t, uint64_t key, Call&& call) {
 // Stream-ordered allocation: whether the pool grew shows only after the call (the driver's free
 // lists decide), so the pool's reserved bytes are read before and after. A growth past the limit
 // is undone: the allocation is freed on its stream and the pool trimmed back to what it held.
-uint64_t pool_reserved(CUmemoryPool pool);
+inline uint64_t pool_reserved(CUmemoryPool pool) { return pools::driver_reserved(pool).value_or(0); }
 using FreeAsync = CUresult (*)(CUdeviceptr, CUstream);
 CUresult pool_grown(CUmemoryPool pool, int device, uint64_t before, CUdeviceptr* dptr, CUstream stream,
                     FreeAsync free_async);

@@ -43,18 +43,16 @@ KnownPool* find_or_add(uint64_t handle, int device) {
   return &g_known[i];
 }
 
-bool query_reserved(uint64_t handle, uint64_t* out) {
+}  // namespace
+
+std::optional<uint64_t> driver_reserved(CUmemoryPool pool) {
   auto get = GMP_REAL(cuMemPoolGetAttribute);
   cuuint64_t v = 0;
-  if (get == nullptr ||
-      get(reinterpret_cast<CUmemoryPool>(handle), CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT, &v) != CUDA_SUCCESS) {
-    return false;
+  if (pool == nullptr || get == nullptr || get(pool, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT, &v) != CUDA_SUCCESS) {
+    return std::nullopt;
   }
-  *out = v;
-  return true;
+  return v;
 }
-
-}  // namespace
 
 CUmemoryPool current_pool(int device) {
   if (device < 0 || device >= kMaxDevices) return nullptr;
@@ -75,8 +73,9 @@ void set_current_pool(int device, CUmemoryPool pool) {
 
 uint64_t read_reserved(CUmemoryPool pool, int device) {
   const auto handle = reinterpret_cast<uint64_t>(pool);
-  uint64_t v = 0;
-  if (!query_reserved(handle, &v)) return 0;
+  const std::optional<uint64_t> reading = driver_reserved(pool);
+  if (!reading) return 0;
+  const uint64_t v = *reading;
   // Written only when it changed: most allocations leave the pool as it was, and a line every
   // allocating thread writes would bounce between their cores.
   KnownPool* k = find_or_add(handle, device);
@@ -101,8 +100,9 @@ void refresh_all() {
   const int n = g_known_count.load(std::memory_order_acquire);
   for (int i = 0; i < n; ++i) {
     const uint64_t handle = g_known[i].handle.load(std::memory_order_acquire);
-    uint64_t now = 0;
-    if (handle == 0 || !query_reserved(handle, &now)) continue;
+    const std::optional<uint64_t> reading = driver_reserved(reinterpret_cast<CUmemoryPool>(handle));
+    if (!reading) continue;
+    const uint64_t now = *reading;
     if (g_known[i].reserved.exchange(now, std::memory_order_relaxed) == now) continue;
     session_record(g_known[i].device.load(std::memory_order_relaxed), [&](Event& e) {
       e.op = Op::PoolReserved;

@@ -6,11 +6,16 @@
 #include <cuda.h>
 
 #include <cstdint>
+#include <optional>
 
 namespace gmp::shim::pools {
 
 CUmemoryPool current_pool(int device);
 void set_current_pool(int device, CUmemoryPool pool);
+
+// The pool's RESERVED_MEM_CURRENT as the driver reports it now, remembering nothing; nullopt when
+// it cannot say (no pool, no cuMemPoolGetAttribute, an error).
+std::optional<uint64_t> driver_reserved(CUmemoryPool pool);
 
 // Reads the pool's RESERVED_MEM_CURRENT from the driver and remembers it as the last reading.
 uint64_t read_reserved(CUmemoryPool pool, int device);

@@ -99,9 +99,9 @@ GMP_EXPORT CUresult cuArrayCreate_v2(CUarray* handle, const CUDA_ARRAY_DESCRIPTO
 GMP_EXPORT CUresult cuArray3DCreate_v2(CUarray* handle, const CUDA_ARRAY3D_DESCRIPTOR* desc) {
   auto real = GMP_REAL(cuArray3DCreate_v2);
   if (real == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
-  const CUresult r =
-      limited(real(handle, desc), handle, descriptor_bytes(desc, 1), array_bytes, GMP_REAL(cuArrayDestroy));
-  if (recording()) record_array(Api::cuArray3DCreate_v2, r, handle, descriptor_bytes(desc, 1), array_bytes);
+  const uint64_t described = descriptor_bytes(desc, 1);
+  const CUresult r = limited(real(handle, desc), handle, described, array_bytes, GMP_REAL(cuArrayDestroy));
+  if (recording()) record_array(Api::cuArray3DCreate_v2, r, handle, described, array_bytes);
   return r;
 }
 
@@ -109,11 +109,10 @@ GMP_EXPORT CUresult cuMipmappedArrayCreate(CUmipmappedArray* handle, const CUDA_
                                            unsigned int levels) {
   auto real = GMP_REAL(cuMipmappedArrayCreate);
   if (real == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
-  const CUresult r = limited(real(handle, desc, levels), handle, descriptor_bytes(desc, levels), mipmapped_bytes,
-                            GMP_REAL(cuMipmappedArrayDestroy));
-  if (recording()) {
-    record_array(Api::cuMipmappedArrayCreate, r, handle, descriptor_bytes(desc, levels), mipmapped_bytes);
-  }
+  const uint64_t described = descriptor_bytes(desc, levels);
+  const CUresult r =
+      limited(real(handle, desc, levels), handle, described, mipmapped_bytes, GMP_REAL(cuMipmappedArrayDestroy));
+  if (recording()) record_array(Api::cuMipmappedArrayCreate, r, handle, described, mipmapped_bytes);
   return r;
 }
 

@@ -46,13 +46,19 @@ void record_pool_alloc(Api api, CUresult r, CUdeviceptr* dptr, size_t size, CUst
 template <typename Real>
 CUresult alloc_async(Api api, Real real, limit::FreeAsync free, CUdeviceptr* dptr, size_t size, CUstream stream) {
   if (real == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
-  const auto call = [&] { return real(dptr, size, stream); };
-  const CUresult r = limit::on() ? limit::pool(pools::current_pool(stream_device(stream)), stream_device(stream), dptr,
-                                               stream, free, call)
-                                 : call();
+  // The stream's device (a driver call for a stream of its own) is looked up once: before the
+  // call under a limit, else after it, for the record.
+  int device = -1;
+  CUresult r;
+  if (limit::on()) {
+    device = stream_device(stream);
+    r = limit::pool(pools::current_pool(device), device, dptr, stream, free, [&] { return real(dptr, size, stream); });
+  } else {
+    r = real(dptr, size, stream);
+  }
   if (recording()) {
     ErrnoKeeper keep;
-    const int device = stream_device(stream);
+    if (device < 0) device = stream_device(stream);
     record_pool_alloc(api, r, dptr, size, stream, pools::current_pool(device), device);
   }
   return r;
@@ -62,11 +68,18 @@ template <typename Real>
 CUresult alloc_from_pool(Api api, Real real, limit::FreeAsync free, CUdeviceptr* dptr, size_t size, CUmemoryPool pool,
                          CUstream stream) {
   if (real == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
-  const auto call = [&] { return real(dptr, size, pool, stream); };
-  const CUresult r = limit::on() ? limit::pool(pool, stream_device(stream), dptr, stream, free, call) : call();
+  int device = -1;  // looked up once, as in alloc_async
+  CUresult r;
+  if (limit::on()) {
+    device = stream_device(stream);
+    r = limit::pool(pool, device, dptr, stream, free, [&] { return real(dptr, size, pool, stream); });
+  } else {
+    r = real(dptr, size, pool, stream);
+  }
   if (recording()) {
     ErrnoKeeper keep;
-    record_pool_alloc(api, r, dptr, size, stream, pool, stream_device(stream));
+    if (device < 0) device = stream_device(stream);
+    record_pool_alloc(api, r, dptr, size, stream, pool, device);
   }
   return r;
 }
