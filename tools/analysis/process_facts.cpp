@@ -1,34 +1,16 @@
 #include "process_facts.h"
 
-#include <signal.h>
+#include <string.h>  // sigabbrev_np
 
 #include "program_name.h"
 #include "summary.h"
 
 namespace gmp::analysis {
-namespace {
 
-// The abbreviations of the signals a process can die of; others go by number.
-std::string signal_name(int sig) {
-  switch (sig) {
-    case SIGHUP: return "SIGHUP";
-    case SIGINT: return "SIGINT";
-    case SIGQUIT: return "SIGQUIT";
-    case SIGILL: return "SIGILL";
-    case SIGTRAP: return "SIGTRAP";
-    case SIGABRT: return "SIGABRT";
-    case SIGBUS: return "SIGBUS";
-    case SIGFPE: return "SIGFPE";
-    case SIGKILL: return "SIGKILL";
-    case SIGSEGV: return "SIGSEGV";
-    case SIGPIPE: return "SIGPIPE";
-    case SIGALRM: return "SIGALRM";
-    case SIGTERM: return "SIGTERM";
-    default: return "signal " + std::to_string(sig);
-  }
+std::string signal_abbreviation(int sig) {
+  const char* abbrev = sigabbrev_np(sig);
+  return abbrev != nullptr ? std::string("SIG") + abbrev : std::string();
 }
-
-}  // namespace
 
 std::string ProcessEnd::ended_by() const {
   switch (how) {
@@ -52,8 +34,9 @@ std::string ProcessEnd::text() const {
                  : "the process exited through _exit with status " + std::to_string(*exit_status) +
                        " (no exit handlers ran)";
     case How::Signal: {
-      const std::string name = signal_name(signal);
-      return "the process was killed by " + name + (name.starts_with("SIG") ? " (signal " + std::to_string(signal) + ")" : "");
+      const std::string name = signal_abbreviation(signal);
+      return "the process was killed by " +
+             (name.empty() ? "signal " + std::to_string(signal) : name + " (signal " + std::to_string(signal) + ")");
     }
     case How::Exec: return "the process replaced itself by exec (the new program has its own run directory)";
     case How::Unknown:

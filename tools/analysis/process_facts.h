@@ -36,6 +36,8 @@ struct ProcessEnd {
 };
 
 ProcessEnd process_end(const reader::RunDirectory& run);
+// "SIGTERM": the signal's name as glibc spells it, empty for a number it has none for.
+std::string signal_abbreviation(int sig);
 // report --json's and the HTML page's "process_end": {"ended_by", "signal" (null unless killed by
 // one), "exit_status" (null unless known), "died", "text"}.
 nlohmann::json process_end_json(const ProcessEnd& end);

@@ -117,8 +117,8 @@ std::string self_command() {
 
 // "killed by signal 9 (SIGKILL)".
 std::string signal_text(int sig) {
-  const char* abbrev = sigabbrev_np(sig);
-  return "killed by signal " + std::to_string(sig) + (abbrev != nullptr ? std::string(" (SIG") + abbrev + ")" : "");
+  const std::string name = analysis::signal_abbreviation(sig);
+  return "killed by signal " + std::to_string(sig) + (name.empty() ? "" : " (" + name + ")");
 }
 
 // How the command's own process ended, as waitpid() told: "exited 3", "killed by signal 11
