@@ -645,9 +645,16 @@ def framework_rows(t, name, gt, s, mode):
                 "refused/other_backend")
         return
     t.exact(name, "framework bridge", fw.get("state"), "attached", fw.get("refusal", ""))
+    framework_peak_rows(t, name, s, 0, st)
+
+
+def framework_peak_rows(t, name, s, device, st, prefix=""):
+    """The tensor level of one device exactly: the bridge's allocated and reserved peaks against
+    PyTorch's memory_stats for that device (`st`)."""
     for metric, key in (("allocated_bytes.peak", "requested_bytes.all.peak"),
                         ("reserved_bytes.peak", "reserved_bytes.all.peak")):
-        t.exact(name, f"dev0.framework.{metric} == torch {key}", lookup(s, f"dev0.framework.{metric}"), st.get(key))
+        t.exact(name, f"{prefix}dev{device}.framework.{metric} == torch {key}",
+                lookup(s, f"dev{device}.framework.{metric}"), st.get(key))
 
 
 def compare_hotpath(t, work, name):
@@ -1137,11 +1144,8 @@ def rank_dirs(root):
 def device_rows(t, name, label, s, device, truth):
     """One device of one process against PyTorch's figures for it: the tensor level exactly, the
     driver level at least PyTorch's reserved peak (what is more is other libraries' memory)."""
-    dev, st = f"dev{device}", truth.get("stats", {})
-    for metric, key in (("allocated_bytes.peak", "requested_bytes.all.peak"),
-                        ("reserved_bytes.peak", "reserved_bytes.all.peak")):
-        t.exact(name, f"{label} {dev}.framework.{metric} == torch {key}", lookup(s, f"{dev}.framework.{metric}"),
-                st.get(key))
+    dev = f"dev{device}"
+    framework_peak_rows(t, name, s, device, truth.get("stats", {}), f"{label} ")
     got, want = lookup(s, f"{dev}.reserved_bytes.peak"), truth.get("max_memory_reserved")
     if got is None or want is None or got < want:
         t.add(name, f"{label} {dev}.reserved_bytes.peak >= torch max_memory_reserved", got, want, "MISMATCH")
