@@ -3,7 +3,7 @@
 //   mipmap   = elemsize * NumChannels * sum over levels l of
 //              max(W>>l,1) * max(H>>l,1) * max(D>>l,1)   (H or D of 0 count as 1 at every level)
 //   required = round_up(raw, 64 KiB), alignment 64 KiB
-#include "fake_state.h"
+#include "fake_capture.h"
 
 #include <algorithm>
 #include <cstring>
@@ -67,6 +67,7 @@ void fill_requirements(CUDA_ARRAY_MEMORY_REQUIREMENTS* req, size_t bytes) {
 CUresult create_array(CUarray* handle, const CUDA_ARRAY3D_DESCRIPTOR& desc) {
   *handle = nullptr;
   FAKE_REQUIRE_INIT(lock);
+  FAKE_UNSAFE_CALL();
   int dev = 0;
   if (CUresult r = current_device(&dev); r != CUDA_SUCCESS) return r;
   const size_t raw = raw_bytes(desc);
@@ -101,6 +102,7 @@ CUresult cuArray3DCreate_v2(CUarray* pHandle, const CUDA_ARRAY3D_DESCRIPTOR* pAl
 
 CUresult cuArrayDestroy(CUarray hArray) {
   FAKE_REQUIRE_INIT(lock);
+  FAKE_UNSAFE_CALL();
   if (state().arrays.erase(hArray) == 0) return CUDA_ERROR_INVALID_HANDLE;
   uncharge_locked(hArray->device, hArray->bytes);
   delete hArray;
@@ -112,6 +114,7 @@ CUresult cuMipmappedArrayCreate(CUmipmappedArray* pHandle,
                                 unsigned int numMipmapLevels) {
   FAKE_ZERO_OUT(pHandle, nullptr);
   FAKE_REQUIRE_INIT(lock);
+  FAKE_UNSAFE_CALL();
   if (pHandle == nullptr || pMipmappedArrayDesc == nullptr) return CUDA_ERROR_INVALID_VALUE;
   *pHandle = nullptr;
   int dev = 0;
@@ -128,6 +131,7 @@ CUresult cuMipmappedArrayCreate(CUmipmappedArray* pHandle,
 
 CUresult cuMipmappedArrayDestroy(CUmipmappedArray hMipmappedArray) {
   FAKE_REQUIRE_INIT(lock);
+  FAKE_UNSAFE_CALL();
   if (state().mipmaps.erase(hMipmappedArray) == 0) return CUDA_ERROR_INVALID_HANDLE;
   uncharge_locked(hMipmappedArray->device, hMipmappedArray->bytes);
   delete hMipmappedArray;

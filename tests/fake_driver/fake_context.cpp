@@ -5,7 +5,7 @@
 // top of a per-thread stack; cuCtxSetCurrent replaces the top, push/pop grow and shrink it.
 // cuCtxGetDevice/cuCtxSynchronize exist in both ABIs, as in CUDA 13: the original (no context
 // argument) and _v2 (explicit context, NULL meaning the current one).
-#include "fake_state.h"
+#include "fake_capture.h"
 
 #include <vector>
 
@@ -121,6 +121,7 @@ CUresult cuCtxPopCurrent_v2(CUcontext* pctx) {
 
 CUresult cuCtxSynchronize(void) {
   FAKE_REQUIRE_INIT(lock);
+  FAKE_UNSAFE_CALL();
   if (current_ctx() == nullptr) return CUDA_ERROR_INVALID_CONTEXT;
   shrink_pools_on_sync_locked();
   return CUDA_SUCCESS;
@@ -138,6 +139,7 @@ CUresult cuCtxGetDevice_v2(CUdevice* device, CUcontext ctx) {
 
 CUresult cuCtxSynchronize_v2(CUcontext ctx) {
   FAKE_REQUIRE_INIT(lock);
+  FAKE_UNSAFE_CALL();
   if (ctx == nullptr) ctx = current_ctx();
   if (ctx == nullptr || !valid_ctx_locked(ctx)) return CUDA_ERROR_INVALID_CONTEXT;
   shrink_pools_on_sync_locked();

@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <sstream>
 #include <string>
@@ -622,15 +623,23 @@ TEST_F(Fake, ProcAddressRoutesToExactExports) {
   EXPECT_EQ(got, reinterpret_cast<void*>(1));
 }
 
-// Every answer of the real driver 580 recorded in reference/proc_address_driver580.txt must be
-// reproduced, except the pre-_v2 legacy exports the fake does not have (it answers "not
-// available" there).
+// Every answer of the real driver 580 recorded in reference/proc_address_driver580.txt and
+// reference/proc_address_graph_driver580.txt must be reproduced, except the pre-_v2 legacy
+// exports the fake does not have (it answers "not available" there). The files list the
+// versions where an answer changes; every version of the finer list is checked against the
+// latest change at or below it.
 TEST_F(Fake, ProcAddressMatchesRealDriverReference) {
-  std::ifstream in(FAKECUDA_REFERENCE_DIR "/proc_address_driver580.txt");
-  ASSERT_TRUE(in.good());
+  std::ifstream base(FAKECUDA_REFERENCE_DIR "/proc_address_driver580.txt");
+  std::ifstream graph(FAKECUDA_REFERENCE_DIR "/proc_address_graph_driver580.txt");
+  ASSERT_TRUE(base.good());
+  ASSERT_TRUE(graph.good());
+  std::stringstream both;
+  both << base.rdbuf() << graph.rdbuf();
+  std::istream& in = both;
   auto v2 = reinterpret_cast<GetProcV2>(sym("cuGetProcAddress_v2"));
-  const int versions[] = {2000,  3000,  3020,  4000,  6000,  7000,  9020,  10020,
-                          11000, 11020, 11030, 11060, 12000, 12050, 12080, 13000};
+  const int versions[] = {2000,  3000,  3020,  4000,  6000,  7000,  9020,  10000,
+                          10010, 10020, 11000, 11010, 11020, 11030, 11040, 11060,
+                          12000, 12020, 12030, 12050, 12080, 13000};
   int lines = 0;
   int legacy_skipped = 0;
   std::string line;
@@ -654,9 +663,10 @@ TEST_F(Fake, ProcAddressMatchesRealDriverReference) {
       by_flags[flags][std::stoi(w.substr(0, colon))] = w.substr(colon + 1);
     }
     for (const auto& [f, table] : by_flags) {
-      std::string expected;
       for (int v : versions) {
-        if (auto it = table.find(v); it != table.end()) expected = it->second;
+        auto it = table.upper_bound(v);
+        ASSERT_NE(it, table.begin()) << name;
+        const std::string expected = std::prev(it)->second;
         void* p = nullptr;
         CUdriverProcAddressQueryResult st{};
         ASSERT_EQ(v2(name.c_str(), &p, v, static_cast<cuuint64_t>(f), &st), CUDA_SUCCESS);
@@ -671,7 +681,7 @@ TEST_F(Fake, ProcAddressMatchesRealDriverReference) {
       }
     }
   }
-  EXPECT_GE(lines, 60);
+  EXPECT_GE(lines, 60 + 33);
   EXPECT_GT(legacy_skipped, 0);
 }
 

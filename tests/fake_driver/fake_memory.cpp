@@ -1,6 +1,6 @@
 // Host-backed allocations: linear (cuMemAlloc_v2, cuMemAllocPitch_v2), managed, pinned host
 // memory, cuMemFree_v2, cuMemGetInfo_v2, cuPointerGetAttribute and the test hooks.
-#include "fake_state.h"
+#include "fake_capture.h"
 
 #include <algorithm>
 #include <climits>
@@ -24,8 +24,10 @@ CUresult linear_alloc_locked(CUdeviceptr* dptr, size_t bytes, int dev) {
   return CUDA_SUCCESS;
 }
 
-// cuMemFree_v2 semantics: linear, pitch, managed and stream-ordered (pool) allocations.
+// cuMemFree_v2 semantics: linear, pitch, managed and stream-ordered (pool) allocations, and
+// live graph allocations (freed outside their graph).
 CUresult free_device_block_locked(CUdeviceptr dptr) {
+  if (graph_free_live_locked(dptr)) return CUDA_SUCCESS;
   auto it = state().blocks.find(static_cast<uintptr_t>(dptr));
   if (it == state().blocks.end() || it->second.kind == BlockKind::Host) {
     return CUDA_ERROR_INVALID_VALUE;
@@ -45,6 +47,7 @@ namespace {
 CUresult host_alloc(void** pp, size_t bytes, unsigned int flags) {
   FAKE_ZERO_OUT(pp, nullptr);
   FAKE_REQUIRE_INIT(lock);
+  FAKE_UNSAFE_CALL();
   if (pp == nullptr) return CUDA_ERROR_INVALID_VALUE;
   *pp = nullptr;
   constexpr unsigned kValid =
@@ -64,6 +67,7 @@ CUresult host_alloc(void** pp, size_t bytes, unsigned int flags) {
 CUresult alloc_linear(CUdeviceptr* dptr, size_t bytes) {
   FAKE_ZERO_OUT(dptr, 0);
   FAKE_REQUIRE_INIT(lock);
+  FAKE_UNSAFE_CALL();
   if (dptr == nullptr) return CUDA_ERROR_INVALID_VALUE;
   *dptr = 0;
   if (bytes == 0) return CUDA_ERROR_INVALID_VALUE;
@@ -82,6 +86,7 @@ CUresult cuMemAllocPitch_v2(CUdeviceptr* dptr, size_t* pPitch, size_t WidthInByt
                             unsigned int ElementSizeBytes) {
   FAKE_ZERO_OUT(dptr, 0);
   FAKE_REQUIRE_INIT(lock);
+  FAKE_UNSAFE_CALL();
   if (dptr == nullptr || pPitch == nullptr) return CUDA_ERROR_INVALID_VALUE;
   *dptr = 0;
   if (WidthInBytes == 0 || Height == 0) return CUDA_ERROR_INVALID_VALUE;
@@ -99,6 +104,7 @@ CUresult cuMemAllocPitch_v2(CUdeviceptr* dptr, size_t* pPitch, size_t WidthInByt
 
 CUresult cuMemFree_v2(CUdeviceptr dptr) {
   FAKE_REQUIRE_INIT(lock);
+  FAKE_UNSAFE_CALL();
   if (dptr == 0) return CUDA_SUCCESS;
   return free_device_block_locked(dptr);
 }
@@ -106,6 +112,7 @@ CUresult cuMemFree_v2(CUdeviceptr dptr) {
 CUresult cuMemAllocManaged(CUdeviceptr* dptr, size_t bytesize, unsigned int flags) {
   FAKE_ZERO_OUT(dptr, 0);
   FAKE_REQUIRE_INIT(lock);
+  FAKE_UNSAFE_CALL();
   if (dptr == nullptr) return CUDA_ERROR_INVALID_VALUE;
   *dptr = 0;
   if (bytesize == 0 || (flags != CU_MEM_ATTACH_GLOBAL && flags != CU_MEM_ATTACH_HOST)) {
@@ -130,6 +137,7 @@ CUresult cuMemAllocHost_v2(void** pp, size_t bytesize) { return host_alloc(pp, b
 
 CUresult cuMemFreeHost(void* p) {
   FAKE_REQUIRE_INIT(lock);
+  FAKE_UNSAFE_CALL();
   auto it = state().blocks.find(reinterpret_cast<uintptr_t>(p));
   if (p == nullptr || it == state().blocks.end() || it->second.kind != BlockKind::Host) {
     return CUDA_ERROR_INVALID_VALUE;
@@ -181,6 +189,7 @@ CUresult cuPointerGetAttribute(void* data, CUpointer_attribute attribute, CUdevi
       pool = it->second.pool;
     }
   }
+  if (dev < 0) graph_live_range_locked(ptr, &dev, &start, &size);
   if (dev < 0) {
     auto m = s.mappings.upper_bound(ptr);
     if (m != s.mappings.begin()) {

@@ -9,7 +9,7 @@
 //                  max(round_up(used, G), round_up(release_threshold, G)))
 //   trim(keep): reserved = min(reserved, max(round_up(used, G), round_up(keep, G)))
 //   destroy:   releases the pool's live allocations and all its reserved bytes.
-#include "fake_state.h"
+#include "fake_capture.h"
 
 #include <algorithm>
 #include <vector>
@@ -91,7 +91,13 @@ CUresult alloc_async(CUdeviceptr* dptr, size_t bytes, CUstream stream) {
   if (bytes == 0) return CUDA_ERROR_INVALID_VALUE;
   int dev = 0;
   if (CUresult r = stream_device_locked(stream, &dev); r != CUDA_SUCCESS) return r;
-  return pool_alloc_locked(dptr, bytes, state().devices[static_cast<size_t>(dev)].current_pool);
+  CUmemPoolHandle_st* pool = state().devices[static_cast<size_t>(dev)].current_pool;
+  // On a capturing stream: an allocation node, nothing allocated (see fake_graph.cpp).
+  if (capture_of_locked(stream) != nullptr) {
+    return capture_alloc_locked(stream, bytes, dev, pool->props, dptr);
+  }
+  FAKE_UNSAFE_CALL();
+  return pool_alloc_locked(dptr, bytes, pool);
 }
 
 CUresult alloc_from_pool_async(CUdeviceptr* dptr, size_t bytes, CUmemoryPool pool,
@@ -103,6 +109,10 @@ CUresult alloc_from_pool_async(CUdeviceptr* dptr, size_t bytes, CUmemoryPool poo
   if (bytes == 0 || state().pools.count(pool) == 0) return CUDA_ERROR_INVALID_VALUE;
   int dev = 0;
   if (CUresult r = stream_device_locked(stream, &dev); r != CUDA_SUCCESS) return r;
+  if (capture_of_locked(stream) != nullptr) {  // the node's device is the pool's
+    return capture_alloc_locked(stream, bytes, pool->device, pool->props, dptr);
+  }
+  FAKE_UNSAFE_CALL();
   return pool_alloc_locked(dptr, bytes, pool);
 }
 
@@ -110,6 +120,8 @@ CUresult free_async(CUdeviceptr dptr, CUstream stream) {
   FAKE_REQUIRE_INIT(lock);
   int dev = 0;
   if (CUresult r = stream_device_locked(stream, &dev); r != CUDA_SUCCESS) return r;
+  if (capture_of_locked(stream) != nullptr) return capture_free_locked(stream, dptr);
+  FAKE_UNSAFE_CALL();
   if (dptr == 0) return CUDA_SUCCESS;  // as the real driver: a no-op
   // Pool allocations and (like the real driver) cuMemAlloc memory are accepted; managed memory
   // is refused with CUDA_ERROR_NOT_SUPPORTED (measured on driver 580).
@@ -186,6 +198,7 @@ CUresult cuMemPoolDestroy(CUmemoryPool pool) {
 
 CUresult cuMemPoolTrimTo(CUmemoryPool pool, size_t minBytesToKeep) {
   FAKE_REQUIRE_INIT(lock);
+  FAKE_UNSAFE_CALL();
   if (!valid_pool_locked(pool)) return CUDA_ERROR_INVALID_VALUE;
   const size_t keep = std::max(round_up(pool->used, kPoolGranularity),
                                round_up(minBytesToKeep, kPoolGranularity));
@@ -198,6 +211,7 @@ CUresult cuMemPoolTrimTo(CUmemoryPool pool, size_t minBytesToKeep) {
 
 CUresult cuMemPoolGetAttribute(CUmemoryPool pool, CUmemPool_attribute attr, void* value) {
   FAKE_REQUIRE_INIT(lock);
+  FAKE_UNSAFE_CALL();
   if (!valid_pool_locked(pool) || value == nullptr) return CUDA_ERROR_INVALID_VALUE;
   auto* u64 = static_cast<cuuint64_t*>(value);
   auto* i32 = static_cast<int*>(value);
@@ -221,6 +235,7 @@ CUresult cuMemPoolGetAttribute(CUmemoryPool pool, CUmemPool_attribute attr, void
 
 CUresult cuMemPoolSetAttribute(CUmemoryPool pool, CUmemPool_attribute attr, void* value) {
   FAKE_REQUIRE_INIT(lock);
+  FAKE_UNSAFE_CALL();
   if (!valid_pool_locked(pool) || value == nullptr) return CUDA_ERROR_INVALID_VALUE;
   // int-typed attributes are read as int, the others as cuuint64_t (never past the caller's value)
   const auto i32 = [value] { return *static_cast<const int*>(value); };

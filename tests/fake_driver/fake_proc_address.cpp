@@ -14,7 +14,7 @@
 // context argument) from 13000, except that the fake has no pre-_v2 legacy exports (cuMemAlloc
 // below 3020 is "version not sufficient" here, the 32-bit legacy cuMemAlloc on the real driver).
 // Result codes: see the two functions at the end.
-#include "fake_state.h"
+#include "fake_capture.h"
 
 #include <cstring>
 
@@ -125,6 +125,63 @@ const Entry kEntries[] = {
     FAKE_ENTRY("cuArrayGetMemoryRequirements", cuArrayGetMemoryRequirements, 11060),
     FAKE_ENTRY("cuMipmappedArrayGetMemoryRequirements", cuMipmappedArrayGetMemoryRequirements,
                11060),
+    // memsets and stream dependencies (work that a capture records)
+    FAKE_ENTRY("cuMemsetD8Async", cuMemsetD8Async, 3020),
+    FAKE_PTSZ("cuMemsetD8Async", cuMemsetD8Async_ptsz, 7000),
+    FAKE_ENTRY("cuMemsetD32Async", cuMemsetD32Async, 3020),
+    FAKE_PTSZ("cuMemsetD32Async", cuMemsetD32Async_ptsz, 7000),
+    FAKE_ENTRY("cuStreamWaitEvent", cuStreamWaitEvent, 3020),
+    FAKE_PTSZ("cuStreamWaitEvent", cuStreamWaitEvent_ptsz, 7000),
+    FAKE_ENTRY("cuStreamQuery", cuStreamQuery, 2000),
+    FAKE_PTSZ("cuStreamQuery", cuStreamQuery_ptsz, 7000),
+    FAKE_ENTRY("cuEventQuery", cuEventQuery, 2000),
+    // stream capture (reference/proc_address_graph_driver580.txt)
+    {"cuStreamBeginCapture", "cuStreamBeginCapture", 10000, false,
+     fp(&fake_cuStreamBeginCapture_v1)},
+    FAKE_PTSZ("cuStreamBeginCapture", cuStreamBeginCapture_ptsz, 10000),
+    FAKE_ENTRY("cuStreamBeginCapture", cuStreamBeginCapture_v2, 10010),
+    FAKE_PTSZ("cuStreamBeginCapture", cuStreamBeginCapture_v2_ptsz, 10010),
+    FAKE_ENTRY("cuStreamBeginCaptureToGraph", cuStreamBeginCaptureToGraph, 12030),
+    FAKE_PTSZ("cuStreamBeginCaptureToGraph", cuStreamBeginCaptureToGraph_ptsz, 12030),
+    FAKE_ENTRY("cuStreamEndCapture", cuStreamEndCapture, 10000),
+    FAKE_PTSZ("cuStreamEndCapture", cuStreamEndCapture_ptsz, 10000),
+    FAKE_ENTRY("cuStreamIsCapturing", cuStreamIsCapturing, 10000),
+    FAKE_PTSZ("cuStreamIsCapturing", cuStreamIsCapturing_ptsz, 10000),
+    {"cuStreamGetCaptureInfo", "cuStreamGetCaptureInfo", 10010, false,
+     fp(&fake_cuStreamGetCaptureInfo_v1)},
+    FAKE_PTSZ("cuStreamGetCaptureInfo", cuStreamGetCaptureInfo_ptsz, 10010),
+    FAKE_ENTRY("cuStreamGetCaptureInfo", cuStreamGetCaptureInfo_v2, 11030),
+    FAKE_PTSZ("cuStreamGetCaptureInfo", cuStreamGetCaptureInfo_v2_ptsz, 11030),
+    FAKE_ENTRY("cuStreamGetCaptureInfo", cuStreamGetCaptureInfo_v3, 12030),
+    FAKE_PTSZ("cuStreamGetCaptureInfo", cuStreamGetCaptureInfo_v3_ptsz, 12030),
+    FAKE_ENTRY("cuThreadExchangeStreamCaptureMode", cuThreadExchangeStreamCaptureMode, 10010),
+    // graphs
+    FAKE_ENTRY("cuGraphCreate", cuGraphCreate, 10000),
+    FAKE_ENTRY("cuGraphDestroy", cuGraphDestroy, 10000),
+    FAKE_ENTRY("cuGraphAddMemAllocNode", cuGraphAddMemAllocNode, 11040),
+    FAKE_ENTRY("cuGraphAddMemFreeNode", cuGraphAddMemFreeNode, 11040),
+    {"cuGraphAddNode", "cuGraphAddNode", 12020, false, fp(&fake_cuGraphAddNode_v1)},
+    FAKE_ENTRY("cuGraphAddNode", cuGraphAddNode_v2, 12030),
+    FAKE_ENTRY("cuGraphAddChildGraphNode", cuGraphAddChildGraphNode, 10000),
+    FAKE_ENTRY("cuGraphAddEmptyNode", cuGraphAddEmptyNode, 10000),
+    FAKE_ENTRY("cuGraphNodeGetType", cuGraphNodeGetType, 10000),
+    FAKE_ENTRY("cuGraphMemAllocNodeGetParams", cuGraphMemAllocNodeGetParams, 11040),
+    FAKE_ENTRY("cuGraphMemFreeNodeGetParams", cuGraphMemFreeNodeGetParams, 11040),
+    // "cuGraphInstantiate" stays the old 5-argument ABI at every version (measured), although
+    // cuda.h maps the name to cuGraphInstantiateWithFlags.
+    {"cuGraphInstantiate", "cuGraphInstantiate", 10000, false, fp(&fake_cuGraphInstantiate_v1)},
+    FAKE_ENTRY("cuGraphInstantiate", cuGraphInstantiate_v2, 11000),
+    FAKE_ENTRY("cuGraphInstantiateWithFlags", cuGraphInstantiateWithFlags, 11040),
+    FAKE_ENTRY("cuGraphInstantiateWithParams", cuGraphInstantiateWithParams, 12000),
+    FAKE_PTSZ("cuGraphInstantiateWithParams", cuGraphInstantiateWithParams_ptsz, 12000),
+    FAKE_ENTRY("cuGraphExecDestroy", cuGraphExecDestroy, 10000),
+    FAKE_ENTRY("cuGraphLaunch", cuGraphLaunch, 10000),
+    FAKE_PTSZ("cuGraphLaunch", cuGraphLaunch_ptsz, 10000),
+    FAKE_ENTRY("cuGraphUpload", cuGraphUpload, 11010),
+    FAKE_PTSZ("cuGraphUpload", cuGraphUpload_ptsz, 11010),
+    FAKE_ENTRY("cuDeviceGetGraphMemAttribute", cuDeviceGetGraphMemAttribute, 11040),
+    FAKE_ENTRY("cuDeviceSetGraphMemAttribute", cuDeviceSetGraphMemAttribute, 11040),
+    FAKE_ENTRY("cuDeviceGraphMemTrim", cuDeviceGraphMemTrim, 11040),
     // the resolver itself
     {"cuGetProcAddress", "cuGetProcAddress", 11030, false, fp(&fake_cuGetProcAddress_v1)},
     FAKE_ENTRY("cuGetProcAddress", cuGetProcAddress_v2, 12000),

@@ -11,6 +11,10 @@
 #include <set>
 #include <vector>
 
+namespace fakecuda {
+struct Capture;
+}
+
 // Opaque handle types that cuda.h only declares. The fake gives them bodies.
 struct CUctx_st {
   int device = 0;
@@ -21,11 +25,20 @@ struct CUstream_st {
   int device = 0;
   CUctx_st* ctx = nullptr;
   unsigned int flags = 0;
+  // Stream capture (fake_capture.cpp): the capture this stream takes part in (as its origin or
+  // joined through an event), and the nodes the next captured node will depend on.
+  fakecuda::Capture* capture = nullptr;
+  std::vector<CUgraphNode> capture_deps;
+  std::vector<CUgraphEdgeData> capture_edges;  // parallel to capture_deps, all default edges
 };
 
 struct CUevent_st {
   unsigned int flags = 0;
   int device = -1;  // device of the last recorded stream, -1 if never recorded
+  // Recorded on a capturing stream: that capture's id (0 otherwise) and the stream's
+  // dependencies then, which a stream waiting on the event joins with.
+  cuuint64_t capture_id = 0;
+  std::vector<CUgraphNode> capture_deps;
 };
 
 struct CUmemPoolHandle_st {
@@ -71,6 +84,10 @@ inline constexpr size_t kPoolGranularity = 2 * MiB;
 inline constexpr size_t kVmmGranularity = 2 * MiB;
 inline constexpr size_t kArrayAlign = 64 * KiB;
 inline constexpr CUdeviceptr kVaBase = 0x7e0000000000ULL;
+// Addresses of graph allocation nodes: a range of their own, below the VMM range and far from
+// where the host backing (heap, mmap) lands, so they never overlap another allocation.
+inline constexpr CUdeviceptr kGraphVaBase = 0x600000000000ULL;
+inline constexpr size_t kGraphGranularity = 2 * MiB;
 
 // round_up that saturates at SIZE_MAX rounded down to the alignment instead of wrapping.
 inline size_t round_up(size_t v, size_t a) {
@@ -104,12 +121,29 @@ struct Mapping {
   CUmemGenericAllocationHandle handle = 0;
 };
 
+// An address handed out by a graph allocation node (never reused).
+struct GraphVa {
+  int device = 0;
+  size_t size = 0;
+};
+
+// A graph allocation made live by a launch, until freed (outside, by another graph's free
+// node, or by an auto-free relaunch).
+struct LiveGraphAlloc {
+  int device = 0;
+  size_t size = 0;
+};
+
 struct Device {
   size_t capacity = kDefaultCapacity;
   size_t charged = 0;
   CUctx_st* primary = nullptr;
   CUmemPoolHandle_st* default_pool = nullptr;
   CUmemPoolHandle_st* current_pool = nullptr;
+  // Graph memory pool (fake_graph_mem.cpp); used always equals reserved, as on the real driver.
+  size_t graph_reserved = 0;
+  size_t graph_reserved_high = 0;
+  size_t graph_used_high = 0;
 };
 
 struct State {
@@ -127,6 +161,15 @@ struct State {
   std::map<CUdeviceptr, size_t> reservations;  // start -> size
   std::map<CUdeviceptr, Mapping> mappings;     // start -> mapping
   CUdeviceptr va_next = kVaBase;
+  // stream capture and graphs (fake_capture.h)
+  std::map<cuuint64_t, Capture*> captures;  // active (or invalidated, not yet ended) by id
+  cuuint64_t next_capture_id = 1;
+  std::set<CUgraph_st*> graphs;
+  std::set<CUgraphNode_st*> graph_nodes;
+  std::set<CUgraphExec_st*> graph_execs;
+  std::map<CUdeviceptr, GraphVa> graph_vas;
+  CUdeviceptr graph_va_next = kGraphVaBase;
+  std::map<CUdeviceptr, LiveGraphAlloc> graph_live;
 };
 
 State& state();

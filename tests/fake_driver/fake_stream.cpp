@@ -1,6 +1,8 @@
 // Streams and events. Nothing runs asynchronously, so every synchronisation call only applies
-// the pool shrink rule (see fake_pool.cpp).
-#include "fake_state.h"
+// the pool shrink rule (see fake_pool.cpp). Synchronising and querying are potentially unsafe
+// during a capture (fake_capture.cpp); doing so on a capturing stream itself always invalidates
+// its capture.
+#include "fake_capture.h"
 
 namespace fakecuda {
 
@@ -19,19 +21,46 @@ using namespace fakecuda;
 
 namespace {
 
+// The capture rule for a call that waits on or queries stream s: the general rule, and in
+// every mode an error that invalidates the capture of s itself.
+bool stream_wait_prohibited_locked(CUstream s) {
+  bool prohibited = unsafe_call_prohibited_locked();
+  if (Capture* c = capture_of_locked(s)) {
+    invalidate_capture_locked(c);
+    prohibited = true;
+  }
+  return prohibited;
+}
+
 CUresult stream_synchronize(CUstream s) {
   FAKE_REQUIRE_INIT(lock);
   int dev = 0;
   if (CUresult r = stream_device_locked(s, &dev); r != CUDA_SUCCESS) return r;
+  if (stream_wait_prohibited_locked(s)) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
   shrink_pools_on_sync_locked();
   return CUDA_SUCCESS;
 }
 
+// Work is always complete here.
+CUresult stream_query(CUstream s) {
+  FAKE_REQUIRE_INIT(lock);
+  int dev = 0;
+  if (CUresult r = stream_device_locked(s, &dev); r != CUDA_SUCCESS) return r;
+  if (stream_wait_prohibited_locked(s)) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+  return CUDA_SUCCESS;
+}
+
+// Safe on an idle stream; on a capturing one it fails and invalidates the capture in every mode,
+// relaxed included (measured on driver 580).
 CUresult stream_get_device(CUstream s, CUdevice* device) {
   FAKE_REQUIRE_INIT(lock);
   if (device == nullptr) return CUDA_ERROR_INVALID_VALUE;
   int dev = 0;
   if (CUresult r = stream_device_locked(s, &dev); r != CUDA_SUCCESS) return r;
+  if (Capture* c = capture_of_locked(s)) {
+    invalidate_capture_locked(c);
+    return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+  }
   *device = dev;
   return CUDA_SUCCESS;
 }
@@ -56,7 +85,18 @@ CUresult event_record(CUevent hEvent, CUstream hStream) {
   if (state().events.count(hEvent) == 0) return CUDA_ERROR_INVALID_HANDLE;
   int dev = 0;
   if (CUresult r = stream_device_locked(hStream, &dev); r != CUDA_SUCCESS) return r;
+  // In a capture the event remembers the capture and the stream's dependencies, so a stream
+  // waiting on it joins the capture (fake_capture.cpp).
+  cuuint64_t capture_id = 0;
+  std::vector<CUgraphNode> deps;
+  if (Capture* c = capture_of_locked(hStream)) {
+    if (CUresult r = capture_check_active_locked(c); r != CUDA_SUCCESS) return r;
+    capture_id = c->id;
+    deps = hStream->capture_deps;
+  }
   hEvent->device = dev;
+  hEvent->capture_id = capture_id;
+  hEvent->capture_deps = std::move(deps);
   return CUDA_SUCCESS;
 }
 
@@ -77,13 +117,18 @@ CUresult cuStreamCreate(CUstream* phStream, unsigned int Flags) {
 
 CUresult cuStreamDestroy_v2(CUstream hStream) {
   FAKE_REQUIRE_INIT(lock);
-  if (state().streams.erase(hStream) == 0) return CUDA_ERROR_INVALID_HANDLE;
+  if (state().streams.count(hStream) == 0) return CUDA_ERROR_INVALID_HANDLE;
+  capture_forget_stream_locked(hStream);
+  state().streams.erase(hStream);
   delete hStream;
   return CUDA_SUCCESS;
 }
 
 CUresult cuStreamSynchronize(CUstream hStream) { return stream_synchronize(hStream); }
 CUresult cuStreamSynchronize_ptsz(CUstream hStream) { return stream_synchronize(hStream); }
+
+CUresult cuStreamQuery(CUstream hStream) { return stream_query(hStream); }
+CUresult cuStreamQuery_ptsz(CUstream hStream) { return stream_query(hStream); }
 
 CUresult cuStreamGetDevice(CUstream hStream, CUdevice* device) {
   return stream_get_device(hStream, device);
@@ -124,7 +169,16 @@ CUresult cuEventRecord_ptsz(CUevent hEvent, CUstream hStream) {
 CUresult cuEventSynchronize(CUevent hEvent) {
   FAKE_REQUIRE_INIT(lock);
   if (state().events.count(hEvent) == 0) return CUDA_ERROR_INVALID_HANDLE;
+  FAKE_UNSAFE_CALL();
   shrink_pools_on_sync_locked();
+  return CUDA_SUCCESS;
+}
+
+// Every recorded event has completed.
+CUresult cuEventQuery(CUevent hEvent) {
+  FAKE_REQUIRE_INIT(lock);
+  if (state().events.count(hEvent) == 0) return CUDA_ERROR_INVALID_HANDLE;
+  FAKE_UNSAFE_CALL();
   return CUDA_SUCCESS;
 }
 

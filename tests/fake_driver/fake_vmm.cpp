@@ -3,7 +3,7 @@
 // Granularity 2 MiB (minimum and recommended). Physical handles are charged at cuMemCreate and
 // uncharged only once they are released AND no mapping refers to them. Virtual addresses come
 // from a bump allocator starting at 0x7e0000000000 (never reused) and have no backing memory.
-#include "fake_state.h"
+#include "fake_capture.h"
 
 #include <algorithm>
 #include <vector>
@@ -57,6 +57,7 @@ CUresult cuMemCreate(CUmemGenericAllocationHandle* handle, size_t size,
                      const CUmemAllocationProp* prop, unsigned long long flags) {
   FAKE_ZERO_OUT(handle, 0);
   FAKE_REQUIRE_INIT(lock);
+  FAKE_UNSAFE_CALL();
   if (handle == nullptr) return CUDA_ERROR_INVALID_VALUE;
   *handle = 0;
   if (!valid_prop(prop) || flags != 0 || size == 0 || size % kVmmGranularity != 0) {
@@ -73,6 +74,7 @@ CUresult cuMemCreate(CUmemGenericAllocationHandle* handle, size_t size,
 
 CUresult cuMemRelease(CUmemGenericAllocationHandle handle) {
   FAKE_REQUIRE_INIT(lock);
+  FAKE_UNSAFE_CALL();
   auto it = state().handles.find(handle);
   if (it == state().handles.end() || it->second.released) return CUDA_ERROR_INVALID_VALUE;
   it->second.released = true;
@@ -127,6 +129,7 @@ CUresult cuMemAddressFree(CUdeviceptr ptr, size_t size) {
 CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAllocationHandle handle,
                   unsigned long long flags) {
   FAKE_REQUIRE_INIT(lock);
+  FAKE_UNSAFE_CALL();
   State& s = state();
   auto h = s.handles.find(handle);
   if (h == s.handles.end() || h->second.released) return CUDA_ERROR_INVALID_VALUE;
@@ -150,6 +153,7 @@ CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAlloc
 
 CUresult cuMemUnmap(CUdeviceptr ptr, size_t size) {
   FAKE_REQUIRE_INIT(lock);
+  FAKE_UNSAFE_CALL();
   State& s = state();
   if (size == 0) return CUDA_ERROR_INVALID_VALUE;
   const CUdeviceptr end = ptr + size;

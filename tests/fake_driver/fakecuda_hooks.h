@@ -13,7 +13,11 @@ extern "C" {
 CUresult fakecuda_alloc_untracked(unsigned long long* dptr, size_t size);
 // Bytes currently charged against `device`'s capacity (0 for an invalid device or before cuInit).
 size_t fakecuda_charged_bytes(int device);
+// Bytes the graph memory pool of `device` holds (reserved == used; charged against the capacity;
+// 0 for an invalid device or before cuInit).
+size_t fakecuda_graph_reserved_bytes(int device);
 }
 
 using fakecuda_alloc_untracked_fn = CUresult (*)(unsigned long long*, size_t);
 using fakecuda_charged_bytes_fn = size_t (*)(int);
+using fakecuda_graph_reserved_bytes_fn = size_t (*)(int);

@@ -17,8 +17,12 @@ namespace {
 using GetProcV2 = CUresult (*)(const char*, void**, int, cuuint64_t,
                                CUdriverProcAddressQueryResult*);
 
-constexpr int kVersions[] = {2000,  3000,  3020,  4000,  6000,  7000,  9020,  10020,
-                             11000, 11020, 11030, 11060, 12000, 12050, 12080, 13000};
+// 10000, 10010, 11010, 11040, 12020 and 12030 were added for the capture and graph entry points
+// (reference/proc_address_graph_driver580.txt); the answers only list changes, so the older
+// reference file reads the same with them.
+constexpr int kVersions[] = {2000,  3000,  3020,  4000,  6000,  7000,  9020,  10000,
+                             10010, 10020, 11000, 11010, 11020, 11030, 11040, 11060,
+                             12000, 12020, 12030, 12050, 12080, 13000};
 
 const char* const kDefaultNames[] = {
     "cuInit", "cuDriverGetVersion", "cuGetProcAddress", "cuGetErrorName", "cuGetErrorString",
