@@ -64,6 +64,11 @@ void Accounting::apply(const Event& e) {
     case Op::FrameworkOomFigures: case Op::FrameworkAttach:
       on_framework(e);
       break;
+    case Op::GraphAllocNode: case Op::GraphFreeNode: case Op::CaptureBegin: case Op::CaptureEnd:
+    case Op::GraphInstantiate: case Op::GraphLaunch: case Op::GraphExecDestroy: case Op::GraphDestroy:
+    case Op::GraphMemory: case Op::GraphChild:
+      on_graph(e);
+      break;
     case Op::None: break;
   }
   if (framework_.attached) refresh_outside(e);
@@ -89,7 +94,9 @@ void Accounting::remove_bytes(const LiveAllocation& a) {
 
 void Accounting::reset_peaks(uint64_t at_ns) {
   for (auto& [_, d] : devices_) {
-    for (Counter* c : {&d.allocated, &d.reserved, &d.pool_reserved, &d.vmm_physical}) c->reset_peak();
+    for (Counter* c : {&d.allocated, &d.reserved, &d.pool_reserved, &d.vmm_physical, &d.graph_reserved, &d.graph_used}) {
+      c->reset_peak();
+    }
     for (KindStats& k : d.by_kind) k.bytes.reset_peak();
     d.allocated_peak_ns = d.reserved_peak_ns = at_ns;
     d.nvml.process_used_peak = d.nvml.process_used;
@@ -101,8 +108,9 @@ void Accounting::reset_peaks(uint64_t at_ns) {
 void Accounting::refresh_totals(int device, uint64_t ts) {
   DeviceStats& d = dev(device);
   const uint64_t plain = d.kind(Kind::Linear).bytes.current + d.kind(Kind::Array).bytes.current;
-  const uint64_t allocated = plain + d.kind(Kind::Pool).bytes.current + d.kind(Kind::Vmm).bytes.current;
-  const uint64_t reserved = plain + d.pool_reserved.current + d.vmm_physical.current;
+  const uint64_t allocated = plain + d.kind(Kind::Pool).bytes.current + d.kind(Kind::Vmm).bytes.current +
+                             d.kind(Kind::Graph).bytes.current;
+  const uint64_t reserved = plain + d.pool_reserved.current + d.vmm_physical.current + d.graph_reserved.current;
   if (allocated > d.allocated.peak) d.allocated_peak_ns = ts;
   if (reserved > d.reserved.peak) d.reserved_peak_ns = ts;
   d.allocated.set(allocated);
@@ -110,12 +118,8 @@ void Accounting::refresh_totals(int device, uint64_t ts) {
 }
 
 void Accounting::on_alloc(const Event& e) {
-  if (e.result == kOutOfMemory) ++oom_.failures;
   if (e.result != 0) {
-    if (e.kind != Kind::HostPinned) ++dev(e.device).failed_alloc_count;
-    if (failed_.size() < kMaxFailedKept) {
-      failed_.push_back({e.timestamp_ns, e.size, e.stream, e.thread_id, e.device, e.kind, e.api, e.result});
-    }
+    record_failure(e, e.kind, e.size);
     return;
   }
   LiveAllocation a{e.address, e.size, e.timestamp_ns, e.object, e.thread_id, e.stack_id, e.device, e.kind, e.api};
@@ -289,15 +293,11 @@ void Accounting::on_pool_destroy(const Event& e) {
 }
 
 void Accounting::on_vmm_create(const Event& e) {
-  DeviceStats& d = dev(e.device);
-  if (e.result == kOutOfMemory) ++oom_.failures;
   if (e.result != 0) {
-    ++d.failed_alloc_count;
-    if (failed_.size() < kMaxFailedKept) {
-      failed_.push_back({e.timestamp_ns, e.size, e.stream, e.thread_id, e.device, Kind::Vmm, e.api, e.result});
-    }
+    record_failure(e, Kind::Vmm, e.size);
     return;
   }
+  DeviceStats& d = dev(e.device);
   LiveAllocation a{e.address, e.size, e.timestamp_ns, 0, e.thread_id, e.stack_id, e.device, Kind::Vmm, e.api};
   handles_[e.address] = Handle{a, false, 0};
   ++d.kind(Kind::Vmm).allocs;

@@ -49,6 +49,13 @@ struct FrameworkStats {
   Counter outside;        // driver-level reserved outside the framework's segments
   uint64_t allocated_peak_ns = 0, reserved_peak_ns = 0, outside_peak_ns = 0;
   uint64_t tensor_allocs = 0, tensor_frees = 0, segment_allocs = 0, segment_frees = 0, ooms = 0;
+  // PyTorch's private memory pools (those of torch.cuda.graph and of torch.compile's CUDA graph
+  // trees, and user MemPools), by pool id (framework_pool_id()); the default pool is not listed.
+  struct Pool {
+    Counter reserved;   // its segments
+    Counter allocated;  // requested bytes of its live tensors
+  };
+  std::map<uint64_t, Pool> private_pools;
   // Reserved but not holding tensors: the framework's cache, free blocks and rounding.
   uint64_t cached() const { return reserved.current - std::min(allocated.current, reserved.current); }
   void reset_peaks(uint64_t at_ns);  // Accounting::reset_peaks
@@ -57,13 +64,17 @@ struct FrameworkStats {
 struct DeviceStats {
   int device = 0;
   uint64_t total_bytes = 0;
-  Counter allocated;  // linear + pool + vmm mapped + array
-  Counter reserved;   // linear + pools' reserved + vmm physical + array
+  Counter allocated;  // linear + pool + vmm mapped + array + graph
+  Counter reserved;   // linear + pools' reserved + vmm physical + array + graph pool reserved
   uint64_t allocated_peak_ns = 0;
   uint64_t reserved_peak_ns = 0;
   std::array<KindStats, kKindCount> by_kind{};
   Counter pool_reserved;
   Counter vmm_physical;
+  // The graph memory pool as the driver last reported it (GraphMemory events); each peak is the
+  // driver's own high watermark, the largest it reported.
+  Counter graph_reserved;
+  Counter graph_used;
   uint64_t alloc_count = 0;
   uint64_t free_count = 0;
   uint64_t failed_alloc_count = 0;
@@ -83,7 +94,7 @@ struct LiveAllocation {
   uint64_t address = 0;
   uint64_t size = 0;
   uint64_t timestamp_ns = 0;
-  uint64_t pool = 0;
+  uint64_t pool = 0;  // pool allocations: the pool's handle; graph allocations: the graph's number
   uint32_t thread_id = 0;
   uint32_t stack_id = 0;
   int16_t device = -1;
@@ -91,6 +102,31 @@ struct LiveAllocation {
   Api api = Api::None;
   bool free_requested = false;  // tensors: the program let go, the free has not completed
   bool pending_counted = false;  // ... and its completion did not follow at once (in pending_free)
+};
+
+// A CUDA graph that has memory nodes or was instantiated (docs/accounting.md §Graph memory): what
+// one launch allocates, where it was captured, how it was launched.
+struct GraphStats {
+  struct Node {
+    uint64_t address = 0, size = 0;
+    uint32_t stack_id = 0;
+    int16_t device = -1;
+  };
+  static constexpr uint8_t kNoCaptureMode = 0xff;
+  static constexpr size_t kMaxStreamsKept = 16;
+  uint32_t number = 0;  // 1-based, in the order the run first met the graph
+  int16_t device = -1;  // its first allocation node's; -1 while it has none
+  bool captured = false;
+  uint8_t capture_mode = kNoCaptureMode;  // CUstreamCaptureMode of its capture
+  uint32_t stack_id = 0;                  // where it was captured (or its first node added)
+  uint64_t capture_stream = 0;
+  std::vector<Node> allocs;               // allocation nodes
+  std::vector<uint64_t> frees;            // addresses its free nodes release
+  uint64_t launches = 0, uploads = 0, instantiations = 0, failed_launches = 0;
+  std::vector<uint64_t> streams;          // distinct streams it was launched on (the first 16)
+  uint64_t bytes_per_launch() const;      // every allocation node's size
+  bool frees_inside(uint64_t address) const;
+  uint64_t outliving_bytes() const;       // allocation nodes no free node of this graph releases
 };
 
 struct FailedAllocation {
@@ -143,6 +179,7 @@ class Accounting {
   struct Segment {
     uint64_t address, size;
     int16_t device;
+    uint64_t pool = 0;  // the framework's pool id; 0 the default pool
   };
   // The framework's segments (mapped ranges of expandable ones), in address order.
   std::vector<Segment> framework_segments() const;
@@ -173,6 +210,9 @@ class Accounting {
     FrameworkRefusal refusal = FrameworkRefusal::None;
   };
   const FrameworkState& framework() const { return framework_; }
+  // Every graph met, in order of its number (destroyed ones too).
+  const std::vector<GraphStats>& graphs() const { return graphs_; }
+  static constexpr size_t kMaxGraphsKept = 100000;
 
   static constexpr size_t kMaxFailedKept = 1000;
 
@@ -232,11 +272,17 @@ class Accounting {
   void add_bytes(const LiveAllocation& a);
   void remove_bytes(const LiveAllocation& a);
   void refresh_totals(int device, uint64_t ts);
+  // graph_accounting.cpp
+  void on_graph(const Event& e);
+  GraphStats* graph_for(uint64_t handle, uint64_t capture_id, bool create);
+  void on_graph_launch(const Event& e);
+  void on_graph_memory(const Event& e);
+  void record_failure(const Event& e, Kind kind, uint64_t size);
   // framework_accounting.cpp
   void on_framework(const Event& e);
   void on_framework_attach(const Event& e);
   void settle_free_request(const Event& e);
-  uint64_t add_segment(int16_t device, uint64_t address, uint64_t size);
+  uint64_t add_segment(int16_t device, uint64_t address, uint64_t size, uint64_t pool);
   uint64_t remove_segment(uint64_t address, uint64_t size);
   bool in_framework_segment(uint64_t address) const;
   // Calls f(const LiveAllocation&) for each allocation of live_outside_framework(), in its order.
@@ -260,6 +306,15 @@ class Accounting {
   std::unordered_map<int, uint64_t> requested_;  // per device: a free requested by its last event
   std::map<uint64_t, Segment> segments_;  // by start address; ranges never overlap
   FrameworkState framework_;
+  // Graphs: every one met (by number - 1), the live handles, executables and open captures.
+  struct GraphExec {
+    uint32_t graph = 0;  // number
+    uint64_t flags = 0;
+  };
+  std::vector<GraphStats> graphs_;
+  std::unordered_map<uint64_t, uint32_t> graph_numbers_;   // CUgraph handle -> number
+  std::unordered_map<uint64_t, uint32_t> capture_graphs_;  // capture id -> number, while it captures
+  std::unordered_map<uint64_t, GraphExec> graph_execs_;    // CUgraphExec handle -> its graph
   // Threads between a driver call and the framework event that explains it (a segment's cudaMalloc
   // and its SegmentAlloc): the outside-the-framework peak waits until they are paired.
   struct Unpaired {

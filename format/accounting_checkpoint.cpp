@@ -1,8 +1,9 @@
 // The accounting state as a checkpoint at the start of a trace segment (docs/trace-format.md
 // §Checkpoints), written by the collector and read by the tools.
 //
-// Encoding, version 1: the four bytes "GMPC", a u32 version, then every member of Accounting in the
-// order of Accounting::checkpoint_io() below. Scalars are little-endian in their own width (bool
+// Encoding, version 2: the four bytes "GMPC", a u32 version, then every member of Accounting in the
+// order of Accounting::checkpoint_io() below. Version 1 (before CUDA graphs: seven kinds, no graph
+// figures or tables) is still read, so traces written before stay readable from any segment. Scalars are little-endian in their own width (bool
 // and the enums as their underlying integer, checked on reading); a table is a u64 count followed
 // by its entries in key order (so equal states encode to equal bytes); an entry is its key then
 // its fields. The one function walks the state for both directions, so the writer and the reader
@@ -20,12 +21,15 @@ namespace {
 static_assert(std::endian::native == std::endian::little, "checkpoints are written in the machine's byte order");
 
 constexpr char kMagic[4] = {'G', 'M', 'P', 'C'};
-constexpr uint32_t kVersion = 1;
+constexpr uint32_t kVersion = 2;
+constexpr uint32_t kVersionBeforeGraphs = 1;
+constexpr size_t kKindsBeforeGraphs = 7;
 
 // Saving: reads each field and appends it.
 class Out {
  public:
   static constexpr bool kLoading = false;
+  uint32_t version = kVersion;
   template <typename T>
   void scalar(const T& v) {
     static_assert(std::is_trivially_copyable_v<T> && std::is_scalar_v<T>);
@@ -42,7 +46,8 @@ class Out {
 class In {
  public:
   static constexpr bool kLoading = true;
-  In(const uint8_t* p, size_t n) : p_(p), left_(n) {}
+  In(const uint8_t* p, size_t n, uint32_t v) : version(v), p_(p), left_(n) {}
+  uint32_t version;
   template <typename T>
   void scalar(T& v) {
     static_assert(std::is_trivially_copyable_v<T> && std::is_scalar_v<T>);
@@ -84,13 +89,14 @@ class In {
   size_t left_;
 };
 
-constexpr Op kOpEnd = static_cast<Op>(static_cast<int>(Op::FrameworkAttach) + 1);
+constexpr Op kOpEnd = static_cast<Op>(kOpCount);
 constexpr Kind kKindEnd = static_cast<Kind>(kKindCount);
 constexpr FrameworkRefusal kRefusalEnd = static_cast<FrameworkRefusal>(static_cast<int>(FrameworkRefusal::Disabled) + 1);
 
 // A new field in one of these structs must be added below: the sizes catch a forgotten one.
 static_assert(sizeof(Counter) == 16 && sizeof(KindStats) == 32 && sizeof(LiveAllocation) == 48 &&
-              sizeof(FrameworkStats) == 136 && sizeof(DeviceStats) == 536 && sizeof(FailedAllocation) == 40);
+              sizeof(FrameworkStats) == 184 && sizeof(DeviceStats) == 648 && sizeof(FailedAllocation) == 40 &&
+              sizeof(GraphStats) == 128 && sizeof(GraphStats::Node) == 24);
 
 template <typename IO>
 void io_counter(IO& io, Counter& c) {
@@ -122,6 +128,11 @@ void io_framework(IO& io, FrameworkStats& f) {
                       &f.tensor_frees, &f.segment_allocs, &f.segment_frees, &f.ooms}) {
     io.scalar(*v);
   }
+  if (io.version == kVersionBeforeGraphs) return;
+  io_table<IO, uint64_t, FrameworkStats::Pool>(io, f.private_pools, 40, [](IO& o, FrameworkStats::Pool& p) {
+    io_counter(o, p.reserved);
+    io_counter(o, p.allocated);
+  });
 }
 
 template <typename IO>
@@ -132,13 +143,19 @@ void io_device(IO& io, DeviceStats& d) {
   io_counter(io, d.reserved);
   io.scalar(d.allocated_peak_ns);
   io.scalar(d.reserved_peak_ns);
-  for (KindStats& k : d.by_kind) {
+  const size_t kinds = io.version == kVersionBeforeGraphs ? kKindsBeforeGraphs : d.by_kind.size();
+  for (size_t i = 0; i < kinds; ++i) {
+    KindStats& k = d.by_kind[i];
     io_counter(io, k.bytes);
     io.scalar(k.allocs);
     io.scalar(k.frees);
   }
   io_counter(io, d.pool_reserved);
   io_counter(io, d.vmm_physical);
+  if (io.version != kVersionBeforeGraphs) {
+    io_counter(io, d.graph_reserved);
+    io_counter(io, d.graph_used);
+  }
   for (uint64_t* v : {&d.alloc_count, &d.free_count, &d.failed_alloc_count, &d.released_by_pool_destroy,
                       &d.nvml.samples, &d.nvml.device_used, &d.nvml.device_total, &d.nvml.process_used,
                       &d.nvml.process_used_peak}) {
@@ -246,6 +263,7 @@ void Accounting::checkpoint_io(IO& io) {
     o.scalar(s.address);
     o.scalar(s.size);
     o.scalar(s.device);
+    if (o.version != kVersionBeforeGraphs) o.scalar(s.pool);
   });
   io.flag(framework_.reported);
   io.flag(framework_.attached);
@@ -264,6 +282,41 @@ void Accounting::checkpoint_io(IO& io) {
     io.scalar(*v);
   }
   for (uint64_t& a : alerts_) io.scalar(a);
+  if (io.version == kVersionBeforeGraphs) return;
+  io_vector(io, graphs_, 60, [](IO& o, GraphStats& g) {
+    o.scalar(g.number);
+    o.scalar(g.device);
+    o.flag(g.captured);
+    o.scalar(g.capture_mode);
+    o.scalar(g.stack_id);
+    o.scalar(g.capture_stream);
+    io_vector(o, g.allocs, 22, [](IO& oo, GraphStats::Node& n) {
+      oo.scalar(n.address);
+      oo.scalar(n.size);
+      oo.scalar(n.stack_id);
+      oo.scalar(n.device);
+    });
+    io_vector(o, g.frees, 8, [](IO& oo, uint64_t& a) { oo.scalar(a); });
+    for (uint64_t* v : {&g.launches, &g.uploads, &g.instantiations, &g.failed_launches}) o.scalar(*v);
+    io_vector(o, g.streams, 8, [](IO& oo, uint64_t& s) { oo.scalar(s); });
+  });
+  // A graph number names an entry of graphs_: a damaged one must not index past it.
+  const auto number_ok = [this](uint32_t n) { return n >= 1 && n <= graphs_.size(); };
+  for (auto* table : {&graph_numbers_, &capture_graphs_}) {
+    io_table<IO, uint64_t, uint32_t>(io, *table, 12, [&](IO& o, uint32_t& n) {
+      o.scalar(n);
+      if constexpr (IO::kLoading) {
+        if (!number_ok(n)) o.ok = false;
+      }
+    });
+  }
+  io_table<IO, uint64_t, GraphExec>(io, graph_execs_, 20, [&](IO& o, GraphExec& x) {
+    o.scalar(x.graph);
+    o.scalar(x.flags);
+    if constexpr (IO::kLoading) {
+      if (!number_ok(x.graph)) o.ok = false;
+    }
+  });
 }
 
 std::string Accounting::save_checkpoint() const {
@@ -281,8 +334,8 @@ bool Accounting::restore_checkpoint(const void* data, size_t size) {
   if (size < sizeof kMagic + sizeof kVersion || std::memcmp(p, kMagic, sizeof kMagic) != 0) return false;
   uint32_t version = 0;
   std::memcpy(&version, p + sizeof kMagic, sizeof version);
-  if (version != kVersion) return false;
-  In in(p + sizeof kMagic + sizeof version, size - sizeof kMagic - sizeof version);
+  if (version != kVersion && version != kVersionBeforeGraphs) return false;
+  In in(p + sizeof kMagic + sizeof version, size - sizeof kMagic - sizeof version, version);
   checkpoint_io(in);
   if (!in.finished()) {
     clear();
@@ -310,6 +363,10 @@ void Accounting::clear() {
   requested_.clear();
   segments_.clear();
   framework_ = {};
+  graphs_.clear();
+  graph_numbers_.clear();
+  capture_graphs_.clear();
+  graph_execs_.clear();
   unpaired_.clear();
   host_pinned_ = {};
   pinned_allocs_ = pinned_frees_ = unknown_frees_ = failed_releases_ = 0;

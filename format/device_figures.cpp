@@ -41,12 +41,14 @@ DeviceFigures device_figures_from_json(const json& j) {
   s.allocated_peak_ns = u64_or(member(d, "allocated_peak_at_ns"));
   s.reserved_peak_ns = u64_or(member(d, "reserved_peak_at_ns"));
   const json* by_kind = member(d, "by_kind");
-  for (Kind k : {Kind::Linear, Kind::Pool, Kind::Vmm, Kind::Array, Kind::Managed}) {
+  for (Kind k : {Kind::Linear, Kind::Pool, Kind::Vmm, Kind::Array, Kind::Managed, Kind::Graph}) {
     s.kind(k) = kind_stats(member(by_kind, std::string(kind_name(k)).c_str()));
   }
   s.pool_reserved = counter_from_json(member(member(by_kind, "pool"), "reserved"));
   s.released_by_pool_destroy = u64_or(member(member(by_kind, "pool"), "released_by_pool_destroy"));
   s.vmm_physical = counter_from_json(member(member(by_kind, "vmm"), "physical"));
+  s.graph_reserved = counter_from_json(member(member(by_kind, "graph"), "reserved"));
+  s.graph_used = counter_from_json(member(member(by_kind, "graph"), "used"));
   s.alloc_count = u64_or(member(d, "alloc_count"));
   s.free_count = u64_or(member(d, "free_count"));
   s.failed_alloc_count = u64_or(member(d, "failed_alloc_count"));

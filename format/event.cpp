@@ -12,6 +12,7 @@ std::string_view kind_name(Kind k) {
     case Kind::Array: return "array";
     case Kind::Managed: return "managed";
     case Kind::HostPinned: return "host_pinned";
+    case Kind::Graph: return "graph";
     case Kind::None: break;
   }
   return "none";
@@ -52,6 +53,16 @@ std::string_view op_name(Op o) {
     case Op::FrameworkAttach: return "framework_attach";
     case Op::Cleanup: return "cleanup";
     case Op::DeviceLimit: return "device_limit";
+    case Op::GraphAllocNode: return "graph_alloc_node";
+    case Op::GraphFreeNode: return "graph_free_node";
+    case Op::CaptureBegin: return "capture_begin";
+    case Op::CaptureEnd: return "capture_end";
+    case Op::GraphInstantiate: return "graph_instantiate";
+    case Op::GraphLaunch: return "graph_launch";
+    case Op::GraphExecDestroy: return "graph_exec_destroy";
+    case Op::GraphDestroy: return "graph_destroy";
+    case Op::GraphMemory: return "graph_memory";
+    case Op::GraphChild: return "graph_child";
     case Op::None: break;
   }
   return "none";
@@ -68,6 +79,13 @@ std::string_view api_name(Api a) {
       "cuMipmappedArrayDestroy", "cuMemHostAlloc", "cuMemAllocHost_v2", "cuMemFreeHost",
       "cuStreamSynchronize", "cuStreamSynchronize_ptsz", "cuCtxSynchronize", "cuEventSynchronize",
       "cuDeviceSetMemPool", "collector", "gpumemprof_api", "nvtx", "torch_caching_allocator",
+      "cuStreamBeginCapture", "cuStreamBeginCapture_ptsz", "cuStreamBeginCapture_v2", "cuStreamBeginCapture_v2_ptsz",
+      "cuStreamBeginCaptureToGraph", "cuStreamBeginCaptureToGraph_ptsz", "cuStreamEndCapture",
+      "cuStreamEndCapture_ptsz", "cuGraphAddMemAllocNode", "cuGraphAddMemFreeNode", "cuGraphAddNode",
+      "cuGraphAddNode_v2", "cuGraphInstantiate", "cuGraphInstantiate_v2", "cuGraphInstantiateWithFlags",
+      "cuGraphInstantiateWithParams", "cuGraphInstantiateWithParams_ptsz", "cuGraphLaunch", "cuGraphLaunch_ptsz",
+      "cuGraphUpload", "cuGraphUpload_ptsz", "cuGraphExecDestroy", "cuGraphDestroy", "cuDeviceGraphMemTrim",
+      "cuDeviceSetGraphMemAttribute",
   };
   auto i = static_cast<size_t>(a);
   return i < names.size() ? names[i] : "unknown";
@@ -89,6 +107,10 @@ std::string_view framework_refusal_name(FrameworkRefusal r) {
 std::string framework_version_text(uint64_t packed) {
   return std::to_string((packed >> 16) & 0xffff) + "." + std::to_string((packed >> 8) & 0xff) + "." +
          std::to_string(packed & 0xff);
+}
+
+std::string framework_pool_text(uint64_t packed) {
+  return std::to_string(packed >> 32) + "," + std::to_string(packed & 0xffffffffull);
 }
 
 std::string alert_type_name(AlertType t) {

@@ -15,8 +15,9 @@ enum class Kind : uint8_t {
   Array = 4,       // CUDA arrays and mipmapped arrays
   Managed = 5,     // cuMemAllocManaged
   HostPinned = 6,  // cuMemHostAlloc, cuMemAllocHost_v2
+  Graph = 7,       // CUDA graph memory: allocation nodes, live from their launch until freed
 };
-inline constexpr int kKindCount = 7;
+inline constexpr int kKindCount = 8;
 
 enum class Op : uint8_t {
   None = 0,
@@ -47,6 +48,8 @@ enum class Op : uint8_t {
   // A framework's caching allocator seen from inside, through the bridge (docs/framework-bridge.md).
   // Sizes are the sizes the program asked for; address is the device pointer; stream the
   // allocator's stream. Kind None, Api torch_caching_allocator.
+  // object of TensorAlloc, SegmentAlloc and SegmentMap: the framework's memory pool (framework_pool_id),
+  // 0 for its default pool.
   TensorAlloc = 22,          // address, size, stream; value = kSeeded: live before the bridge attached
   TensorFreeRequested = 23,  // address, size: the program let go; work on other streams may still use it
   TensorFreeCompleted = 24,  // address, size: the block is back in the framework's cache
@@ -68,7 +71,25 @@ enum class Op : uint8_t {
   // allocation; object = the process's bytes on the device before it (the context included), address = what
   // the allocation would have added.
   DeviceLimit = 33,
+  // CUDA graphs (docs/accounting.md §Graph memory), kind Graph. A graph is named by its CUgraph handle
+  // (object), an executable graph by its CUgraphExec handle (address of the exec ops). An allocation
+  // made while a stream captures is a node of the capture's graph: nothing is allocated then.
+  GraphAllocNode = 34,    // address = the node's virtual address, size, object = graph, stream = the
+                          // capturing stream (0: added with cuGraphAdd*), value = capture id; result
+  GraphFreeNode = 35,     // address freed at launch, object = graph, stream, value = capture id; result
+  CaptureBegin = 36,      // stream, object = the capture's graph, value = capture id, size = CUstreamCaptureMode;
+                          // result. Its stack is where the graph was captured
+  CaptureEnd = 37,        // stream, object = graph (0 when the capture was invalidated), value = capture id; result
+  GraphInstantiate = 38,  // object = graph, address = exec, value = instantiate flags; result
+  GraphLaunch = 39,       // address = exec, stream, size = its allocation nodes' bytes (0: none or not
+                          // known); result. api cuGraphUpload*: memory mapped, nothing launched
+  GraphExecDestroy = 40,  // address = exec
+  GraphDestroy = 41,      // object = graph
+  GraphMemory = 42,       // device: the graph memory pool as the driver reports it now: size = reserved,
+                          // value = reserved high watermark, object = used, address = used high watermark
+  GraphChild = 43,        // object = parent graph, address = child graph whose memory nodes moved into it
 };
+inline constexpr int kOpCount = 44;
 
 // Event::value of a TensorAlloc, SegmentAlloc or SegmentMap that describes what existed when the
 // bridge attached (from the framework's snapshot), not something that happened then.
@@ -90,8 +111,21 @@ inline uint64_t framework_version(unsigned major, unsigned minor, unsigned patch
   return (uint64_t{major & 0xffff} << 16) | (uint64_t{minor & 0xff} << 8) | uint64_t{patch & 0xff};
 }
 std::string framework_version_text(uint64_t packed);
+// PyTorch's MempoolId_t, a pair of counters ({0, n}: a CUDA graph's private pool; {n, 0}: a MemPool),
+// packed in one 64-bit field, and back to "first,second". {0, 0}, the default pool, packs to 0.
+inline uint64_t framework_pool_id(uint64_t first, uint64_t second) {
+  return (first << 32) | (second & 0xffffffffull);
+}
+std::string framework_pool_text(uint64_t packed);
 
-// Which driver entry point produced the event. Stored as a number in the trace: append only.
+// Which driver entry point produced the event. Stored as a number in the trace: append only. The
+// names are the exported ones; cuda.h maps three of them to newer ABIs by macro, kept out here.
+#pragma push_macro("cuStreamBeginCapture")
+#pragma push_macro("cuGraphInstantiate")
+#pragma push_macro("cuGraphAddNode")
+#undef cuStreamBeginCapture
+#undef cuGraphInstantiate
+#undef cuGraphAddNode
 enum class Api : uint16_t {
   None = 0,
   cuMemAlloc_v2, cuMemFree_v2, cuMemAllocPitch_v2, cuMemAllocManaged,
@@ -105,8 +139,17 @@ enum class Api : uint16_t {
   gpumemprof_api,  // marks, ranges, pause and resume from include/gpumemprof.h
   nvtx,            // ranges and marks from NVTX, through the injection interface
   torch_caching_allocator,  // PyTorch's CUDA caching allocator, through the framework bridge
+  cuStreamBeginCapture, cuStreamBeginCapture_ptsz, cuStreamBeginCapture_v2, cuStreamBeginCapture_v2_ptsz,
+  cuStreamBeginCaptureToGraph, cuStreamBeginCaptureToGraph_ptsz, cuStreamEndCapture, cuStreamEndCapture_ptsz,
+  cuGraphAddMemAllocNode, cuGraphAddMemFreeNode, cuGraphAddNode, cuGraphAddNode_v2,
+  cuGraphInstantiate, cuGraphInstantiate_v2, cuGraphInstantiateWithFlags, cuGraphInstantiateWithParams,
+  cuGraphInstantiateWithParams_ptsz, cuGraphLaunch, cuGraphLaunch_ptsz, cuGraphUpload, cuGraphUpload_ptsz,
+  cuGraphExecDestroy, cuGraphDestroy, cuDeviceGraphMemTrim, cuDeviceSetGraphMemAttribute,
   Count_
 };
+#pragma pop_macro("cuGraphAddNode")
+#pragma pop_macro("cuGraphInstantiate")
+#pragma pop_macro("cuStreamBeginCapture")
 
 // The alert in an Op::Alert event's value field (docs/alerts.md).
 enum class AlertType : uint8_t { Warning = 1, Critical = 2, Fragmentation = 3, Growth = 4 };

@@ -24,6 +24,10 @@ void add_peak(Counter& c, uint64_t& peak_ns, uint64_t n, uint64_t ts) {
 
 void FrameworkStats::reset_peaks(uint64_t at_ns) {
   for (Counter* c : {&allocated, &reserved, &pending_free, &outside}) c->reset_peak();
+  for (auto& [_, p] : private_pools) {
+    p.reserved.reset_peak();
+    p.allocated.reset_peak();
+  }
   allocated_peak_ns = reserved_peak_ns = outside_peak_ns = at_ns;
 }
 
@@ -47,8 +51,10 @@ void Accounting::on_framework(const Event& e) {
         dev(stale.device).framework.allocated.sub(stale.size);
         if (stale.pending_counted) dev(stale.device).framework.pending_free.sub(stale.size);
       }
-      tensors_.insert_or_assign(e.address, LiveAllocation{e.address, e.size, e.timestamp_ns, 0, e.thread_id,
+      if (stale.pool != 0) dev(stale.device).framework.private_pools[stale.pool].allocated.sub(stale.size);
+      tensors_.insert_or_assign(e.address, LiveAllocation{e.address, e.size, e.timestamp_ns, e.object, e.thread_id,
                                                           e.stack_id, e.device, Kind::None, e.api});
+      if (e.object != 0) f.private_pools[e.object].allocated.add(e.size);
       ++f.tensor_allocs;
       add_peak(f.allocated, f.allocated_peak_ns, e.size, e.timestamp_ns);
       break;
@@ -67,13 +73,14 @@ void Accounting::on_framework(const Event& e) {
       FrameworkStats& owner = dev(a.device).framework;
       ++owner.tensor_frees;
       owner.allocated.sub(a.size);
+      if (a.pool != 0) owner.private_pools[a.pool].allocated.sub(a.size);
       if (a.pending_counted) owner.pending_free.sub(a.size);
       break;
     }
     case Op::SegmentAlloc:
     case Op::SegmentMap:
       ++f.segment_allocs;
-      f.reserved.sub(add_segment(e.device, e.address, e.size));  // a range seen twice counts once
+      f.reserved.sub(add_segment(e.device, e.address, e.size, e.object));  // a range seen twice counts once
       add_peak(f.reserved, f.reserved_peak_ns, e.size, e.timestamp_ns);
       break;
     case Op::SegmentFree:
@@ -119,9 +126,10 @@ void Accounting::on_framework_attach(const Event& e) {
 }
 
 // Adds the range; returns the bytes of it that were already there (now counted once).
-uint64_t Accounting::add_segment(int16_t device, uint64_t address, uint64_t size) {
+uint64_t Accounting::add_segment(int16_t device, uint64_t address, uint64_t size, uint64_t pool) {
   const uint64_t overlap = remove_segment(address, size);
-  segments_[address] = Segment{address, size, device};
+  segments_[address] = Segment{address, size, device, pool};
+  if (pool != 0) dev(device).framework.private_pools[pool].reserved.add(size);
   return overlap;
 }
 
@@ -140,9 +148,11 @@ uint64_t Accounting::remove_segment(uint64_t address, uint64_t size) {
       continue;
     }
     it = segments_.erase(it);
-    removed += std::min(s_end, end) - std::max(s.address, address);
-    if (s.address < address) segments_[s.address] = Segment{s.address, address - s.address, s.device};
-    if (s_end > end) segments_[end] = Segment{end, s_end - end, s.device};
+    const uint64_t piece = std::min(s_end, end) - std::max(s.address, address);
+    removed += piece;
+    if (s.pool != 0) dev(s.device).framework.private_pools[s.pool].reserved.sub(piece);
+    if (s.address < address) segments_[s.address] = Segment{s.address, address - s.address, s.device, s.pool};
+    if (s_end > end) segments_[end] = Segment{end, s_end - end, s.device, s.pool};
   }
   return removed;
 }

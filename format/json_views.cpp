@@ -1,5 +1,6 @@
 #include "json_views.h"
 
+#include <cstdlib>
 #include <variant>
 
 #include "event_fields.h"
@@ -44,7 +45,7 @@ nlohmann::json event_json(const Event& e, uint64_t start_ns) {
 }
 
 nlohmann::json framework_json(const FrameworkStats& f, uint64_t start_ns) {
-  return {{"allocated_bytes", counter_json(f.allocated)},
+  nlohmann::json j = {{"allocated_bytes", counter_json(f.allocated)},
           {"allocated_peak_at_ns", since(f.allocated_peak_ns, start_ns)},
           {"reserved_bytes", counter_json(f.reserved)},
           {"reserved_peak_at_ns", since(f.reserved_peak_ns, start_ns)},
@@ -57,6 +58,16 @@ nlohmann::json framework_json(const FrameworkStats& f, uint64_t start_ns) {
           {"segment_allocs", f.segment_allocs},
           {"segment_frees", f.segment_frees},
           {"ooms", f.ooms}};
+  if (!f.private_pools.empty()) {
+    nlohmann::json pools = nlohmann::json::array();
+    for (const auto& [id, p] : f.private_pools) {
+      pools.push_back({{"pool", framework_pool_text(id)},
+                       {"reserved", counter_json(p.reserved)},
+                       {"allocated", counter_json(p.allocated)}});
+    }
+    j["private_pools"] = std::move(pools);
+  }
+  return j;
 }
 
 FrameworkStats framework_from_json(const nlohmann::json* j) {
@@ -75,6 +86,16 @@ FrameworkStats framework_from_json(const nlohmann::json* j) {
   f.segment_allocs = u64_or(member(j, "segment_allocs"));
   f.segment_frees = u64_or(member(j, "segment_frees"));
   f.ooms = u64_or(member(j, "ooms"));
+  for (const auto& p : array_or_empty(member(j, "private_pools"))) {
+    const std::string id = str_or(member(&p, "pool"));
+    const size_t comma = id.find(',');
+    if (comma == std::string::npos) continue;
+    char* end = nullptr;
+    const uint64_t first = std::strtoull(id.c_str(), &end, 10), second = std::strtoull(id.c_str() + comma + 1, &end, 10);
+    FrameworkStats::Pool& pool = f.private_pools[framework_pool_id(first, second)];
+    pool.reserved = counter_from_json(member(&p, "reserved"));
+    pool.allocated = counter_from_json(member(&p, "allocated"));
+  }
   return f;
 }
 
@@ -82,8 +103,10 @@ nlohmann::json device_json(const DeviceStats& d, const std::string& name, uint64
   nlohmann::json by_kind = {
       {"linear", kind_json(d.kind(Kind::Linear))}, {"pool", kind_json(d.kind(Kind::Pool))},
       {"vmm", kind_json(d.kind(Kind::Vmm))},       {"array", kind_json(d.kind(Kind::Array))},
-      {"managed", kind_json(d.kind(Kind::Managed))},
+      {"managed", kind_json(d.kind(Kind::Managed))}, {"graph", kind_json(d.kind(Kind::Graph))},
   };
+  by_kind["graph"]["reserved"] = counter_json(d.graph_reserved);
+  by_kind["graph"]["used"] = counter_json(d.graph_used);
   by_kind["pool"]["reserved"] = counter_json(d.pool_reserved);
   by_kind["pool"]["released_by_pool_destroy"] = d.released_by_pool_destroy;
   by_kind["vmm"]["physical"] = counter_json(d.vmm_physical);

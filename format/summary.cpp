@@ -11,6 +11,15 @@ using namespace reader;  // json_fields.h
 
 constexpr size_t kSummaryFailedShown = 100;
 
+std::string capture_mode_name(uint8_t mode) {
+  switch (mode) {
+    case 0: return "global";        // CU_STREAM_CAPTURE_MODE_GLOBAL
+    case 1: return "thread_local";  // CU_STREAM_CAPTURE_MODE_THREAD_LOCAL
+    case 2: return "relaxed";       // CU_STREAM_CAPTURE_MODE_RELAXED
+    default: return "";
+  }
+}
+
 }  // namespace
 
 Summary build_summary(const Accounting& acc, const SummaryContext& ctx) {
@@ -62,6 +71,13 @@ Summary build_summary(const Accounting& acc, const SummaryContext& ctx) {
     s.failed_allocations.push_back({std::string(api_name(f.api)), std::string(kind_name(f.kind)), f.device, f.size,
                                     f.result, f.thread_id, since(f.timestamp_ns, ctx.start_monotonic_ns)});
   }
+  s.graphs_total = acc.graphs().size();
+  for (const GraphStats& g : acc.graphs()) {
+    if (s.graphs.size() >= Summary::kMaxGraphsListed) break;
+    s.graphs.push_back({g.number, g.device, g.captured ? "capture" : "explicit", capture_mode_name(g.capture_mode),
+                        g.allocs.size(), g.frees.size(), g.bytes_per_launch(), g.outliving_bytes(), g.launches,
+                        g.uploads, g.instantiations, g.failed_launches, g.streams.size(), g.stack_id});
+  }
   const auto& alerts = acc.alerts_fired();
   s.alerts = {alerts[1], alerts[2], alerts[3], alerts[4]};
   s.oom = {acc.oom().failures, acc.oom().bundles_written, acc.oom().recovered};
@@ -110,6 +126,27 @@ json to_json(const Summary& s) {
       {"oom",
        {{"failures", s.oom.failures}, {"bundles_written", s.oom.bundles_written}, {"recovered", s.oom.recovered}}},
   };
+  if (s.graphs_total != 0) {
+    json graphs = json::array();
+    for (const auto& g : s.graphs) {
+      graphs.push_back({{"graph", g.number},
+                        {"device", g.device},
+                        {"origin", g.origin},
+                        {"capture_mode", g.capture_mode.empty() ? json(nullptr) : json(g.capture_mode)},
+                        {"alloc_nodes", g.alloc_nodes},
+                        {"free_nodes", g.free_nodes},
+                        {"bytes_per_launch", g.bytes_per_launch},
+                        {"outliving_bytes", g.outliving_bytes},
+                        {"launches", g.launches},
+                        {"uploads", g.uploads},
+                        {"instantiations", g.instantiations},
+                        {"failed_launches", g.failed_launches},
+                        {"streams", g.streams},
+                        {"stack_id", g.stack_id}});
+    }
+    j["graphs"] = std::move(graphs);
+    j["graphs_total"] = s.graphs_total;
+  }
   if (s.terminated_by_signal != 0) j["terminated_by_signal"] = s.terminated_by_signal;
   if (s.exit_status) j["exit_status"] = *s.exit_status;
   if (s.unattributed) j["unattributed"] = to_json(*s.unattributed);
@@ -193,6 +230,16 @@ Summary summary_from_json(const json& j) {
     fw.tensors_at_exit_bytes = u64_or(member(tensors, "bytes"));
     s.framework = std::move(fw);
   }
+  for (const auto& g : array_or_empty(member(&j, "graphs"))) {
+    s.graphs.push_back({u64_or(member(&g, "graph")), as_device(member(&g, "device")).value_or(-1),
+                        str_or(member(&g, "origin")), str_or(member(&g, "capture_mode")),
+                        u64_or(member(&g, "alloc_nodes")), u64_or(member(&g, "free_nodes")),
+                        u64_or(member(&g, "bytes_per_launch")), u64_or(member(&g, "outliving_bytes")),
+                        u64_or(member(&g, "launches")), u64_or(member(&g, "uploads")),
+                        u64_or(member(&g, "instantiations")), u64_or(member(&g, "failed_launches")),
+                        u64_or(member(&g, "streams")), u64_or(member(&g, "stack_id"))});
+  }
+  s.graphs_total = std::max<uint64_t>(u64_or(member(&j, "graphs_total")), s.graphs.size());
   const json* oom = member(&j, "oom");
   s.oom = {u64_or(member(oom, "failures")), u64_or(member(oom, "bundles_written")), u64_or(member(oom, "recovered"))};
   return s;

@@ -84,6 +84,19 @@ struct Summary {
     uint64_t tensors_at_exit_count = 0, tensors_at_exit_bytes = 0;
   };
   std::optional<Framework> framework;
+  // CUDA graphs with memory nodes or launches (docs/run-directory.md §summary.json, "graphs").
+  struct Graph {
+    uint64_t number = 0;
+    int device = -1;
+    std::string origin;        // "capture" or "explicit"
+    std::string capture_mode;  // "global", "thread_local", "relaxed"; empty when not captured
+    uint64_t alloc_nodes = 0, free_nodes = 0, bytes_per_launch = 0, outliving_bytes = 0;
+    uint64_t launches = 0, uploads = 0, instantiations = 0, failed_launches = 0, streams = 0;
+    uint64_t stack_id = 0;     // where it was captured; 0 when not known
+  };
+  std::vector<Graph> graphs;
+  uint64_t graphs_total = 0;   // graphs met; graphs lists the first kMaxGraphsListed
+  static constexpr size_t kMaxGraphsListed = 1000;
   uint64_t duration_ns = 0;
   std::vector<SummaryFailure> failed_allocations;  // the first 100; from_json: one per array element
   struct Alerts {

@@ -72,7 +72,7 @@ TEST(Trace, RecordsOfAnUnknownKindAreSkippedAndCounted) {
   const std::string path = d.path + "/trace.gmpt";
   TraceWriter w;
   ASSERT_TRUE(w.open(d.path, make_trace_header(42, 1000, 2000), 0));
-  for (uint8_t kind : {1, 7, 200, 6, 255}) {
+  for (uint8_t kind : {1, 8, 200, 6, 255}) {
     Event e{};
     e.op = Op::Alloc;
     e.kind = static_cast<Kind>(kind);
