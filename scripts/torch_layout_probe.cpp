@@ -37,8 +37,9 @@ int main() {
   std::memcpy(&raw, &member, sizeof raw);
   std::printf(
       "{\"attach_slot\": %zu, \"sizeof\": %zu, \"action\": %zu, \"device\": %zu, \"addr\": %zu, "
-      "\"stream\": %zu, \"size\": %zu}\n",
+      "\"stream\": %zu, \"size\": %zu, \"mempool\": %zu, \"mempool_size\": %zu}\n",
       static_cast<size_t>((raw - 1) / sizeof(void*)), sizeof(Entry), offsetof(Entry, action_),
-      offsetof(Entry, device_), offsetof(Entry, addr_), offsetof(Entry, stream_), offsetof(Entry, size_));
+      offsetof(Entry, device_), offsetof(Entry, addr_), offsetof(Entry, stream_), offsetof(Entry, size_),
+      offsetof(Entry, mempool_), sizeof(Entry::mempool_));
   return 0;
 }

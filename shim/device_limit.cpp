@@ -2,6 +2,7 @@
 // that report the limited size (cuMemGetInfo, cuDeviceTotalMem, NVML's memory info). See
 // device_limit.h and docs/device-limit.md.
 #include "device_limit.h"
+#include "capture.h"
 
 #include <dlfcn.h>
 #include <unistd.h>
@@ -306,6 +307,7 @@ CUresult pool_grown(CUmemoryPool pool, int device, uint64_t before, CUdeviceptr*
   free_async(*dptr, stream);
   auto trim = GMP_REAL(cuMemPoolTrimTo);
   auto sync = GMP_REAL(cuStreamSynchronize);
+  capture::Relaxed relaxed;  // unsafe calls during another thread's capture (capture.h)
   if (trim != nullptr) {
     trim(pool, before);
     if (pool_reserved(pool) > before && sync != nullptr && sync(stream) == CUDA_SUCCESS) trim(pool, before);

@@ -10,6 +10,10 @@
 #undef cuGetProcAddress
 #undef cuMemGetInfo
 #undef cuDeviceTotalMem
+// ... and likewise the older capture, instantiate and node ABIs, which the driver still exports.
+#undef cuStreamBeginCapture
+#undef cuGraphInstantiate
+#undef cuGraphAddNode
 
 #define GMP_WRAPPED_ENTRY_POINTS(X)                                                                                 \
   X(cuMemAlloc_v2)                                                                                                  \
@@ -20,13 +24,25 @@
                   X(cuMipmappedArrayCreate) X(cuMipmappedArrayDestroy) X(cuMemHostAlloc) X(cuMemAllocHost_v2)       \
                       X(cuMemFreeHost) X(cuStreamSynchronize) X(cuStreamSynchronize_ptsz) X(cuCtxSynchronize)       \
                           X(cuCtxSynchronize_v2) X(cuEventSynchronize) X(cuGetProcAddress) X(cuGetProcAddress_v2)   \
-                              X(cuMemGetInfo_v2) X(cuMemGetInfo) X(cuDeviceTotalMem_v2) X(cuDeviceTotalMem)
+                              X(cuMemGetInfo_v2) X(cuMemGetInfo) X(cuDeviceTotalMem_v2) X(cuDeviceTotalMem) \
+                                  GMP_GRAPH_ENTRY_POINTS(X)
+
+// Stream capture and graphs (wrap_graph.cpp).
+#define GMP_GRAPH_ENTRY_POINTS(X)                                                                               \
+  X(cuStreamBeginCapture) X(cuStreamBeginCapture_ptsz) X(cuStreamBeginCapture_v2) X(cuStreamBeginCapture_v2_ptsz) \
+  X(cuStreamBeginCaptureToGraph) X(cuStreamBeginCaptureToGraph_ptsz) X(cuStreamEndCapture)                      \
+  X(cuStreamEndCapture_ptsz) X(cuGraphAddMemAllocNode) X(cuGraphAddMemFreeNode) X(cuGraphAddNode)               \
+  X(cuGraphAddNode_v2) X(cuGraphInstantiate) X(cuGraphInstantiate_v2) X(cuGraphInstantiateWithFlags)            \
+  X(cuGraphInstantiateWithParams) X(cuGraphInstantiateWithParams_ptsz) X(cuGraphLaunch) X(cuGraphLaunch_ptsz)   \
+  X(cuGraphUpload) X(cuGraphUpload_ptsz) X(cuGraphExecDestroy) X(cuGraphDestroy) X(cuDeviceGraphMemTrim)        \
+  X(cuDeviceSetGraphMemAttribute)
 
 // Called through their real pointers only; optional ones may be missing on older drivers.
 #define GMP_HELPER_ENTRY_POINTS(X)                                                               \
   X(cuCtxGetDevice) X(cuStreamGetDevice) X(cuDeviceGetMemPool) X(cuMemPoolGetAttribute)          \
   X(cuArrayGetMemoryRequirements) X(cuMipmappedArrayGetMemoryRequirements) X(cuDeviceGetName)    \
-  X(cuDeviceGetCount) X(cuDriverGetVersion) X(cuDeviceGetPCIBusId)
+  X(cuDeviceGetCount) X(cuDriverGetVersion) X(cuDeviceGetPCIBusId) X(cuThreadExchangeStreamCaptureMode) \
+  X(cuStreamIsCapturing) X(cuStreamGetCaptureInfo_v3) X(cuDeviceGetGraphMemAttribute)
 
 namespace gmp::shim {
 

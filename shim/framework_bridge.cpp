@@ -22,6 +22,8 @@ namespace {
 
 enum class State : int { Off, Recording, Detached };
 std::atomic<State> g_state{State::Off};
+// Whether this release's TraceEntry carries mempool_ where torch_layouts.h says (TorchLayout::mempool).
+std::atomic<bool> g_mempool{false};
 std::atomic<bool> g_attach_tried{false};
 std::atomic<uint64_t> g_version{0};
 
@@ -72,6 +74,11 @@ void on_trace_entry(const TraceEntry& entry) noexcept {
   const uint64_t addr = field<uint64_t>(entry, L.addr);
   const uint64_t size = field<uint64_t>(entry, L.size);
   const uint64_t stream = field<uint64_t>(entry, L.stream);
+  // The pool of a tensor or a segment: a CUDA graph's private pool, or 0 for the default one.
+  const bool pooled = op == Op::TensorAlloc || op == Op::SegmentAlloc || op == Op::SegmentMap;
+  const uint64_t pool = pooled && g_mempool.load(std::memory_order_relaxed)
+                            ? framework_pool_id(field<uint64_t>(entry, L.mempool), field<uint64_t>(entry, L.mempool + 8))
+                            : 0;
   if (op == Op::TensorAlloc) {  // for the self-check, paused or not
     Seen& s = g_seen[g_seen_next.fetch_add(1, std::memory_order_relaxed) % kSeen];
     s.address.store(addr, std::memory_order_relaxed);
@@ -93,6 +100,7 @@ void on_trace_entry(const TraceEntry& entry) noexcept {
     } else {
       e.address = addr;
       e.stack_id = op == Op::TensorAlloc ? stack : 0;
+      e.object = pool;
     }
   });
 }
@@ -193,6 +201,7 @@ GMP_EXPORT int gpumemprof_framework_attach(int major, int minor, int patch, cons
   // The tracker is taken by value: in the Itanium C++ ABI the caller passes a pointer to its own
   // copy and destroys it after the call; PyTorch keeps copies (std::function's layout is the same
   // in every libstdc++ of the C++11 ABI).
+  g_mempool.store(layout->mempool, std::memory_order_relaxed);
   g_state.store(State::Recording, std::memory_order_release);
   record_attach(true, FrameworkRefusal::None, -1);
   Tracker tracker(&on_trace_entry);

@@ -3,6 +3,7 @@
 #include <atomic>
 
 #include "../collector/device_table.h"
+#include "capture.h"
 #include "record.h"
 
 namespace gmp::shim::pools {
@@ -48,6 +49,7 @@ KnownPool* find_or_add(uint64_t handle, int device) {
 std::optional<uint64_t> driver_reserved(CUmemoryPool pool) {
   auto get = GMP_REAL(cuMemPoolGetAttribute);
   cuuint64_t v = 0;
+  capture::Relaxed relaxed;  // unsafe during a capture in global mode (capture.h)
   if (pool == nullptr || get == nullptr || get(pool, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT, &v) != CUDA_SUCCESS) {
     return std::nullopt;
   }
@@ -81,6 +83,18 @@ uint64_t read_reserved(CUmemoryPool pool, int device) {
   KnownPool* k = find_or_add(handle, device);
   if (k != nullptr && k->reserved.load(std::memory_order_relaxed) != v) k->reserved.store(v, std::memory_order_relaxed);
   return v;
+}
+
+int known_device(CUmemoryPool pool) {
+  const auto handle = reinterpret_cast<uint64_t>(pool);
+  const int n = g_known_count.load(std::memory_order_acquire);
+  for (int i = 0; i < n && i < kMaxPools; ++i) {
+    if (g_known[i].handle.load(std::memory_order_relaxed) == handle) return g_known[i].device.load();
+  }
+  for (int d = 0; d < kMaxDevices; ++d) {
+    if (g_current[d].load(std::memory_order_relaxed) == handle) return d;
+  }
+  return -1;
 }
 
 void forget(CUmemoryPool pool) {

@@ -22,6 +22,9 @@ uint64_t read_reserved(CUmemoryPool pool, int device);
 
 void forget(CUmemoryPool pool);
 
+// The device a pool met so far was created on or used for; -1 when unknown.
+int known_device(CUmemoryPool pool);
+
 // Re-reads every known pool and records a PoolReserved event for each that changed.
 void refresh_all();
 

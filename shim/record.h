@@ -41,6 +41,22 @@ inline int current_device() {
   return d;
 }
 
+// The device of a stream's work: the only device, the stream's (a driver call), or for the default
+// streams the current context's. Never for a stream that captures: asking one its device invalidates
+// the capture in every mode (capture.h).
+inline int stream_device(CUstream s) {
+  if (const int only = only_device(); only >= 0) return only;
+  const auto v = reinterpret_cast<uintptr_t>(s);
+  const bool default_stream = v == 0 || v == reinterpret_cast<uintptr_t>(CU_STREAM_LEGACY) ||
+                              v == reinterpret_cast<uintptr_t>(CU_STREAM_PER_THREAD);
+  if (!default_stream) {
+    auto get = GMP_REAL(cuStreamGetDevice);
+    CUdevice d = -1;
+    if (get != nullptr && get(s, &d) == CUDA_SUCCESS) return d;
+  }
+  return current_device();
+}
+
 // Before an out-of-memory failure is recorded: what the driver says is free on the current
 // context's device, for the OOM bundle (3 us, paid only on this path).
 inline void record_driver_memory(int device) {

@@ -4,10 +4,24 @@
 #include <cstring>
 
 #include "../collector/session.h"
+#include "capture.h"
+#include "graph_memory.h"
 #include "pool_tracker.h"
 #include "record.h"
 
 namespace {
+
+// What the driver alone knows: the pools' and the graph memory pool's reserved bytes.
+void refresh_driver_figures() {
+  gmp::shim::pools::refresh_all();
+  gmp::shim::graph_memory::refresh_all();
+}
+
+void forget_parent_driver_state() {
+  gmp::shim::pools::reset();
+  gmp::shim::graph_memory::reset();
+  gmp::shim::capture::reset();
+}
 
 bool device_info(int device, char* name, int name_len, char* pci, int pci_len, uint64_t* total) {
   auto get_name = GMP_REAL(cuDeviceGetName);
@@ -32,8 +46,8 @@ int driver_version() {
 __attribute__((constructor)) void gmp_shim_load() {
   gmp::DriverHooks hooks;
   hooks.device_info = device_info;
-  hooks.refresh_pools = gmp::shim::pools::refresh_all;
-  hooks.after_fork_child = gmp::shim::pools::reset;
+  hooks.refresh_pools = refresh_driver_figures;
+  hooks.after_fork_child = forget_parent_driver_state;
   hooks.driver_version = driver_version;
   gmp::session_set_driver_hooks(hooks);
 }

@@ -19,6 +19,7 @@ struct TraceEntryLayout {
   size_t addr = 8;    // size_t; for OOM the device's free bytes
   size_t stream = 32;
   size_t size = 40;   // the size the program asked for; for OOM the request
+  size_t mempool = 48;  // MempoolId_t, a pair of unsigned long long: the block's pool ({0, 0}: default)
 };
 
 struct TorchLayout {
@@ -26,6 +27,7 @@ struct TorchLayout {
   unsigned attach_slot;  // in 8-byte entries from the vtable's address point
   bool checked;          // measured against this release's own headers
   const char* source;
+  bool mempool = false;  // TraceEntry::mempool_ is at TraceEntryLayout::mempool (checked by the probe)
 };
 
 // `checked` rows: a probe compiled against the release's wheel headers printed offsetof() of each
@@ -33,8 +35,8 @@ struct TorchLayout {
 // from stored copies of the release's c10/cuda/CUDACachingAllocator.h and its base classes,
 // attached only with GPUMEMPROF_FRAMEWORK=unverified.
 inline constexpr TorchLayout kTorchLayouts[] = {
-    {2, 11, 44, true, "torch 2.11.0+cu130 wheel headers, probe on an H200 (2026-11-24)"},
-    {2, 10, 44, false, "a stored copy of the header with 2.11's method set (unversioned)"},
+    {2, 11, 44, true, "torch 2.11.0+cu130 wheel headers, probe on an H200 (2026-11-24)", true},
+    {2, 10, 44, false, "a stored copy of the header with 2.11's method set (unversioned)", true},
     {2, 9, 39, false, "ROCm/pytorch 10b22ea, 2.9.0 side of a merge"},
     {2, 8, 38, false, "a vendor build's header of torch 2.8.0 (f58de39)"},
     {2, 7, 35, false, "ROCm/pytorch ee04104, 2.7.1 side of a merge"},

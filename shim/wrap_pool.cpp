@@ -1,8 +1,12 @@
 // Stream-ordered allocation and memory pools. The pool's reserved bytes are read from the driver
 // right after each allocation (the only pool operation that grows it), after trims and at
-// synchronisation points (where the driver shrinks pools above their release threshold).
+// synchronisation points (where the driver shrinks pools above their release threshold). On a
+// stream that captures, an allocation or a free is a memory node of the capture's graph: nothing is
+// allocated or released then, and the stream is never asked its device (capture.h).
+#include "capture.h"
 #include "device_limit.h"
 #include "export.h"
+#include "graph_memory.h"
 #include "pool_tracker.h"
 #include "record.h"
 
@@ -14,22 +18,6 @@ namespace {
 // The real per-thread-stream free, which undoes a pool growth the device limit refuses (GMP_REAL
 // needs its wrapper declared, and that comes further down).
 limit::FreeAsync free_async_ptsz() { return reinterpret_cast<limit::FreeAsync>(real(Entry::cuMemFreeAsync_ptsz)); }
-
-bool is_default_stream(CUstream s) {
-  const auto v = reinterpret_cast<uintptr_t>(s);
-  return v == 0 || v == reinterpret_cast<uintptr_t>(CU_STREAM_LEGACY) ||
-         v == reinterpret_cast<uintptr_t>(CU_STREAM_PER_THREAD);
-}
-
-int stream_device(CUstream s) {
-  if (const int only = only_device(); only >= 0) return only;
-  if (!is_default_stream(s)) {
-    auto get = GMP_REAL(cuStreamGetDevice);
-    CUdevice d = -1;
-    if (get != nullptr && get(s, &d) == CUDA_SUCCESS) return d;
-  }
-  return current_device();
-}
 
 void record_pool_alloc(Api api, CUresult r, CUdeviceptr* dptr, size_t size, CUstream stream, CUmemoryPool pool,
                        int device) {
@@ -43,9 +31,37 @@ void record_pool_alloc(Api api, CUresult r, CUdeviceptr* dptr, size_t size, CUst
                reinterpret_cast<uint64_t>(pool), reserved);
 }
 
+// A memory node captured on a stream: where the driver will allocate it at launch is the pool's
+// device, or the stream's, which only the current context can tell without breaking the capture.
+void record_captured(Op op, Api api, CUresult r, const capture::Info& info, uint64_t address, uint64_t size,
+                     CUstream stream, int device) {
+  if (r != CUDA_SUCCESS || !recording()) return;
+  ErrnoKeeper keep;
+  if (device < 0) device = only_device() >= 0 ? only_device() : current_device();
+  graph_memory::note_graph(info.graph, device, size);
+  uint32_t stack = 0;
+  if (op == Op::GraphAllocNode) prepare_allocation_event(&stack);
+  session_record(device, [&](Event& e) {
+    e.op = op;
+    e.api = api;
+    e.kind = Kind::Graph;
+    e.address = address;
+    e.size = size;
+    e.stream = reinterpret_cast<uint64_t>(stream);
+    e.object = reinterpret_cast<uint64_t>(info.graph);
+    e.value = info.id;
+    e.stack_id = stack;
+  });
+}
+
 template <typename Real>
 CUresult alloc_async(Api api, Real real, limit::FreeAsync free, CUdeviceptr* dptr, size_t size, CUstream stream) {
   if (real == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
+  if (const capture::Info info = capture::of(stream); info.capturing) {
+    const CUresult r = real(dptr, size, stream);
+    record_captured(Op::GraphAllocNode, api, r, info, dptr ? *dptr : 0, size, stream, -1);
+    return r;
+  }
   // The stream's device (a driver call for a stream of its own) is looked up once: before the
   // call under a limit, else after it, for the record.
   int device = -1;
@@ -68,6 +84,11 @@ template <typename Real>
 CUresult alloc_from_pool(Api api, Real real, limit::FreeAsync free, CUdeviceptr* dptr, size_t size, CUmemoryPool pool,
                          CUstream stream) {
   if (real == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
+  if (const capture::Info info = capture::of(stream); info.capturing) {
+    const CUresult r = real(dptr, size, pool, stream);
+    record_captured(Op::GraphAllocNode, api, r, info, dptr ? *dptr : 0, size, stream, pools::known_device(pool));
+    return r;
+  }
   int device = -1;  // looked up once, as in alloc_async
   CUresult r;
   if (limit::on()) {
@@ -87,6 +108,11 @@ CUresult alloc_from_pool(Api api, Real real, limit::FreeAsync free, CUdeviceptr*
 template <typename Real>
 CUresult free_async(Api api, Real real, CUdeviceptr dptr, CUstream stream) {
   if (real == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
+  if (const capture::Info info = capture::of(stream); info.capturing) {
+    const CUresult r = real(dptr, stream);
+    record_captured(Op::GraphFreeNode, api, r, info, dptr, 0, stream, -1);
+    return r;
+  }
   // The driver takes linear pointers here too: what the limit counts for them goes with them.
   return record_around_release(Op::Free, api, Kind::Pool, dptr, [&] {
     return limit::on() ? limit::release(limit::Table::Linear, dptr, [&] { return real(dptr, stream); })
@@ -101,6 +127,7 @@ CUresult synchronize(Real real, Args... args) {
   if (session_running()) {
     ErrnoKeeper keep;
     pools::refresh_all();
+    graph_memory::refresh_all();
   }
   return r;
 }
