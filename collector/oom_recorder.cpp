@@ -18,7 +18,12 @@ extern char** environ;
 namespace gmp {
 namespace {
 
-bool is_allocation(const Event& e) { return e.op == Op::Alloc || e.op == Op::VmmCreate; }
+// A graph launch or upload maps the graph's memory: out of memory there is an allocation failure,
+// and a later successful launch of as much recovers it.
+bool is_allocation(const Event& e) {
+  return e.op == Op::Alloc || e.op == Op::VmmCreate || (e.op == Op::GraphLaunch && e.device >= 0) ||
+         (e.op == Op::GraphInstantiate && e.result == kOutOfMemory);
+}
 
 }  // namespace
 
@@ -68,7 +73,10 @@ void OomRecorder::after(const Event& e, const Accounting& acc, std::vector<Event
   } else if (e.op == Op::FrameworkOomFigures) {
     failure(framework_episodes_[e.device], e, acc, out);
   } else if (e.op == Op::TensorAlloc && e.value != kSeeded) {
-    success(framework_episodes_, e.device, e, out);
+    // Like with like: the tensor against the framework's request, not the driver's, which PyTorch
+    // rounded up (to 2 MiB and beyond). Recovering the framework's OOM recovers the driver failure
+    // that was part of it.
+    if (success(framework_episodes_, e.device, e, out)) success(episodes_, e.device, e, out, true);
   } else if (is_allocation(e)) {
     const int key = e.kind == Kind::HostPinned ? -1 : e.device;
     if (e.result == kOutOfMemory) {
@@ -90,9 +98,10 @@ void OomRecorder::failure(Episode& ep, const Event& e, const Accounting& acc, st
   }
 }
 
-void OomRecorder::success(std::map<int, Episode>& episodes, int key, const Event& e, std::vector<Event>& out) {
+bool OomRecorder::success(std::map<int, Episode>& episodes, int key, const Event& e, std::vector<Event>& out,
+                          bool any_size) {
   auto it = episodes.find(key);
-  if (it == episodes.end() || !it->second.open || e.size < it->second.failed_size) return;
+  if (it == episodes.end() || !it->second.open || (!any_size && e.size < it->second.failed_size)) return false;
   Episode& ep = it->second;
   ep.open = false;
   ep.metadata.recovered = true;
@@ -105,6 +114,7 @@ void OomRecorder::success(std::map<int, Episode>& episodes, int key, const Event
   r.device = e.device;
   r.size = e.size;
   out.push_back(r);
+  return true;
 }
 
 void OomRecorder::describe_failure(OomMetadata& m, const Event& e, const Accounting& acc) const {

@@ -52,7 +52,10 @@ class OomRecorder {
 
   void remember(const Event& e);
   void failure(Episode& ep, const Event& e, const Accounting& acc, std::vector<Event>& out);
-  void success(std::map<int, Episode>& episodes, int key, const Event& e, std::vector<Event>& out);
+  // Closes the key's open episode as recovered by `e` when `e` asks for at least what failed (any
+  // size with `any_size`); true if it did.
+  bool success(std::map<int, Episode>& episodes, int key, const Event& e, std::vector<Event>& out,
+               bool any_size = false);
   void open_episode(Episode& ep, const Event& e, const Accounting& acc, std::vector<Event>& out);
   // metadata.json's request, reason and driver figures for the failure `e`.
   void describe_failure(OomMetadata& m, const Event& e, const Accounting& acc) const;

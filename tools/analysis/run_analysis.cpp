@@ -44,11 +44,13 @@ std::array<uint64_t, kKindCount> allocated_by_kind(const DeviceStats& d) {
   return out;
 }
 
-// The reserved figure by kind: pools count what they reserved, VMM its physical handles.
+// The reserved figure by kind: pools count what they reserved, VMM its physical handles, graphs the
+// graph memory pool.
 std::array<uint64_t, kKindCount> reserved_by_kind(const DeviceStats& d) {
   std::array<uint64_t, kKindCount> out = allocated_by_kind(d);
   out[static_cast<size_t>(Kind::Pool)] = d.pool_reserved.current;
   out[static_cast<size_t>(Kind::Vmm)] = d.vmm_physical.current;
+  out[static_cast<size_t>(Kind::Graph)] = d.graph_reserved.current;
   return out;
 }
 
@@ -420,6 +422,10 @@ void attribute(RunAnalysis& run, const Options& opt) {
   }
   collect(run.leaks);
   collect(run.tensor_leaks);
+  const auto& graphs = run.run.figures.graphs;  // where each graph was captured (the report's first ones)
+  for (size_t i = 0; i < graphs.size() && i < kGraphsShown; ++i) {
+    if (graphs[i].stack_id != 0) ids.push_back(static_cast<uint32_t>(graphs[i].stack_id));
+  }
   std::sort(ids.begin(), ids.end());
   ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
   if (opt.symbolize && !ids.empty()) {

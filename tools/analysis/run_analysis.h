@@ -34,6 +34,9 @@
 
 namespace gmp::analysis {
 
+// The CUDA graphs a report lists one by one (summary.json lists up to Summary::kMaxGraphsListed).
+inline constexpr size_t kGraphsShown = 20;
+
 // A set of live allocations, summarised: totals, by kind, by call site (stack id, 0 when none was
 // captured) and the largest ones.
 struct LiveSet {

@@ -115,7 +115,7 @@ void print_device(const analysis::RunAnalysis& run, const analysis::DeviceAnalys
   std::printf("  reserved   peak %-11s at %s final %s\n", bytes_text(d.reserved_peak.bytes).c_str(),
               pad(human_duration_ns(d.reserved_peak.at_ns), 10).c_str(), bytes_text(s.reserved.current).c_str());
   std::printf("    %-8s %-12s %-12s %-10s %s\n", "kind", "peak", "final", "allocs", "frees");
-  for (Kind k : {Kind::Linear, Kind::Pool, Kind::Vmm, Kind::Array, Kind::Managed}) {
+  for (Kind k : {Kind::Linear, Kind::Pool, Kind::Vmm, Kind::Array, Kind::Managed, Kind::Graph}) {
     const KindStats& ks = s.kind(k);
     if (ks.allocs == 0 && ks.bytes.peak == 0) continue;
     std::printf("    %-8s %-12s %-12s %-10s %s\n", std::string(kind_name(k)).c_str(),
@@ -129,6 +129,12 @@ void print_device(const analysis::RunAnalysis& run, const analysis::DeviceAnalys
   if (s.vmm_physical.peak > 0) {
     std::printf("    vmm physical peak %s, final %s\n", bytes_text(s.vmm_physical.peak).c_str(),
                 bytes_text(s.vmm_physical.current).c_str());
+  }
+  if (s.graph_reserved.peak > 0) {
+    say("graph memory pool reserved peak " + bytes_text(s.graph_reserved.peak) + " (the driver's high watermark), " +
+            bytes_text(d.reserved_peak.kind_bytes[static_cast<size_t>(Kind::Graph)]) +
+            " at the device's reserved peak, final " + bytes_text(s.graph_reserved.current),
+        "    ", "      ");
   }
   const analysis::LiveSet& live = d.live_at_peak;
   if (live.total.count > 0) {
@@ -174,6 +180,38 @@ void print_markers(const analysis::RunAnalysis& run, bool (*wanted)(analysis::Ma
     say(label, lead, "      ");
   }
   if (total > shown) std::printf("    ... and %llu more (--json lists them)\n", (ull)(total - shown));
+}
+
+// CUDA graphs (docs/report.md, "CUDA graphs"): what each graph allocates per launch, where it was
+// captured and how often it ran; the graph memory pool's figures are in each device's section.
+void print_graphs(const analysis::RunAnalysis& run) {
+  const Summary& s = run.run.figures;
+  if (s.graphs_total == 0) return;
+  uint64_t launches = 0, with_memory = 0;
+  for (const Summary::Graph& g : s.graphs) {
+    launches += g.launches;
+    if (g.alloc_nodes > 0) ++with_memory;
+  }
+  std::printf("\nCUDA graphs%s: %s, %s with memory nodes, %s\n", whole_run(run), grouped(s.graphs_total).c_str(),
+              grouped(with_memory).c_str(), counted(launches, "launch").c_str());
+  size_t shown = 0;
+  for (const Summary::Graph& g : s.graphs) {
+    if (g.alloc_nodes == 0 && g.free_nodes == 0 && s.graphs.size() > analysis::kGraphsShown) continue;
+    if (shown++ >= analysis::kGraphsShown) break;
+    std::string text = g.origin == "capture" ? "captured" : "built with cuGraphAdd*";
+    if (!g.capture_mode.empty()) text += " (" + g.capture_mode + " mode)";
+    if (g.device >= 0) text += " on device " + std::to_string(g.device);
+    text += ": " + counted(g.alloc_nodes, "allocation node") + ", " + bytes_text(g.bytes_per_launch) + " per launch";
+    if (g.outliving_bytes > 0) text += " (" + bytes_text(g.outliving_bytes) + " outlive it)";
+    text += "; " + counted(g.launches, "launch") + " on " + counted(g.streams, "stream");
+    if (g.failed_launches > 0) text += ", " + counted(g.failed_launches, "failed launch");
+    if (g.stack_id != 0) text += "; captured at " + analysis::site_label(static_cast<uint32_t>(g.stack_id), run.stacks);
+    say(text, "  #" + pad(std::to_string(g.number), 4) + " ", "        ");
+  }
+  if (s.graphs_total > shown) {
+    std::printf("  ... and %s more (summary.json lists %s)\n", grouped(s.graphs_total - shown).c_str(),
+                grouped(s.graphs.size()).c_str());
+  }
 }
 
 bool is_failure(analysis::Marker::Type t) { return t == analysis::Marker::Type::AllocFailed; }
@@ -266,6 +304,7 @@ void print_text(const analysis::RunAnalysis& run) {
   for (const std::string& n : analysis::hidden_memory_notes(run)) say("note: " + n, "  ", "    ");
   if (run.devices.empty()) std::printf("\nno device memory was allocated\n");
   for (const auto& [ordinal, d] : run.devices) print_device(run, d);
+  print_graphs(run);
 
   // Whole runs keep summary.json's figure, which a trace that lacks events understates.
   const Counter& pinned = run.window.whole() ? s.host_pinned_bytes : run.host_pinned;
