@@ -22,6 +22,18 @@ Workloads:
   rt_static rt_shared driver_api async_pools vmm   CUDA programs (static/shared cudart, driver API)
   torch_default torch_expandable torch_async       PyTorch with each allocator setting
   torch_oom rt_oom_exit                            out of memory on purpose: OOM bundles checked
+  graph_capture      CUDA graphs with memory nodes (tests/gpu/graph_capture.cu): a capture per mode with a
+                     second thread calling during it, an allocation outliving its launch, auto free on
+                     launch, explicit memory nodes, a fork/join capture, 16 MiB left live at exit
+  graph_cublas       cuBLAS SGEMMs captured (global mode) with its own workspace and with a user one
+  torch_graphs torch_graphs_async   torch.cuda.graph (tests/gpu/torch_graphs.py): a whole training
+                     step and a forward (native allocator), the forward alone (cudaMallocAsync)
+  torch_compile_graphs  torch.compile(mode="reduce-overhead"): CUDA graph trees on a tiny model
+                     These four run without the profiler first, then under it: same exit status, same
+                     output (checksum, losses); graph memory against the driver's attributes as the
+                     program read them, each graph's memory nodes and launches, PyTorch's private pools
+  capture_rules      what the driver does during a stream capture (tests/gpu/capture_rules.cu), without
+                     and with the profiler: its JSON lines, INFO only
   torch_train        tests/gpu/train.py through `gpumemprof run`, then every post-mortem command
   torch_llama        a HF transformers Llama (tests/gpu/llama_train.py) through `gpumemprof run`: the
                      framework bridge's figures against PyTorch's, report, memory-viz export loaded
@@ -76,7 +88,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "tests", "gpu"))
 import compare  # noqa: E402  (tests/gpu/compare.py: the judge)
 
-ALL_NAMES = ("rt_static rt_shared driver_api async_pools vmm torch_default torch_expandable torch_async torch_oom "
+ALL_NAMES = ("rt_static rt_shared driver_api async_pools vmm graph_capture graph_cublas capture_rules torch_default "
+             "torch_expandable torch_async torch_graphs torch_graphs_async torch_compile_graphs torch_oom "
              "rt_oom_exit torch_train torch_llama torch_llama_oom python_layout torch_layout exit_os_exit exit_sigterm "
              "exit_oom_retry torch_python_api torch_python_watchdog torch_job torch_ddp torch_ddp_oom torch_split "
              "device_limit hotpath_costs bench_async "
@@ -89,6 +102,9 @@ CUDA_BUILDS = {
     "driver_api": ("driver_api.cpp", ["-lcuda"]),
     "async_pools": ("async_pools.cu", []),
     "vmm": ("vmm.cu", []),
+    "graph_capture": ("graph_capture.cu", []),
+    "graph_cublas": ("graph_cublas.cu", ["-lcublas"]),
+    "capture_rules": ("capture_rules.cu", ["-lcuda"]),
     "rt_oom_exit": ("rt_oom_exit.cu", []),
     "hotpath_costs": ("hotpath_costs.cu", []),
     "bench_async_pair": ("bench_async_pair.cu", []),
@@ -261,14 +277,14 @@ class Check:
         cap = subprocess.run(["timeout", "30", "nvidia-smi", "--query-gpu=compute_cap", "--format=csv,noheader"],
                              capture_output=True, text=True).stdout.split("\n")[0].replace(".", "").strip()
         arch = f"sm_{cap}" if re.fullmatch(r"\d+", cap) else "sm_90"
-        rpath = ["-Xlinker", f"-rpath={self.cuda_home}/lib64:{self.cuda_home}/targets/x86_64-linux/lib"]
+        rpath = ["-Xlinker", f"-rpath={self.cuda_home}/lib64:{self.cuda_home}/lib:{self.cuda_home}/targets/x86_64-linux/lib"]
         src = os.path.join(ROOT, "tests", "gpu")
         limit = self.budget(180)
 
         def build(binary):
             source, extra = CUDA_BUILDS[binary]
             argv = [self.nvcc, "-O2", f"-arch={arch}", f"-I{src}", "-o", os.path.join(self.bin, binary),
-                    os.path.join(src, source)] + extra + (rpath if "shared" in extra else [])
+                    os.path.join(src, source)] + extra + (rpath if "shared" in extra or "-lcublas" in extra else [])
             log = os.path.join(self.work, "build", binary + ".log")
             return self.timed(limit, argv, stdout=log, stderr=log)
 
@@ -281,6 +297,31 @@ class Check:
             else:
                 say(f"BUILD FAILED {b}:\n" + tail(os.path.join(self.work, "build", b + ".log"), 15, ""))
 
+    def paired_workload(self, name, kind, limit, argv, **env):
+        """Runs once without the profiler, then (run_workload) under it, each with `env`. The run without
+        it leaves <name>/base.rc, base.stdout.txt, base.stderr.txt and its ground truth gt.base.json;
+        compare.py wants the same exit status and the same stdout (a checksum, losses) from both."""
+        d = os.path.join(self.work, name)
+        os.makedirs(os.path.join(d, "runs"), exist_ok=True)
+        t0 = time.monotonic()
+        limit = self.budget(limit)
+        if limit < 10:
+            rc = -1
+        elif kind in ("graph_c", "capture_rules") and not os.access(argv[0], os.X_OK):
+            rc = -2
+        else:
+            e = {k: v for k, v in os.environ.items() if k not in UNSET_FOR_WORKLOADS and k != "LD_PRELOAD"}
+            e.update(GROUND_TRUTH=os.path.join(d, "gt.base.json"), GPU_CHECK_NAME=name,
+                     **{k: v.decode() if isinstance(v, bytes) else str(v) for k, v in env.items()})
+            rc = self.timed(limit, argv, cwd=d, env=e, stdout=os.path.join(d, "base.stdout.txt"),
+                            stderr=os.path.join(d, "base.stderr.txt"))
+        self.write_rc(os.path.join(d, "base.rc"), rc)
+        say(f"{name + ' (base)':<18} rc={rc:<4} {int(time.monotonic() - t0):3d}s  "
+            f"{read_text(os.path.join(d, 'base.stdout.txt')).strip()[:100]!r}")
+        if rc != 0 and tail(os.path.join(d, "base.stderr.txt")):
+            say(tail(os.path.join(d, "base.stderr.txt")).rstrip("\n"))
+        self.run_workload(name, kind, limit, argv, **env)
+
     def run_workload(self, name, kind, limit, argv, **env):
         """Runs once under the shim, in its own directory, with its run directory at
         <name>/runs/run.<pid>. rc: the exit status; -1 skipped (deadline), -2 not built, 124/137 timed out."""
@@ -291,7 +332,7 @@ class Check:
         limit = self.budget(limit)
         if limit < 10:
             rc = -1
-        elif kind == "c" and not os.access(argv[0], os.X_OK):
+        elif kind in ("c", "graph_c", "capture_rules") and not os.access(argv[0], os.X_OK):
             rc = -2
         else:
             e = self.shim_env(UNSET_FOR_WORKLOADS, GROUND_TRUTH=os.path.join(d, "gt.json"),
@@ -314,12 +355,26 @@ class Check:
         for name in ("rt_static", "rt_shared", "driver_api", "async_pools", "vmm"):
             if self.want(name):
                 self.run_workload(name, "c", 60, [os.path.join(self.bin, name)])
+        # CUDA graphs: each without the profiler first, then under it (a few seconds of GPU each).
+        for name in ("graph_capture", "graph_cublas"):
+            if self.want(name):
+                self.paired_workload(name, "graph_c", 60, [os.path.join(self.bin, name)])
+        if self.want("capture_rules"):
+            self.paired_workload("capture_rules", "capture_rules", 90, [os.path.join(self.bin, "capture_rules")])
         alloc = os.path.join(ROOT, "tests", "gpu", "torch_alloc.py")
         for name, conf in (("torch_default", None), ("torch_expandable", "expandable_segments:True"),
                            ("torch_async", "backend:cudaMallocAsync")):
             if self.want(name):
                 extra = {"PYTORCH_CUDA_ALLOC_CONF": conf} if conf else {}
                 self.run_workload(name, "torch", 120, [self.py, alloc], **extra)
+        graphs = os.path.join(ROOT, "tests", "gpu", "torch_graphs.py")
+        for name, conf in (("torch_graphs", None), ("torch_graphs_async", "backend:cudaMallocAsync")):
+            if self.want(name):
+                extra = {"PYTORCH_CUDA_ALLOC_CONF": conf} if conf else {}
+                self.paired_workload(name, "torch_graphs", 120, [self.py, graphs], **extra)
+        if self.want("torch_compile_graphs"):
+            self.paired_workload("torch_compile_graphs", "torch_graphs", 150,
+                                 [self.py, os.path.join(ROOT, "tests", "gpu", "torch_compile_graphs.py")])
         # Out of memory on purpose (default allocator): one bundle for cudaMalloc + its retry.
         if self.want("torch_oom"):
             self.run_workload("torch_oom", "torch", 120, [self.py, os.path.join(ROOT, "tests", "gpu", "torch_oom.py")])

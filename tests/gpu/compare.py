@@ -5,9 +5,12 @@
   compare.py --self-test                                        check this file on tests/gpu/fixtures
 
 The work directory is what scripts/gpu_check.py fills:
-  plan.txt                      one "<name> <c|torch|train|layout|exit|hotpath>" line per workload, in run order
+  plan.txt                      one "<name> <c|torch|train|layout|exit|hotpath|graph_c|torch_graphs|...>" line
+                                per workload, in run order
   <name>/rc                     the workload's exit status (124: killed by timeout)
   <name>/gt.json                ground truth written by the workload
+  <name>/base.{rc,stdout.txt}   graph_c, torch_graphs, capture_rules: the same workload run first without
+                                the profiler (its ground truth in gt.base.json)
   <name>/runs/run.<pid>/        run directories (GPUMEMPROF_OUTPUT=<name>/runs/run.%p)
   <name>/{base,shim}.{json,rc}  hotpath workloads: ns per call without and with the shim
   bench/<mode>.<base|shim>.<round>.{json,rc}, bench/<mode>.shim.<round>.summary.json
@@ -19,6 +22,7 @@ for the run). Exit status: 1 on any MISMATCH or FAIL, else 2 on any SLOW or SKIP
 """
 import argparse
 import glob
+import hashlib
 import json
 import os
 import re
@@ -527,6 +531,11 @@ def compare_c(t, work, name):
     failures_row(t, name, s)
     if isinstance(gt.get("oom"), dict):
         oom_rows(t, name, gt, s, run_dir)
+    check_rows(t, name, gt, s)
+
+
+def check_rows(t, name, gt, s):
+    """The ground truth's "checks" (truth.h): each summary.json figure exactly, or inside a stated range."""
     for c in gt.get("checks", []):
         metric, want = c["metric"], c["expect"]
         got = lookup(s, metric)
@@ -567,8 +576,10 @@ def compare_torch(t, work, name):
     # Where torch's reserved memory shows at driver level, per allocator.
     torch_kind = {"native": ("linear", None), "expandable": ("vmm", "physical"),
                   "async": ("pool", "reserved")}[mode]
+    # Graph memory (by_kind.graph.reserved: the driver's graph pool) is driver-level memory that
+    # PyTorch's counters never include, captured cuBLAS workspaces or cudaMallocAsync-backend graphs.
     reserved = {"linear": ("linear", None), "pool": ("pool", "reserved"),
-                "vmm": ("vmm", "physical"), "array": ("array", None)}
+                "vmm": ("vmm", "physical"), "array": ("array", None), "graph": ("graph", "reserved")}
     truth_peak, truth_cur = gt["max_memory_reserved"], gt["memory_reserved"]
     pool = gt.get("pool", {})
     if mode == "async" and "reserved_high" in pool:
@@ -934,8 +945,9 @@ def compare_torch_layout(t, work, name):
           else "MISMATCH")
     layout = re.search(r"struct TraceEntryLayout \{(.*?)\};", table, re.S)
     offsets = dict(re.findall(r"size_t (\w+) = (\d+);", layout[1])) if layout else {}
-    for field in ("action", "device", "addr", "stream", "size"):
-        t.exact(name, f"TraceEntry {field} offset", int(offsets[field]) if field in offsets else None, got[field])
+    for field in ("action", "device", "addr", "stream", "size", "mempool"):
+        t.exact(name, f"TraceEntry {field} offset", int(offsets[field]) if field in offsets else None, got.get(field))
+    t.exact(name, "TraceEntry mempool_ size (a pair of 64-bit ids)", got.get("mempool_size"), 16)
 
 
 def compare_train(t, work, name):
@@ -1239,6 +1251,231 @@ def compare_split(t, work, name):
         device_rows(t, name, "process", s, int(device), truth)
 
 
+# -- CUDA graphs ----------------------------------------------------------------------------------
+
+# The fields of a summary.json "graphs" entry a ground truth may expect, in the order rows show them.
+GRAPH_FIELDS = ("alloc_nodes", "free_nodes", "bytes_per_launch", "outliving_bytes", "launches", "uploads",
+                "instantiations", "streams")
+
+
+def output_digest(text):
+    """A cell for a program's stdout: the line itself when it is one, else its line count and a hash."""
+    lines = text.splitlines()
+    if not lines:
+        return None
+    if len(lines) == 1:
+        return lines[0][:60]
+    return f"{len(lines)} lines, sha1 {hashlib.sha1(text.encode()).hexdigest()[:12]}"
+
+
+def paired_rows(t, work, name):
+    """A workload run without the profiler and then under it (scripts/gpu_check.py paired_workload):
+    the same exit status, and the same stdout (a checksum line, losses printed with repr): the profiler
+    must change nothing the program computes."""
+    d = os.path.join(work, name)
+    rc, base = read_rc(os.path.join(d, "rc")), read_rc(os.path.join(d, "base.rc"))
+    if base is None:
+        t.add(name, "same exit status with and without the profiler", rc, None, "FAIL",
+              "no run without the profiler (base.rc)")
+        return
+    t.exact(name, "same exit status with and without the profiler", rc, base)
+    got, want = read_text(os.path.join(d, "stdout.txt")), read_text(os.path.join(d, "base.stdout.txt"))
+    metric = "same output with and without the profiler"
+    if not want.strip():
+        t.add(name, metric, output_digest(got), None, "FAIL", "no output without the profiler")
+    elif got == want:
+        t.add(name, metric, output_digest(got), output_digest(want), "MATCH")
+    else:
+        a, b = got.splitlines(), want.splitlines()
+        i = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
+        t.add(name, metric, output_digest(got), output_digest(want), "MISMATCH",
+              f"line {i + 1}: {(a[i] if i < len(a) else '<end>')[:80]!r} with, "
+              f"{(b[i] if i < len(b) else '<end>')[:80]!r} without")
+
+
+def kind_figure(dev, kind, field, sub=None):
+    node = (dev.get("by_kind") or {}).get(kind) or {}
+    node = (node.get(sub) or {}) if sub else node
+    return node.get(field) or 0
+
+
+def graph_rows(t, name, gt, s):
+    """Graph memory (docs: by_kind.graph, the top-level "graphs"): the driver's graph pool attributes
+    against the program's own reading of them at its end (gt "graph_mem"), the device totals including
+    graph memory, and each graph's memory nodes and launches (gt "graphs": {"match", "expect"})."""
+    dev = lookup(s, "dev0") or {}
+    g = (dev.get("by_kind") or {}).get("graph")
+    mem = gt.get("graph_mem") if isinstance(gt.get("graph_mem"), dict) else {}
+    if not isinstance(g, dict):
+        t.add(name, "dev0.by_kind.graph", None, "present", "MISMATCH", "no by_kind.graph in summary.json")
+    else:
+        for sub, attr in (("reserved", "RESERVED"), ("used", "USED")):
+            t.exact(name, f"dev0.by_kind.graph.{sub}.peak == driver {attr}_MEM_HIGH",
+                    (g.get(sub) or {}).get("peak"), mem.get(f"{sub}_high"))
+            cur, want = (g.get(sub) or {}).get("current"), mem.get(f"{sub}_current")
+            t.add(name, f"dev0.by_kind.graph.{sub}.current (as last read)", cur, want, "INFO",
+                  "" if cur == want else "the profiler's last reading; the program read it at its very end")
+    # The device totals include graph memory: allocated the graph allocations live outside their graph,
+    # reserved the graph pool's reserved bytes.
+    kinds_alloc = sum(kind_figure(dev, k, "current") for k in ("linear", "pool", "vmm", "array", "graph"))
+    kinds_res = (kind_figure(dev, "linear", "current") + kind_figure(dev, "pool", "current", "reserved")
+                 + kind_figure(dev, "vmm", "current", "physical") + kind_figure(dev, "array", "current")
+                 + kind_figure(dev, "graph", "current", "reserved"))
+    t.exact(name, "dev0.allocated_bytes.current == its kinds' (graph included)",
+            (dev.get("allocated_bytes") or {}).get("current"), kinds_alloc)
+    t.exact(name, "dev0.reserved_bytes.current == its kinds' (graph.reserved included)",
+            (dev.get("reserved_bytes") or {}).get("current"), kinds_res)
+
+    listed = s.get("graphs")
+    entries = [e for e in listed if isinstance(e, dict) and e.get("device", 0) == 0] \
+        if isinstance(listed, list) else []
+    launches = sum(e.get("launches") or 0 for e in entries)
+    failed = sum(e.get("failed_launches") or 0 for e in entries)
+    t.add(name, "graphs in summary.json (device 0): entries, launches", f"{len(entries)},{launches}", None, "INFO",
+          f"graphs_total {s.get('graphs_total')}, failed launches {failed}; "
+          + "; ".join(sorted({f"{e.get('origin')}/{e.get('capture_mode') or '-'}" for e in entries})))
+    want = gt.get("graphs")
+    if not isinstance(want, list):
+        return
+    if not isinstance(listed, list):
+        t.add(name, "graphs", None, f"{len(want)} graphs", "MISMATCH", "no \"graphs\" list in summary.json")
+        return
+    groups = {}
+    for w in want:
+        groups.setdefault(json.dumps(w["match"], sort_keys=True), []).append(w)
+    matched = set()
+    for ws in groups.values():
+        match = ws[0]["match"]
+        fields = [f for f in GRAPH_FIELDS if any(f in w["expect"] for w in ws)]
+        mine = [i for i, e in enumerate(entries) if all(e.get(k) == v for k, v in match.items())]
+        matched.update(mine)
+        got = sorted(",".join(str(entries[i].get(f)) for f in fields) for i in mine)
+        truth = sorted(",".join(str(w["expect"].get(f)) for f in fields) for w in ws)
+        label = "/".join("-" if match[k] is None else str(match[k]) + (" B" if k == "bytes_per_launch" else "")
+                         for k in match)
+        t.add(name, f"graph {label}: {','.join(fields)}", "; ".join(got) or None, "; ".join(truth),
+              "MATCH" if got == truth else "MISMATCH",
+              "" if got == truth else f"{len(mine)} entries match, {len(ws)} expected")
+    if gt.get("graphs_complete"):
+        others = [e for i, e in enumerate(entries) if i not in matched]
+        t.add(name, "graphs in summary.json the program did not make", len(others), 0,
+              "MATCH" if not others else "MISMATCH",
+              "; ".join(f"{e.get('origin')}/{e.get('capture_mode')}/{e.get('bytes_per_launch')} B "
+                        f"launches {e.get('launches')}" for e in others[:4]))
+
+
+def private_pool_rows(t, name, gt, s):
+    """PyTorch's private pools (graphs', cudagraph trees'), native allocator: the framework level's
+    dev0.framework.private_pools against memory_snapshot's segments grouped by segment_pool_id at the
+    end (the process then ends by os._exit, so nothing is freed after). Reserved is the segments'
+    total_size; allocated is what the bridge counts for tensors everywhere (PyTorch's requested sizes,
+    as requested_bytes), the segments' requested_size. INFO while summary.json has no private_pools."""
+    if not isinstance(gt.get("private_pools"), dict):
+        return
+    truth = {k: v for k, v in gt["private_pools"].items() if k != "0,0"}
+    t.add(name, "private pools in memory_snapshot (not 0,0)", len(truth), None, "INFO",
+          "; ".join(f"{k}: {v['segments']} segments, {v['reserved']} B reserved, {v['requested']} B requested, "
+                    f"{v['allocated']} B in blocks" for k, v in sorted(truth.items()))[:300])
+    pools = lookup(s, "dev0.framework.private_pools")
+    if not isinstance(pools, list):
+        for k, v in sorted(truth.items()):
+            t.add(name, f"framework.private_pools[{k}] reserved,allocated current", None,
+                  f"{v['reserved']},{v['requested']}", "INFO", "no framework.private_pools in summary.json")
+        return
+    by = {p.get("pool"): p for p in pools if isinstance(p, dict)}
+    for k, v in sorted(truth.items()):
+        p = by.get(k) or {}
+        t.exact(name, f"framework.private_pools[{k}].reserved.current == snapshot total_size",
+                (p.get("reserved") or {}).get("current"), v["reserved"], "" if p else "pool not listed")
+        got = (p.get("allocated") or {}).get("current")
+        t.exact(name, f"framework.private_pools[{k}].allocated.current == snapshot requested_size", got,
+                v["requested"], f"snapshot allocated_size (whole blocks) {v['allocated']}" if p else "pool not listed")
+        t.add(name, f"framework.private_pools[{k}] peaks reserved,allocated",
+              f"{(p.get('reserved') or {}).get('peak')},{(p.get('allocated') or {}).get('peak')}", None, "INFO",
+              "the snapshot has no peaks")
+    extra = sorted(k for k, p in by.items() if k not in truth and k != "0,0"
+                   and ((p.get("reserved") or {}).get("current") or 0) > 0)
+    t.add(name, "framework.private_pools holding memory the snapshot does not list", len(extra), 0,
+          "MATCH" if not extra else "MISMATCH", ", ".join(map(str, extra[:4])))
+
+
+def compare_graph_c(t, work, name):
+    """graph_capture, graph_cublas (tests/gpu/graph_*.cu): the run without the profiler, then the
+    ground truth's checks (truth.h) and the graph rows."""
+    paired_rows(t, work, name)
+    gt, s, _ = start(t, work, name)
+    if gt is None or s is None:
+        return
+    common_rows(t, name, s)
+    failures_row(t, name, s)
+    check_rows(t, name, gt, s)
+    graph_rows(t, name, gt, s)
+
+
+def compare_torch_graphs(t, work, name):
+    """torch_graphs, torch_graphs_async, torch_compile_graphs: the run without the profiler, every
+    PyTorch workload's rows (compare_torch), then graph memory and the private pools."""
+    paired_rows(t, work, name)
+    compare_torch(t, work, name)
+    d = os.path.join(work, name)
+    gt = load_json(os.path.join(d, "gt.json"))
+    if not isinstance(gt, dict) or not gt.get("ok"):
+        return
+    s, _ = find_summary(d, gt.get("pid"))
+    if s is None:
+        return
+    graph_rows(t, name, gt, s)
+    private_pool_rows(t, name, gt, s)
+
+
+def compare_capture_rules(t, work, name):
+    """tests/gpu/capture_rules.cu: facts of the driver about stream capture, recorded (INFO only).
+    Per rule, the captures a call broke without the profiler (the fact) and with it."""
+    d = os.path.join(work, name)
+
+    def lines(path):
+        out = []
+        for line in read_text(path).splitlines():
+            try:
+                out.append(json.loads(line))
+            except ValueError:
+                pass
+        return out
+    shim, base = lines(os.path.join(d, "stdout.txt")), lines(os.path.join(d, "base.stdout.txt"))
+    fatal = [x for x in shim + base if "fatal" in x]
+    t.add(name, "run (with, without the profiler)", f"rc={read_rc(os.path.join(d, 'rc'))}",
+          f"rc={read_rc(os.path.join(d, 'base.rc'))}", "INFO",
+          "; ".join(f"{x['fatal']} -> {x.get('result')}" for x in fatal)[:200])
+    version = next((x["driver_version"] for x in base + shim if "driver_version" in x), None)
+    t.add(name, "driver version", version, None, "INFO")
+
+    def broken(rows):
+        out = {}
+        for x in rows:
+            if "rule" in x:
+                combo = f"{x['capture_mode']}/{'same' if x['caller'] == 'capturing_thread' else 'other'}/{x['caller_mode']}"
+                out.setdefault(x["rule"], {})[combo] = x.get("end_capture")
+        return out
+    rb, rs = broken(base), broken(shim)
+    for rule in list(rb) + [r for r in rs if r not in rb]:
+        b = sorted(c for c, e in rb.get(rule, {}).items() if e != 0)
+        a = sorted(c for c, e in rs.get(rule, {}).items() if e != 0)
+        note = "breaks: " + (", ".join(b) or "none")
+        if a != b:
+            note += f"; with the profiler: {', '.join(a) or 'none'}"
+        t.add(name, f"rule {rule}: captures broken", len(a) if rule in rs else None,
+              len(b) if rule in rb else None, "INFO", note)
+    mb = {x["graph_mem"]: x for x in base if "graph_mem" in x}
+    ms = {x["graph_mem"]: x for x in shim if "graph_mem" in x}
+    cell = lambda x: None if x is None else f"{x['used']}/{x['used_high']}/{x['reserved']}/{x['reserved_high']}"
+    for when in list(mb) + [w for w in ms if w not in mb]:
+        t.add(name, f"graph memory used/high/reserved/high: {when}", cell(ms.get(when)), cell(mb.get(when)), "INFO")
+    cb = {x["cost"]: x["ns"] for x in base if "cost" in x}
+    cs = {x["cost"]: x["ns"] for x in shim if "cost" in x}
+    for what in list(cb) + [w for w in cs if w not in cb]:
+        t.add(name, f"ns per call: {what}", cs.get(what), cb.get(what), "INFO")
+
+
 def run(work, out=None, only=None, bench=True, target=BENCH_TARGET, quiet=False):
     t = Table()
     plan = []
@@ -1254,7 +1491,8 @@ def run(work, out=None, only=None, bench=True, target=BENCH_TARGET, quiet=False)
          "layout": compare_layout, "exit": compare_exit, "torch_llama": compare_llama,
          "torch_llama_oom": compare_llama_oom, "torch_layout": compare_torch_layout, "job": compare_job,
          "python_api": compare_python_api, "device_limit": compare_device_limit, "ddp": compare_ddp,
-         "split": compare_split}.get(kind, compare_c)(t, work, name)
+         "split": compare_split, "graph_c": compare_graph_c, "torch_graphs": compare_torch_graphs,
+         "capture_rules": compare_capture_rules}.get(kind, compare_c)(t, work, name)
     if bench:
         compare_bench(t, work, target)
         compare_train_bench(t, work)
