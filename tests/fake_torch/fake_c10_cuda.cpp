@@ -105,9 +105,12 @@ struct Block {
   bool pending = false;     // freed by the program, waiting for that
 };
 
+using PoolId = std::pair<uint64_t, uint64_t>;  // MempoolId_t: {0, 0} the default pool
+
 struct Segment {
   uint64_t size = 0;
   bool small = false;
+  PoolId pool{0, 0};  // blocks of a private pool serve only allocations made while it is in use
   std::map<uint64_t, Block> blocks;  // by address; they tile the segment
 };
 
@@ -194,7 +197,7 @@ class Caching {
     block->requested = size;
     d.allocated.add(block->size);
     d.requested.add(size);
-    record(TraceEntry::ALLOC, device, address, size + (wrong_layout_ ? 1 : 0));
+    record(TraceEntry::ALLOC, device, address, size + (wrong_layout_ ? 1 : 0), seg.pool);
     return address;
   }
 
@@ -205,7 +208,7 @@ class Caching {
       if (seg == devices_[device].segments.end()) continue;
       auto b = seg->second.blocks.find(address);
       if (b == seg->second.blocks.end() || !b->second.allocated || b->second.pending) return;
-      record(TraceEntry::FREE_REQUESTED, device, address, b->second.requested);
+      record(TraceEntry::FREE_REQUESTED, device, address, b->second.requested, seg->second.pool);
       if (b->second.stream_use) {
         b->second.pending = true;
       } else {
@@ -285,11 +288,16 @@ class Caching {
 
   // Knobs of the tests (README.md), read when the library loads.
   void set_wrong_layout(bool wrong) { wrong_layout_ = wrong; }
+  // The pool new allocations come from, as torch.cuda.graph's private pool during a capture.
+  void use_pool(PoolId pool) {
+    std::lock_guard lock(mutex_);
+    pool_ = pool;
+  }
 
  private:
-  void record(TraceEntry::Action action, int device, uint64_t addr, uint64_t size) {
+  void record(TraceEntry::Action action, int device, uint64_t addr, uint64_t size, PoolId pool = {0, 0}) {
     if (trackers_.empty()) return;
-    TraceEntry e{action, static_cast<int8_t>(device), addr, nullptr, nullptr, size, {0, 0}, 0, "", ""};
+    TraceEntry e{action, static_cast<int8_t>(device), addr, nullptr, nullptr, size, pool, 0, "", ""};
     for (const auto& tracker : trackers_) tracker(e);
   }
 
@@ -312,10 +320,10 @@ class Caching {
     return address < it->first + it->second.size ? it : d.segments.end();
   }
 
-  static Block* best_fit(Device& d, uint64_t rounded, bool small, uint64_t* address) {
+  Block* best_fit(Device& d, uint64_t rounded, bool small, uint64_t* address) const {
     Block* best = nullptr;
     for (auto& [_, seg] : d.segments) {
-      if (seg.small != small) continue;
+      if (seg.small != small || seg.pool != pool_) continue;
       for (auto& [a, b] : seg.blocks) {
         if (!b.allocated && b.size >= rounded && (best == nullptr || b.size < best->size)) {
           best = &b;
@@ -343,15 +351,16 @@ class Caching {
     Segment& seg = d.segments[p];
     seg.size = size;
     seg.small = small;
+    seg.pool = pool_;
     d.reserved.add(size);
-    record(TraceEntry::SEGMENT_ALLOC, device, p, size);
+    record(TraceEntry::SEGMENT_ALLOC, device, p, size, pool_);
     *address = p;
     return &(seg.blocks[p] = Block{size});
   }
 
   void complete_free(int device, Segment& seg, std::map<uint64_t, Block>::iterator b) {
     Device& d = devices_[device];
-    record(TraceEntry::FREE_COMPLETED, device, b->first, b->second.requested);
+    record(TraceEntry::FREE_COMPLETED, device, b->first, b->second.requested, seg.pool);
     d.allocated.sub(b->second.size);
     d.requested.sub(b->second.requested);
     b->second = Block{b->second.size};
@@ -392,7 +401,7 @@ class Caching {
         ++it;
         continue;
       }
-      record(TraceEntry::SEGMENT_FREE, device, it->first, seg.size);
+      record(TraceEntry::SEGMENT_FREE, device, it->first, seg.size, seg.pool);
       driver_.cuMemFree_v2(it->first);
       d.reserved.sub(seg.size);
       it = d.segments.erase(it);
@@ -402,6 +411,7 @@ class Caching {
   std::mutex mutex_;
   bool loaded_ = false;
   bool wrong_layout_ = false;
+  PoolId pool_{0, 0};
   DriverTable driver_;
   std::vector<alloc::AllocatorTraceTracker> trackers_;
   Device devices_[kMaxDevices];
@@ -468,6 +478,7 @@ FAKE_TORCH_API void fake_torch_free(uint64_t address) { caching().free(address);
 FAKE_TORCH_API void fake_torch_record_stream(uint64_t address) { caching().record_stream(address); }
 FAKE_TORCH_API void fake_torch_synchronize() { caching().synchronize(); }
 FAKE_TORCH_API void fake_torch_empty_cache() { caching().empty_cache(); }
+FAKE_TORCH_API void fake_torch_use_pool(uint64_t first, uint64_t second) { caching().use_pool({first, second}); }
 FAKE_TORCH_API void fake_torch_stats(int device, FakeTorchStats* out) { *out = caching().stats(device); }
 FAKE_TORCH_API void fake_torch_reset_peaks(int device) { caching().reset_peaks(device); }
 FAKE_TORCH_API void fake_torch_last_oom(FakeTorchOom* out) { *out = caching().last_oom(); }

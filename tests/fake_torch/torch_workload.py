@@ -78,9 +78,22 @@ def oom():
     report()
 
 
+def private_pools():
+    """Tensors of a CUDA graph's private pool ({0, 1}, as torch.cuda.graph makes one) beside the
+    default pool's: the pool's segments serve only it."""
+    a = torch.empty(3 * MiB, dtype=torch.uint8, device="cuda")  # default pool: a 20 MiB segment
+    with torch.cuda.private_pool():
+        g = torch.empty(4 * MiB, dtype=torch.uint8, device="cuda")  # the pool's own 20 MiB segment
+        h = torch.empty(1000, dtype=torch.uint8, device="cuda")  # and its own 2 MiB small one
+    del h
+    keep(a, g)
+    report()
+
+
 def cpu_only():
     print(torch.__version__, torch.cuda.is_initialized())
 
 
 if __name__ == "__main__":
-    {"basic": basic, "record_stream": record_stream, "late": late, "oom": oom, "cpu_only": cpu_only}[sys.argv[1]]()
+    {"basic": basic, "record_stream": record_stream, "late": late, "oom": oom, "cpu_only": cpu_only,
+     "private_pools": private_pools}[sys.argv[1]]()

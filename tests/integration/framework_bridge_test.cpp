@@ -233,6 +233,29 @@ TEST_F(FrameworkBridge, AttachesThroughTheDocumentedPreloadRoute) {
   EXPECT_EQ(r.summary["framework"]["tensors_at_exit"]["count"], 2);
 }
 
+// A CUDA graph's private pool (torch.cuda.graph allocates from one while it captures): its segments
+// and tensors are counted apart, by pool id, and inside the framework's totals.
+TEST_F(FrameworkBridge, PrivatePoolsAreCountedPerPool) {
+  const TorchRun r = run_torch(box, "private_pools");
+  expect_attached(r);
+  const auto& f = r.summary["devices"][0]["framework"];
+  ASSERT_TRUE(f.contains("private_pools")) << f.dump(1);
+  ASSERT_EQ(f["private_pools"].size(), 1u);
+  const auto& p = f["private_pools"][0];
+  EXPECT_EQ(p["pool"], "0,1");
+  EXPECT_EQ(p["reserved"], counter(22 * kMiB, 22 * kMiB));
+  EXPECT_EQ(p["allocated"], counter(4 * kMiB, 4 * kMiB + 1000));
+  const RunResult check = run_tool({"check", r.dir, "--max-graph-memory", "21MiB"});
+  EXPECT_EQ(check.exit_code, 1) << check.out << check.err;
+  EXPECT_NE(check.out.find("CUDA graph memory 22.00 MiB"), std::string::npos) << check.out;
+  EXPECT_EQ(run_tool({"check", r.dir, "--max-graph-memory", "22MiB"}).exit_code, 0);
+  const RunResult report = run_tool({"report", r.dir});
+  EXPECT_NE(report.out.find("1 pool reserve 22.00 MiB at exit, 22.00 MiB at their peaks; 4.00 MiB of it in live "
+                            "tensors"),
+            std::string::npos)
+      << report.out;
+}
+
 // record_stream: the program's free is requested at once, completes once the other stream's work is
 // done; until then the tensor's bytes are still allocated (as torch counts them) and pending.
 TEST_F(FrameworkBridge, StreamUsedTensorsStayPendingUntilTheirFreeCompletes) {

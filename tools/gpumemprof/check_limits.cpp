@@ -122,10 +122,20 @@ struct Highest {
 };
 
 struct Highests {
-  Highest<uint64_t> peak, reserved, leak;
+  Highest<uint64_t> peak, reserved, leak, graph;
   Highest<double> growth;
   std::string growth_figures;  // "50.00 MiB against 48.00 MiB" for growth.where
 };
+
+}  // namespace
+
+uint64_t graph_memory_peak(const DeviceStats& d) {
+  uint64_t n = d.graph_reserved.peak;
+  for (const auto& [_, p] : d.framework.private_pools) n += p.reserved.peak;
+  return n;
+}
+
+namespace {
 
 // The broken limits of one device.
 void check_device(const Limits& limits, const std::string& who, const DeviceFigures& d,
@@ -139,6 +149,11 @@ void check_device(const Limits& limits, const std::string& who, const DeviceFigu
   }
   if (limits.max_reserved && reserved > *limits.max_reserved) {
     broken.push_back(where + ": peak reserved " + over(reserved, "--max-reserved", *limits.max_reserved));
+  }
+  const uint64_t graph = graph_memory_peak(d.stats);
+  highest.graph.offer(graph, where);
+  if (limits.max_graph_memory && graph > *limits.max_graph_memory) {
+    broken.push_back(where + ": CUDA graph memory " + over(graph, "--max-graph-memory", *limits.max_graph_memory));
   }
   if (!limits.max_growth) return;
   const DeviceFigures* base = baseline != nullptr ? find_device(*baseline, d.stats.device) : nullptr;
@@ -197,6 +212,9 @@ std::string passed_text(const Limits& limits, const Highests& h, size_t processe
                     ", " + limits.growth_option + " " + percent_text(*limits.max_growth));
   }
   if (limits.max_leak) bytes_part("highest live at exit", h.leak, "--max-leak", *limits.max_leak);
+  if (limits.max_graph_memory) {
+    bytes_part("highest CUDA graph memory", h.graph, "--max-graph-memory", *limits.max_graph_memory);
+  }
   if (limits.no_oom) parts.push_back("no out-of-memory failure");
   std::string text =
       "passed on " + where + " (" + counted(processes, "process") + ", " + counted(devices, "per-process device") + ")";
@@ -235,7 +253,7 @@ LimitArg take_limit_arg(const char* command, int argc, char** argv, int& i, Limi
   }
   for (auto [name, field] :
        {std::pair{"--max-peak", &limits.max_peak}, std::pair{"--max-reserved", &limits.max_reserved},
-        std::pair{"--max-leak", &limits.max_leak}}) {
+        std::pair{"--max-leak", &limits.max_leak}, std::pair{"--max-graph-memory", &limits.max_graph_memory}}) {
     if (!is_option(argv[i], name)) continue;
     const auto v = option_value(argc, argv, i);
     // --max-peak L4: will the job fit that GPU (docs/device-limit.md)?

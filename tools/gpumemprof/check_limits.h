@@ -18,14 +18,20 @@ struct Limits {
   std::optional<uint64_t> max_peak;         // per device: the driver level's allocated peak
   std::optional<uint64_t> max_reserved;     // per device: the driver level's reserved peak
   std::optional<uint64_t> max_leak;         // per process: summary.json's live_at_exit bytes
+  std::optional<uint64_t> max_graph_memory; // per device: graph_memory_peak() (docs/check.md)
   bool no_oom = false;                      // per process: no out-of-memory failure at all
   std::string baseline_path;                // --baseline: a run directory or a job root
   std::optional<double> max_growth;         // percent, per device: allocated peak against the baseline's
   std::vector<reader::JobMember> baseline;  // read by prepare_limits()
   const char* growth_option = "--max-growth";  // as messages name it: diff's is --fail-if-peak-grows
 
-  bool any() const { return max_peak || max_reserved || max_leak || no_oom || max_growth; }
+  bool any() const { return max_peak || max_reserved || max_leak || max_graph_memory || no_oom || max_growth; }
 };
+
+// What a device's CUDA graphs held at most: the graph memory pool's reserved peak (the driver's
+// high watermark) plus the reserved peaks of PyTorch's private pools (torch.cuda.graph, CUDA graph
+// trees), which are kept until their graphs go, so their peaks coincide.
+uint64_t graph_memory_peak(const DeviceStats& d);
 
 enum class LimitArg {
   Other,    // argv[i] is not a limit option

@@ -12,6 +12,9 @@ const std::vector<Option> kLimits = {
      "or a GPU's usable capacity by name: L4, A100-40GB, ...; docs/device-limit.md)"},
     {"--max-reserved", nullptr, "SIZE", "fail when a device's peak reserved memory is over SIZE"},
     {"--max-leak", nullptr, "SIZE", "fail when a process leaves more than SIZE allocated at exit (0: any leak)"},
+    {"--max-graph-memory", nullptr, "SIZE",
+     "fail when a device's CUDA graph memory (the graph memory pool's peak and\n"
+     "PyTorch's private pools' peaks) is over SIZE"},
     {"--no-oom", nullptr, nullptr, "fail on any out-of-memory failure, recovered or not, the driver's or PyTorch's"},
     {"--baseline", nullptr, "DIR", "a run directory or a job root to compare with; needs --max-growth"},
     {"--max-growth", nullptr, "PERCENT",
@@ -194,7 +197,8 @@ const CommandOptions kCheckOptions = {
     "check",
     "check DIR_OR_ROOT LIMITS...",
     "a CI gate: exit 1 when a peak, leak or OOM limit broke",
-    "usage: gpumemprof check DIR_OR_ROOT [--max-peak SIZE] [--max-reserved SIZE] [--max-leak SIZE] [--no-oom]\n"
+    "usage: gpumemprof check DIR_OR_ROOT [--max-peak SIZE] [--max-reserved SIZE] [--max-leak SIZE]\n"
+    "                        [--max-graph-memory SIZE] [--no-oom]\n"
     "                        [--baseline DIR --max-growth PERCENT]\n"
     "  A CI gate: checks memory limits on a run directory, or on every run directory of a job root (one per\n"
     "  rank or process, as gpumemprof run -o ROOT leaves them). Peaks are the driver level's, per device\n"

@@ -89,6 +89,18 @@ void print_framework(const analysis::RunAnalysis& run, const analysis::DeviceAna
             " ",
         std::string(4 + 17, ' '));
   }
+  if (!f.private_pools.empty()) {
+    uint64_t reserved = 0, reserved_peaks = 0, tensors = 0;
+    for (const auto& [_, p] : f.private_pools) {
+      reserved += p.reserved.current;
+      reserved_peaks += p.reserved.peak;
+      tensors += p.allocated.current;
+    }
+    say("private pools (torch.cuda.graph, torch.compile's CUDA graphs, MemPool): " +
+            counted(f.private_pools.size(), "pool") + " reserve " + bytes_text(reserved) + " at exit, " +
+            bytes_text(reserved_peaks) + " at their peaks; " + bytes_text(tensors) + " of it in live tensors",
+        "    ", "      ");
+  }
   say(counted(f.tensor_allocs, "tensor") + " allocated, " + grouped(f.tensor_frees) + " freed; " +
           counted(f.segment_allocs, "segment") + " reserved, " + grouped(f.segment_frees) + " released; " +
           counted(f.ooms, "OOM"),

@@ -28,6 +28,8 @@ _lib.fake_torch_malloc.restype = ctypes.c_uint64
 for _name in ("fake_torch_free", "fake_torch_record_stream"):
     getattr(_lib, _name).argtypes = [ctypes.c_uint64]
     getattr(_lib, _name).restype = None
+_lib.fake_torch_use_pool.argtypes = [ctypes.c_uint64, ctypes.c_uint64]
+_lib.fake_torch_use_pool.restype = None
 _lib.fake_torch_stats.argtypes = [ctypes.c_int, ctypes.POINTER(Stats)]
 _lib.fake_torch_reset_peaks.argtypes = [ctypes.c_int]
 _lib.fake_torch_last_oom.argtypes = [ctypes.POINTER(Oom)]

@@ -96,3 +96,34 @@ def memory_snapshot():
         seg["blocks"].append({"address": b.address, "size": b.size, "requested_size": b.requested_size,
                               "state": state})
     return list(segments.values())
+
+
+class _PrivatePool:
+    """What torch.cuda.graph does to the caching allocator while it captures: tensors come from the
+    graph's private pool ({0, n}), whose segments serve nothing else. No graph is captured here."""
+
+    _next = 0
+
+    def __init__(self, pool=None):
+        if pool is None:
+            _PrivatePool._next += 1
+            pool = (0, _PrivatePool._next)
+        self.pool = pool
+
+    def __enter__(self):
+        _lazy_init()
+        _C._lib.fake_torch_use_pool(*self.pool)
+        return self
+
+    def __exit__(self, *exc):
+        _C._lib.fake_torch_use_pool(0, 0)
+        return False
+
+
+def graph_pool_handle():
+    _PrivatePool._next += 1
+    return (0, _PrivatePool._next)
+
+
+def private_pool(pool=None):
+    return _PrivatePool(pool)
