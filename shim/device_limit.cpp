@@ -76,6 +76,10 @@ struct Device {
   std::atomic<uint64_t> context{0};  // NVML's figure for the process less what is counted
   std::atomic<bool> measured{false};
   std::atomic<void*> nvml_handle{nullptr};
+  // Decisions on the device, one at a time: a pool's growth shows only between two reads around the
+  // driver call, and another thread's growth (or admission) in between would be taken for this
+  // one's, or hide it.
+  std::mutex deciding;
 };
 Device g_devices[kMaxDevices];
 std::mutex g_setup_mu;
@@ -243,10 +247,16 @@ bool resolve() {
   return s == State::On;
 }
 
+std::unique_lock<std::mutex> decide_alone(int device) {
+  if (limit_of(device) == 0) return {};
+  return std::unique_lock<std::mutex>(g_devices[device].deciding);
+}
+
 bool admit(int device, uint64_t bytes, bool charged) {
   const uint64_t limit = limit_of(device);
   if (limit == 0) return true;
   Device& d = g_devices[device];
+  const std::lock_guard<std::mutex> alone(d.deciding);
   const auto signed_bytes = static_cast<int64_t>(bytes);
   if (!d.measured.load(std::memory_order_relaxed)) measure(device, charged ? -signed_bytes : 0);
   if (bytes > limit) {

@@ -12,6 +12,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <mutex>
 
 #include "pool_tracker.h"
 
@@ -28,6 +29,11 @@ inline bool on() {
 
 // What the limit tracks by handle, so that a release gives back what its allocation took.
 enum class Table { Linear, Array };
+
+// Holds the device's decisions for the caller's own (unlocked when the device has no limit): each
+// admission and each pool growth is decided alone, so concurrent threads neither pass the limit
+// together nor refuse what fits.
+std::unique_lock<std::mutex> decide_alone(int device);
 
 // Counts `bytes` on `device` if they fit under its limit; else records the refusal and returns false.
 // `charged`: the driver already holds them (an allocation checked after the call).
@@ -87,6 +93,7 @@ CUresult pool_grown(CUmemoryPool pool, int device, uint64_t before, CUdeviceptr*
                     FreeAsync free_async);
 template <typename Call>
 CUresult pool(CUmemoryPool pool, int device, CUdeviceptr* dptr, CUstream stream, FreeAsync free_async, Call&& call) {
+  const auto alone = decide_alone(device);
   const uint64_t before = pool_reserved(pool);
   const CUresult r = call();
   return r == CUDA_SUCCESS ? pool_grown(pool, device, before, dptr, stream, free_async) : r;

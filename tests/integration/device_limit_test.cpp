@@ -81,6 +81,19 @@ TEST(DeviceLimit, EveryKindJustUnderExactlyAtAndJustOver) {
             "managed:1G 0\n");
 }
 
+// Many threads allocating from the default pool at once: every growth is decided alone, so the pool
+// ends where the limit leaves it (56 MiB: 28 blocks of 2 MiB), nothing that fits is refused, and the
+// pool passes it at most by the one growth being undone (its high watermark 58 MiB).
+TEST(DeviceLimit, HoldsExactlyForConcurrentStreamOrderedAllocations) {
+  Sandbox box;
+  for (const char* race : {"race:16:2M", "race:64:2M"}) {
+    RunResult r = box.run({Paths::bin("prog_limit"), race, "meminfo"}, limited("64M"));
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(r.out, std::string(race) + " 0 allocated 28 pool_high " + std::to_string(58 * MiB) +
+                         "\nmeminfo 0 free 58720256 total 67108864\n");
+  }
+}
+
 // Modules load lazily, so the context grows after it was first measured: near the limit it is read
 // again, and an allocation that only fitted the stale figure is refused.
 TEST(DeviceLimit, AContextThatGrewIsCountedNearTheLimit) {

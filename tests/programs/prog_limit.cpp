@@ -12,6 +12,9 @@
 //   sync            cuCtxSynchronize_v2 (pools give back what the release threshold allows)
 //   vmm:SIZE        cuMemCreate on the current device  vmm_map:SIZE  maps the last handle's first SIZE
 //   vmm_release     cuMemRelease of the last handle    vmm_unmap  unmaps the last mapping
+//   race:T:SIZE     T threads, each on a stream of its own, allocate SIZE with cuMemAllocAsync until
+//                   refused (at most 64 each); prints the allocations that succeeded and the default
+//                   pool's RESERVED_MEM_HIGH; everything is freed and synchronized after
 //   managed:SIZE    cuMemAllocManaged
 //   meminfo meminfo_v1 totalmem totalmem_v1   cuMemGetInfo_v2, the 32-bit cuMemGetInfo (dlsym),
 //                   cuDeviceTotalMem_v2 and the 32-bit cuDeviceTotalMem of the current device
@@ -19,9 +22,11 @@
 // SIZE: bytes, optionally followed by K or M (1024-based). Exit status 2 for an unknown op.
 #include <dlfcn.h>
 
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "check.h"
@@ -138,6 +143,44 @@ int main(int argc, char** argv) {
     } else if (op == "vmm_unmap") {
       r = t.cuMemUnmap(maps.back().first, maps.back().second);
       maps.pop_back();
+    } else if (op == "race") {
+      const size_t colon2 = arg.find(':');
+      const int threads = std::atoi(arg.substr(0, colon2).c_str());
+      const uint64_t size = size_of(arg.substr(colon2 + 1));
+      std::atomic<int> go{0};
+      std::atomic<int> done{0};
+      std::vector<std::vector<CUdeviceptr>> got(threads);
+      std::vector<CUstream> streams(threads);
+      std::vector<std::thread> workers;
+      CUcontext ctx = nullptr;
+      CK(t.cuCtxGetCurrent(&ctx));
+      for (int w = 0; w < threads; ++w) {
+        workers.emplace_back([&, w] {
+          CK(t.cuCtxSetCurrent(ctx));
+          CK(t.cuStreamCreate(&streams[w], CU_STREAM_NON_BLOCKING));
+          ++done;
+          while (go.load() == 0) std::this_thread::yield();
+          for (int i = 0; i < 64; ++i) {
+            CUdeviceptr p = 0;
+            if (t.cuMemAllocAsync(&p, size, streams[w]) != CUDA_SUCCESS) break;
+            got[w].push_back(p);
+          }
+        });
+      }
+      while (done.load() < threads) std::this_thread::yield();  // every stream made, then all at once
+      go.store(1);
+      for (auto& w : workers) w.join();
+      cuuint64_t high = 0;
+      CUmemoryPool pool = nullptr;
+      CK(t.cuDeviceGetMemPool(&pool, device));
+      CK(t.cuMemPoolGetAttribute(pool, CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH, &high));
+      size_t successes = 0;
+      for (int w = 0; w < threads; ++w) {
+        successes += got[w].size();
+        for (CUdeviceptr p : got[w]) CK(t.cuMemFreeAsync(p, streams[w]));
+        CK(t.cuStreamSynchronize(streams[w]));
+      }
+      figures = " allocated " + std::to_string(successes) + " pool_high " + std::to_string(high);
     } else if (op == "managed") {
       CUdeviceptr p = 0;
       r = t.cuMemAllocManaged(&p, size_of(arg), CU_MEM_ATTACH_GLOBAL);
