@@ -9,6 +9,7 @@
 #include <cstring>
 #include <mutex>
 
+#include "no_cancel.h"
 #include "owned_file.h"
 
 namespace gmp::log {
@@ -54,6 +55,7 @@ class MessageSink final : public spdlog::sinks::base_sink<std::mutex> {
 
  protected:
   void sink_it_(const spdlog::details::log_msg& msg) override {
+    const NoCancel no_cancel;  // a message can be said on a program thread a cancellation targets
     if (file_.is_open() && failed_errno_ == 0) {
       spdlog::memory_buf_t text;
       file_format_.format(msg, text);

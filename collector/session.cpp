@@ -14,6 +14,7 @@
 #include "config.h"
 #include "device_table.h"
 #include "log.h"
+#include "no_cancel.h"
 #include "process_info.h"
 
 namespace gmp {
@@ -129,6 +130,7 @@ std::atomic<int> g_framework_mode{static_cast<int>(FrameworkMode::Auto)};
 
 Session* session_start() {
   if (g_state.load(std::memory_order_acquire) == kDone || !session_enabled()) return nullptr;
+  const NoCancel no_cancel;  // the run directory's files are made on the program's thread
   std::lock_guard<std::mutex> lock(*g_start_mutex);
   if (Session* s = g_active_session.load(std::memory_order_acquire)) return s;
   if (g_state.load(std::memory_order_acquire) != kIdle) return nullptr;
@@ -196,17 +198,20 @@ void session_note_device(Session* s, int device) {
 }
 
 void session_wait_for_collector() {
+  const NoCancel no_cancel;
   Session* s = g_active_session.load(std::memory_order_acquire);
   if (s != nullptr && s->owner_pid == getpid()) s->collector.wait_processed(s->ring.claimed());
 }
 
 bool session_sync(uint64_t timeout_ms) {
+  const NoCancel no_cancel;
   Session* s = g_active_session.load(std::memory_order_acquire);
   return s != nullptr && s->owner_pid == getpid() && s->collector.sync(timeout_ms);
 }
 
 void session_before_unload() {
   constexpr uint64_t kUnloadWaitMs = 200;
+  const NoCancel no_cancel;
   Session* s = g_active_session.load(std::memory_order_acquire);
   if (s != nullptr && s->owner_pid == getpid() && g_stack_depth.load(std::memory_order_relaxed) != 0) {
     s->collector.wait_processed(s->ring.claimed(), kUnloadWaitMs);
@@ -214,6 +219,7 @@ void session_before_unload() {
 }
 
 void session_checkpoint() {
+  const NoCancel no_cancel;
   Session* s = g_active_session.load(std::memory_order_acquire);
   if (s != nullptr && s->owner_pid == getpid())
     s->collector.checkpoint(Collector::Ending::Exec, 0, kExitFlushTimeoutMs);
@@ -234,6 +240,7 @@ void session_end_by_exit_call() {
 }
 
 void session_finalize() {
+  const NoCancel no_cancel;
   Session* s = g_active_session.load(std::memory_order_acquire);
   if (s == nullptr || s->owner_pid != getpid()) return;
   const int saved_errno = errno;

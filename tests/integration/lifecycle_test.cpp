@@ -44,6 +44,23 @@ TEST(Lifecycle, TheStatusMainReturnsIsRecorded) {
   EXPECT_EQ(dev0(s)["allocated_bytes"]["current"], 2 * MiB);
 }
 
+// A thread cancelled (deferred) while inside our wrapper: at its first event, when the run directory
+// is made on it, and while it waits for an out-of-memory bundle. Our I/O and waits hold the request
+// off, so it acts at the program's own pthread_testcancel() after the call, as without us.
+TEST(Lifecycle, ACancelledThreadInsideTheShimIsCancelledWhereTheProgramSaysNotAborted) {
+  for (const std::vector<std::string>& ops : {std::vector<std::string>{"cancelled_alloc:1M"},
+                                              std::vector<std::string>{"alloc:1M", "cancelled_alloc:2G"}}) {
+    Sandbox box;
+    std::vector<std::string> argv = {Paths::bin("prog_ops")};
+    argv.insert(argv.end(), ops.begin(), ops.end());
+    RunResult r = box.run(argv, {{"FAKE_CUDA_CAPACITY", "1G"}});
+    EXPECT_EQ(r.term_signal, 0) << ops.back();
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(r.out, "cancelled\nok\n");
+    EXPECT_EQ(summary_of(box.only_run_dir())["clean_exit"], true);
+  }
+}
+
 TEST(Lifecycle, ExitFromAnotherThreadKeepsItsStatus) {
   Sandbox box;
   RunResult r = lifecycle(box, "exit-thread");

@@ -25,6 +25,9 @@
 //   mark:NAME          gpumemprof_mark(NAME) (include/gpumemprof.h; nothing without the shim)
 //   push:NAME          gpumemprof_range_push(NAME)
 //   pop                gpumemprof_range_pop()
+//   cancelled_alloc:SIZE  a thread, with a cancellation request already pending (deferred, as
+//                      pthread_cancel leaves it), calls cuMemAlloc_v2(SIZE) then pthread_testcancel();
+//                      prints `cancelled` when the thread ended at that request (the block stays)
 //
 // Arguments after `--` are not ops: they are ignored, so that tests can put anything on the
 // command line.
@@ -36,10 +39,12 @@
 // Exit status: 0 done, 1 an unexpected driver result or a bad list index (message on stderr),
 // 2 a malformed command line (checked before anything runs).
 #include <fcntl.h>
+#include <pthread.h>
 #include <ftw.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -57,7 +62,7 @@ namespace {
 
 enum class Op {
   Alloc, AllocAsync, Free, FreeLast, FreeAll, Sync, Sleep, Print, Abort, Exit, ExpectFail, RetryOk,
-  Churn, Fill, Remove, FsizeLimit, Mark, Push, Pop
+  Churn, Fill, Remove, FsizeLimit, Mark, Push, Pop, CancelledAlloc
 };
 
 enum class Arg { None, Size, Index, Millis, Text, Status };
@@ -78,7 +83,7 @@ constexpr OpSpec kOps[] = {
     {"churn", Op::Churn, Arg::Index},         {"fill", Op::Fill, Arg::Text},
     {"remove", Op::Remove, Arg::Text},        {"fsize_limit", Op::FsizeLimit, Arg::Size},
     {"mark", Op::Mark, Arg::Text},            {"push", Op::Push, Arg::Text},
-    {"pop", Op::Pop, Arg::None},
+    {"pop", Op::Pop, Arg::None},              {"cancelled_alloc", Op::CancelledAlloc, Arg::Size},
 };
 
 struct Step {
@@ -93,7 +98,7 @@ struct Step {
   std::fprintf(stderr,
                "usage: prog_ops OP [OP...]; OP: alloc:SIZE alloc_async:SIZE free:I free_last "
                "free_all sync sleep:MS print:TEXT abort exit:N expect_fail:SIZE retry_ok:SIZE churn:N "
-               "fill:PATH remove:PATH fsize_limit:SIZE mark:NAME push:NAME pop\n");
+               "fill:PATH remove:PATH fsize_limit:SIZE mark:NAME push:NAME pop cancelled_alloc:SIZE\n");
   std::exit(2);
 }
 
@@ -298,6 +303,33 @@ struct Runner {
         std::fflush(stdout);
         std::abort();
       case Op::Exit: std::exit(static_cast<int>(s.number));
+      case Op::CancelledAlloc: {
+        struct Job {
+          const DriverTable* t;
+          CUcontext ctx;
+          size_t size;
+          std::atomic<bool> go{false};
+        } job{&t, nullptr, static_cast<size_t>(s.number)};
+        CK(t.cuCtxGetCurrent(&job.ctx));
+        pthread_t th;
+        auto body = [](void* arg) -> void* {
+          auto* j = static_cast<Job*>(arg);
+          j->t->cuCtxSetCurrent(j->ctx);
+          while (!j->go.load()) {
+          }  // no cancellation point before the driver call
+          CUdeviceptr p = 0;
+          j->t->cuMemAlloc_v2(&p, j->size);
+          pthread_testcancel();
+          return nullptr;
+        };
+        if (pthread_create(&th, nullptr, body, &job) != 0) fail(s.token + ": pthread_create");
+        pthread_cancel(th);
+        job.go.store(true);
+        void* ret = nullptr;
+        pthread_join(th, &ret);
+        if (ret == PTHREAD_CANCELED) say("%s\n", std::string("cancelled"));
+        break;
+      }
       case Op::ExpectFail: {
         CUdeviceptr p = 0;
         const CUresult r = t.cuMemAlloc_v2(&p, static_cast<size_t>(s.number));
