@@ -137,6 +137,7 @@ void Collector::run() {
     }
     synthesized_.clear();
     sampler_.maybe_sample(now, devices_, synthesized_);
+    pools_.maybe_read(now, synthesized_);
     for (const Event& s : synthesized_) add_own(s);
     metrics_.maybe_write(now, accounting_);
     if (drained > 0) {

@@ -18,6 +18,7 @@
 #include "alerts.h"
 #include "attribution_writer.h"
 #include "nvml_sampler.h"
+#include "pool_reader.h"
 #include "oom_recorder.h"
 #include "process_info.h"
 #include "ring.h"
@@ -33,6 +34,9 @@ class Collector {
 
   // Creates the run directory, manifest and trace, then starts the thread. False: error() says why.
   bool start();
+  // The shim's reader of stream-ordered pools, called from the collector's thread (before start()).
+  void set_pool_reader(PoolReadFn read) { pools_.set(read); }
+  void stop_pool_reads() { pools_.stop(); }
   const std::string& run_dir() const { return run_dir_; }
   const std::string& error() const { return error_; }
 
@@ -84,6 +88,7 @@ class Collector {
   AlertCommand alert_command_;
   std::vector<Alert> fired_;
   NvmlSampler sampler_;
+  PoolReader pools_;
   std::vector<Event> synthesized_;
   TraceWriter trace_;
   AttributionWriter attribution_;

@@ -88,7 +88,9 @@ void install_signal_flush() {
 
 void at_exit_refresh() {
   Session* s = g_active_session.load(std::memory_order_acquire);
-  if (s != nullptr && s->owner_pid == getpid() && g_hooks.refresh_pools != nullptr) g_hooks.refresh_pools();
+  if (s == nullptr || s->owner_pid != getpid()) return;
+  s->collector.stop_pool_reads();
+  if (g_hooks.refresh_pools != nullptr) g_hooks.refresh_pools();
 }
 
 void after_fork_in_child() {
@@ -144,6 +146,7 @@ Session* session_start() {
     ProcessInfo info = current_process_info();
     if (g_hooks.driver_version != nullptr) info.cuda_driver_version = g_hooks.driver_version();
     s = new Session(config, info);
+    s->collector.set_pool_reader(g_hooks.read_pools);
     if (!s->collector.start()) {
       log::error("{}; profiling is off for this process", s->collector.error());
       s = nullptr;  // leaked on purpose: a half-started collector owns no thread, nothing to free
@@ -195,6 +198,11 @@ void session_note_device(Session* s, int device) {
   info.op = Op::DeviceInfo;
   info.api = Api::Collector;
   s->ring.push(info);
+}
+
+void session_process_exiting() {
+  Session* s = g_active_session.load(std::memory_order_acquire);
+  if (s != nullptr && s->owner_pid == getpid()) s->collector.stop_pool_reads();
 }
 
 void session_wait_for_collector() {

@@ -8,6 +8,7 @@
 
 #include "clock.h"
 #include "event.h"
+#include "pool_reader.h"
 #include "ring.h"
 
 namespace gmp {
@@ -20,6 +21,9 @@ struct DriverHooks {
   // Re-reads every known pool's reserved bytes (emitting PoolReserved events) while the driver is
   // still loaded, just before exit.
   void (*refresh_pools)() = nullptr;
+  // Reads every known stream-ordered pool, for the collector's passes (pool_reader.h); never from a
+  // path that could break a stream capture (the shim reads in relaxed capture mode).
+  PoolReadFn read_pools = nullptr;
   // Forgets driver state inherited from the parent (pool handles, cached pointers).
   void (*after_fork_child)() = nullptr;
   // cuDriverGetVersion, or 0.
@@ -76,6 +80,8 @@ inline bool session_running() { return g_active_session.load(std::memory_order_a
 // After an allocation failed with out-of-memory: returns once the collector has handled every
 // event recorded so far (so the OOM bundle is on disk), or after GPUMEMPROF_OOM_WAIT_MS.
 void session_wait_for_collector();
+// The process is exiting (exit(), main returned): the collector stops reading the driver.
+void session_process_exiting();
 // gpumemprof_sync: the live figures catch up with every event recorded so far, waiting at most
 // `timeout_ms`. False when they did not, or no session of this process is running.
 bool session_sync(uint64_t timeout_ms);

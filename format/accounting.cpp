@@ -33,7 +33,7 @@ void Accounting::apply(const Event& e) {
     case Op::ReleaseFailed: on_release_failed(e); break;
     case Op::PoolCreate: on_pool_create(e); break;
     case Op::PoolDestroy: on_pool_destroy(e); break;
-    case Op::PoolReserved: set_pool_reserved(e.object, e.device, e.value); break;
+    case Op::PoolReserved: set_pool_reserved(e.object, e.device, e.value, e.size); break;
     case Op::VmmCreate: on_vmm_create(e); break;
     case Op::VmmRelease: on_vmm_release(e); break;
     case Op::VmmMap: on_vmm_map(e); break;
@@ -139,8 +139,12 @@ void Accounting::on_alloc(const Event& e) {
     ++d.alloc_count;
   }
   if (e.kind == Kind::Pool && e.object != 0) {
-    // Account the pool's growth first so that reserved never trails allocated at this event.
-    set_pool_reserved(e.object, e.device, e.value);
+    if (e.value == kNoReading) {
+      pools_.try_emplace(e.object, Pool{e.device, 0});  // its figures come with the next reading
+    } else {
+      // Account the pool's growth first so that reserved never trails allocated at this event.
+      set_pool_reserved(e.object, e.device, e.value);
+    }
   }
   add_bytes(a);
 }
@@ -257,11 +261,22 @@ void Accounting::on_pool_create(const Event& e) {
   dev(e.device);
 }
 
-void Accounting::set_pool_reserved(uint64_t pool, int16_t device, uint64_t bytes) {
+void Accounting::set_pool_reserved(uint64_t pool, int16_t device, uint64_t bytes, uint64_t high) {
   auto [it, inserted] = pools_.try_emplace(pool, Pool{device, 0});
   Pool& p = it->second;
   DeviceStats& d = dev(p.device);
   d.pool_reserved.sub(p.reserved);
+  // The pool's high watermark, with the device's other figures as they stand: the peak's value is
+  // the driver's, its instant only known to within the readings (docs/accounting.md, Pool).
+  if (high > bytes) {
+    const uint64_t others = d.pool_reserved.current;
+    d.pool_reserved.peak = std::max(d.pool_reserved.peak, others + high);
+    const uint64_t reserved_at_high = d.reserved.current - std::min(d.reserved.current, p.reserved) + high;
+    if (reserved_at_high > d.reserved.peak) {
+      d.reserved.peak = reserved_at_high;
+      d.reserved_peak_ns = last_ns_;
+    }
+  }
   p.reserved = bytes;
   d.pool_reserved.add(bytes);
   refresh_totals(p.device, last_ns_);

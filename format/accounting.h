@@ -7,6 +7,7 @@
 #include <array>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -263,7 +264,9 @@ class Accounting {
   void on_release_failed(const Event& e);
   void on_pool_create(const Event& e);
   void on_pool_destroy(const Event& e);
-  void set_pool_reserved(uint64_t pool, int16_t device, uint64_t bytes);
+  // The pool's reserved bytes as read; `high`, its high watermark since the last reading (0: not read),
+  // makes the peaks exact where the pool grew and shrank between two readings.
+  void set_pool_reserved(uint64_t pool, int16_t device, uint64_t bytes, uint64_t high = 0);
   void on_vmm_create(const Event& e);
   void on_vmm_release(const Event& e);
   void on_vmm_map(const Event& e);

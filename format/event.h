@@ -22,11 +22,13 @@ inline constexpr int kKindCount = 8;
 enum class Op : uint8_t {
   None = 0,
   Alloc = 1,          // address, size, result; pool kind: object = pool, value = pool reserved after
+                      // (kNoReading: not read; the collector's pool_reserved events carry it)
   Free = 2,           // address; recorded before the driver call so a reused address is never live twice
   ReleaseFailed = 3,  // result: the release this thread recorded just before was refused by the driver
   PoolCreate = 4,     // object = pool, device
   PoolDestroy = 5,    // object = pool; releases the pool's live allocations
-  PoolReserved = 6,   // object = pool, value = the pool's reserved bytes as the driver reports them now
+  PoolReserved = 6,   // object = pool, value = the pool's reserved bytes as the driver reports them now,
+                      // size = its high watermark (RESERVED_MEM_HIGH; 0 when not read)
   VmmCreate = 7,      // address = physical handle, size, device, result
   VmmRelease = 8,     // address = physical handle (before the call)
   VmmMap = 9,         // address = va, size, object = physical handle, value = offset, result
@@ -90,6 +92,9 @@ enum class Op : uint8_t {
   GraphChild = 43,        // object = parent graph, address = child graph whose memory nodes moved into it
 };
 inline constexpr int kOpCount = 44;
+
+// Event::value of a pool Alloc that carries no reading of the pool (docs/accounting.md, Pool).
+inline constexpr uint64_t kNoReading = UINT64_MAX;
 
 // Event::value of a TensorAlloc, SegmentAlloc or SegmentMap that describes what existed when the
 // bridge attached (from the framework's snapshot), not something that happened then.

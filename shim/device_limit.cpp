@@ -318,6 +318,7 @@ CUresult pool_grown(CUmemoryPool pool, int device, uint64_t before, CUdeviceptr*
   auto trim = GMP_REAL(cuMemPoolTrimTo);
   auto sync = GMP_REAL(cuStreamSynchronize);
   capture::Relaxed relaxed;  // unsafe calls during another thread's capture (capture.h)
+  pools::trimmed(pool);
   if (trim != nullptr) {
     trim(pool, before);
     if (pool_reserved(pool) > before && sync != nullptr && sync(stream) == CUDA_SUCCESS) trim(pool, before);

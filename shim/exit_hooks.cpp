@@ -43,6 +43,7 @@ MainFn g_main = nullptr;  // set once, before main runs, by the only thread ther
 int main_noting_its_status(int argc, char** argv, char** envp) {
   const int status = g_main(argc, argv, envp);
   gmp::session_note_exit_status(status);
+  gmp::session_process_exiting();
   return status;
 }
 
@@ -54,6 +55,7 @@ GMP_EXPORT void quick_exit(int status) { end_through("quick_exit", status); }
 
 GMP_EXPORT void exit(int status) {
   gmp::session_note_exit_status(status);
+  gmp::session_process_exiting();
   real_exit_fn("exit")(status);
   __builtin_unreachable();
 }

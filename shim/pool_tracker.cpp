@@ -1,5 +1,6 @@
 #include "pool_tracker.h"
 
+#include <algorithm>
 #include <atomic>
 
 #include "../collector/device_table.h"
@@ -12,7 +13,12 @@ namespace {
 struct KnownPool {
   std::atomic<uint64_t> handle{0};
   std::atomic<uint64_t> reserved{0};
+  std::atomic<uint64_t> high{0};
   std::atomic<int> device{-1};
+  // Bytes the pool can still hand out without growing, as of its last reading (reserved less used),
+  // less every allocation since (frees are not added back: the figure only errs low). Negative:
+  // unknown, or used up, and the next allocation reads the pool.
+  alignas(64) std::atomic<int64_t> headroom{-1};
 };
 
 constexpr int kMaxPools = 512;
@@ -42,6 +48,21 @@ KnownPool* find_or_add(uint64_t handle, int device) {
   g_known[i].device.store(device, std::memory_order_relaxed);
   g_known[i].handle.store(handle, std::memory_order_release);
   return &g_known[i];
+}
+
+// RESERVED_MEM_CURRENT and RESERVED_MEM_HIGH, in relaxed capture mode; false when the driver cannot say.
+bool driver_figures(CUmemoryPool pool, uint64_t* reserved, uint64_t* high) {
+  auto get = GMP_REAL(cuMemPoolGetAttribute);
+  if (pool == nullptr || get == nullptr) return false;
+  capture::Relaxed relaxed;  // unsafe during a capture in global mode (capture.h)
+  cuuint64_t r = 0, h = 0;
+  if (get(pool, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT, &r) != CUDA_SUCCESS ||
+      get(pool, CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH, &h) != CUDA_SUCCESS) {
+    return false;
+  }
+  *reserved = r;
+  *high = h;
+  return true;
 }
 
 }  // namespace
@@ -85,6 +106,37 @@ uint64_t read_reserved(CUmemoryPool pool, int device) {
   return v;
 }
 
+uint64_t read_after_allocation(CUmemoryPool pool, int device, uint64_t size) {
+  // The thread's last pool: most programs allocate from one pool per device.
+  thread_local KnownPool* last = nullptr;
+  const auto handle = reinterpret_cast<uint64_t>(pool);
+  KnownPool* k = last != nullptr && last->handle.load(std::memory_order_relaxed) == handle
+                     ? last
+                     : (last = find_or_add(handle, device));
+  // What the driver hands out for `size`, or more: pool blocks are at least 512-byte aligned.
+  const auto taken = static_cast<int64_t>((size + 511) / 512 * 512);
+  if (k != nullptr && k->headroom.fetch_sub(taken, std::memory_order_relaxed) >= taken) return kNoReading;
+  uint64_t reserved = 0, used = 0;
+  {
+    auto get = GMP_REAL(cuMemPoolGetAttribute);
+    capture::Relaxed relaxed;  // unsafe during a capture in global mode (capture.h)
+    cuuint64_t r = 0, u = 0;
+    if (get == nullptr || get(pool, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT, &r) != CUDA_SUCCESS ||
+        get(pool, CU_MEMPOOL_ATTR_USED_MEM_CURRENT, &u) != CUDA_SUCCESS) {
+      return kNoReading;
+    }
+    reserved = r;
+    used = u;
+  }
+  if (k != nullptr) {
+    if (k->reserved.load(std::memory_order_relaxed) != reserved) k->reserved.store(reserved, std::memory_order_relaxed);
+    if (k->high.load(std::memory_order_relaxed) < reserved) k->high.store(reserved, std::memory_order_relaxed);
+    k->headroom.store(static_cast<int64_t>(reserved) - static_cast<int64_t>(std::min(used, reserved)),
+                      std::memory_order_relaxed);
+  }
+  return reserved;
+}
+
 int known_device(CUmemoryPool pool) {
   const auto handle = reinterpret_cast<uint64_t>(pool);
   const int n = g_known_count.load(std::memory_order_acquire);
@@ -95,6 +147,48 @@ int known_device(CUmemoryPool pool) {
     if (g_current[d].load(std::memory_order_relaxed) == handle) return d;
   }
   return -1;
+}
+
+void trimmed(CUmemoryPool pool) {
+  const auto handle = reinterpret_cast<uint64_t>(pool);
+  const int n = std::min(g_known_count.load(std::memory_order_acquire), kMaxPools);
+  for (int i = 0; i < n; ++i) {
+    if (g_known[i].handle.load(std::memory_order_relaxed) == handle) g_known[i].headroom.store(-1);
+  }
+}
+
+bool read_with_high(CUmemoryPool pool, int device, PoolReading* out) {
+  trimmed(pool);  // a trim or a destruction follows or came before: the headroom is gone
+  uint64_t reserved = 0, high = 0;
+  if (!driver_figures(pool, &reserved, &high)) return false;
+  const auto handle = reinterpret_cast<uint64_t>(pool);
+  if (KnownPool* k = find_or_add(handle, device)) {
+    k->reserved.store(reserved, std::memory_order_relaxed);
+    k->high.store(high, std::memory_order_relaxed);
+    if (device < 0) device = k->device.load(std::memory_order_relaxed);
+  }
+  *out = PoolReading{handle, device, reserved, high};
+  return true;
+}
+
+size_t read_all(PoolReading* out, size_t max) {
+  const int n = std::min(g_known_count.load(std::memory_order_acquire), kMaxPools);
+  size_t written = 0;
+  for (int i = 0; i < n && written < max; ++i) {
+    KnownPool& k = g_known[i];
+    const uint64_t handle = k.handle.load(std::memory_order_acquire);
+    uint64_t reserved = 0, high = 0;
+    if (handle == 0 || !driver_figures(reinterpret_cast<CUmemoryPool>(handle), &reserved, &high)) continue;
+    // Only what no record carries yet: the allocation path's readings and the refreshes store what
+    // they recorded, so a pool that did not change since costs no event.
+    if (reserved == k.reserved.load(std::memory_order_relaxed) && high <= k.high.load(std::memory_order_relaxed)) {
+      continue;
+    }
+    k.reserved.store(reserved, std::memory_order_relaxed);
+    k.high.store(std::max(high, k.high.load(std::memory_order_relaxed)), std::memory_order_relaxed);
+    out[written++] = PoolReading{handle, k.device.load(std::memory_order_relaxed), reserved, high};
+  }
+  return written;
 }
 
 void forget(CUmemoryPool pool) {
@@ -111,20 +205,17 @@ void forget(CUmemoryPool pool) {
 }
 
 void refresh_all() {
-  const int n = g_known_count.load(std::memory_order_acquire);
+  const int n = std::min(g_known_count.load(std::memory_order_acquire), kMaxPools);
   for (int i = 0; i < n; ++i) {
     const uint64_t handle = g_known[i].handle.load(std::memory_order_acquire);
-    const std::optional<uint64_t> reading = driver_reserved(reinterpret_cast<CUmemoryPool>(handle));
-    if (!reading) continue;
-    const uint64_t now = *reading;
-    if (g_known[i].reserved.exchange(now, std::memory_order_relaxed) == now) continue;
-    session_record(g_known[i].device.load(std::memory_order_relaxed), [&](Event& e) {
-      e.op = Op::PoolReserved;
-      e.api = Api::Collector;
-      e.kind = Kind::Pool;
-      e.object = handle;
-      e.value = now;
-    });
+    uint64_t now = 0, high = 0;
+    if (handle == 0 || !driver_figures(reinterpret_cast<CUmemoryPool>(handle), &now, &high)) continue;
+    // A synchronisation can give memory back: what was known to be free may be gone.
+    g_known[i].headroom.store(-1, std::memory_order_relaxed);
+    const bool same_high = g_known[i].high.exchange(high, std::memory_order_relaxed) == high;
+    if (g_known[i].reserved.exchange(now, std::memory_order_relaxed) == now && same_high) continue;
+    const PoolReading r{handle, g_known[i].device.load(std::memory_order_relaxed), now, high};
+    session_record(r.device, [&](Event& e) { e = pool_reserved_event(r, Api::Collector); });
   }
 }
 

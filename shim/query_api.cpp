@@ -9,6 +9,7 @@
 #include "../collector/watchdog.h"
 #include "export.h"
 #include "capture.h"
+#include "pool_tracker.h"
 #include "real_driver.h"
 
 namespace gmp::shim {
@@ -23,6 +24,7 @@ bool trim_pool(uint64_t handle, uint64_t* before, uint64_t* after) {
   const auto pool = reinterpret_cast<CUmemoryPool>(handle);
   cuuint64_t b = 0, a = 0;
   capture::Relaxed relaxed;  // the collector's thread must not invalidate a capture (capture.h)
+  pools::trimmed(pool);
   if (get(pool, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT, &b) != CUDA_SUCCESS || trim(pool, 0) != CUDA_SUCCESS ||
       get(pool, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT, &a) != CUDA_SUCCESS) {
     return false;

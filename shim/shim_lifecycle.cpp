@@ -47,6 +47,7 @@ __attribute__((constructor)) void gmp_shim_load() {
   gmp::DriverHooks hooks;
   hooks.device_info = device_info;
   hooks.refresh_pools = refresh_driver_figures;
+  hooks.read_pools = gmp::shim::pools::read_all;
   hooks.after_fork_child = forget_parent_driver_state;
   hooks.driver_version = driver_version;
   gmp::session_set_driver_hooks(hooks);

@@ -1,6 +1,7 @@
-// Stream-ordered allocation and memory pools. The pool's reserved bytes are read from the driver
-// right after each allocation (the only pool operation that grows it), after trims and at
-// synchronisation points (where the driver shrinks pools above their release threshold). On a
+// Stream-ordered allocation and memory pools. The pool's reserved bytes are read from the driver off
+// the allocation path: on the collector's passes, after trims, at synchronisation points (where the
+// driver shrinks pools above their release threshold) and at exit, each reading with the pool's
+// high watermark, so the peak's value stays the driver's. On a
 // stream that captures, an allocation or a free is a memory node of the capture's graph: nothing is
 // allocated or released then, and the stream is never asked its device (capture.h).
 #include "capture.h"
@@ -22,11 +23,13 @@ limit::FreeAsync free_async_ptsz() { return reinterpret_cast<limit::FreeAsync>(r
 void record_pool_alloc(Api api, CUresult r, CUdeviceptr* dptr, size_t size, CUstream stream, CUmemoryPool pool,
                        int device) {
   ErrnoKeeper keep;
-  uint64_t reserved = 0;
-  // Read on every successful allocation: whether this one grew the pool depends on the driver's
-  // free lists (fragmentation, frees their stream has not reached yet), which nothing outside the
-  // driver sees, so no rule for skipping the read keeps the reserved peak exact.
-  if (r == CUDA_SUCCESS && pool != nullptr) reserved = pools::read_reserved(pool, device);
+  // The pool is read only when this allocation may have grown it (docs/accounting.md, Pool); else
+  // the collector's passes and the synchronisations read it, with its high watermark. A failed
+  // allocation is read at once: its OOM bundle says what the pool held.
+  uint64_t reserved = kNoReading;
+  if (pool != nullptr) {
+    reserved = r == CUDA_SUCCESS ? pools::read_after_allocation(pool, device, size) : pools::read_reserved(pool, device);
+  }
   record_alloc(api, Kind::Pool, r, dptr ? *dptr : 0, size, device, reinterpret_cast<uint64_t>(stream),
                reinterpret_cast<uint64_t>(pool), reserved);
 }
@@ -178,6 +181,14 @@ GMP_EXPORT CUresult cuMemPoolDestroy(CUmemoryPool pool) {
   auto real = GMP_REAL(cuMemPoolDestroy);
   if (real == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
   const auto handle = reinterpret_cast<uint64_t>(pool);
+  // Its last figures first: the readings are off the allocation path, and its high watermark
+  // would go with it.
+  if (recording()) {
+    ErrnoKeeper keep;
+    if (PoolReading reading; pools::read_with_high(pool, -1, &reading)) {
+      session_record(reading.device, [&](Event& e) { e = pool_reserved_event(reading, Api::cuMemPoolDestroy); });
+    }
+  }
   const CUresult r = record_around_release(Op::PoolDestroy, Api::cuMemPoolDestroy, Kind::Pool, handle,
                                            [&] { return real(pool); }, 0, 0, handle);
   if (r == CUDA_SUCCESS) pools::forget(pool);
@@ -188,16 +199,12 @@ GMP_EXPORT CUresult cuMemPoolTrimTo(CUmemoryPool pool, size_t keep_bytes) {
   auto real = GMP_REAL(cuMemPoolTrimTo);
   if (real == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
   const CUresult r = real(pool, keep_bytes);
+  // The figures after the trim, with the high watermark it leaves as it was.
   if (recording() && r == CUDA_SUCCESS) {
     ErrnoKeeper keep;
-    const uint64_t reserved = pools::read_reserved(pool, -1);
-    session_record(-1, [&](Event& e) {
-      e.op = Op::PoolReserved;
-      e.api = Api::cuMemPoolTrimTo;
-      e.kind = Kind::Pool;
-      e.object = reinterpret_cast<uint64_t>(pool);
-      e.value = reserved;
-    });
+    if (PoolReading after; pools::read_with_high(pool, -1, &after)) {
+      session_record(-1, [&](Event& e) { e = pool_reserved_event(after, Api::cuMemPoolTrimTo); });
+    }
   }
   return r;
 }

@@ -42,10 +42,11 @@ class Stream {
     e.result = 1;
     acc.apply(e);
   }
-  void pool_reserved(uint64_t pool, uint64_t bytes, int dev = 0) {
+  void pool_reserved(uint64_t pool, uint64_t bytes, int dev = 0, uint64_t high = 0) {
     Event e = base(Op::PoolReserved, dev, 1);
     e.object = pool;
     e.value = bytes;
+    e.size = high;
     acc.apply(e);
   }
   void pool_create(uint64_t pool, int dev = 0) {
@@ -128,6 +129,24 @@ void attach(Stream& s, bool attached, FrameworkRefusal why = FrameworkRefusal::N
 const FrameworkStats& fw(const Stream& s, int dev = 0) { return s.acc.devices().at(dev).framework; }
 
 // The segment is a driver allocation too: both levels, side by side.
+// The allocation path reads no pool (value kNoReading); a reading's high watermark makes the peaks
+// the driver's even when the pool grew and shrank between two readings.
+TEST(Accounting, APoolsHighWatermarkMakesItsPeaksExactBetweenReadings) {
+  Stream s;
+  s.alloc(Kind::Linear, 0x1000, 1 * MiB);
+  s.alloc(Kind::Pool, 0x2000, 3 * MiB, 0, 1, 0x77, kNoReading);
+  const DeviceStats& d = s.acc.devices().at(0);
+  EXPECT_EQ(d.pool_reserved.current, 0u);  // known, not read yet
+  EXPECT_EQ(s.acc.pools().size(), 1u);
+  s.pool_reserved(0x77, 4 * MiB, 0, 10 * MiB);  // it reached 10 MiB between the readings
+  EXPECT_EQ(d.pool_reserved.current, 4 * MiB);
+  EXPECT_EQ(d.pool_reserved.peak, 10 * MiB);
+  EXPECT_EQ(d.reserved.current, 5 * MiB);
+  EXPECT_EQ(d.reserved.peak, 11 * MiB);  // the linear MiB beside the pool's high
+  s.pool_reserved(0x77, 4 * MiB, 0, 4 * MiB);  // a high at or below the reading adds nothing
+  EXPECT_EQ(d.reserved.peak, 11 * MiB);
+}
+
 TEST(FrameworkAccounting, TensorsAndSegmentsBesideTheDriverLevel) {
   Stream s;
   attach(s, true);
