@@ -92,6 +92,12 @@ AlertCommand::AlertCommand(const std::string& command) {
   for (std::string w; in >> w;) argv_.push_back(w);
 }
 
+int AlertCommand::open_output() const {
+  const int dirfd = output_dir_ != nullptr ? output_dir_->fd() : -1;
+  if (dirfd < 0) return -1;
+  return openat(dirfd, output_name_.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0600);
+}
+
 void AlertCommand::run(const Alert& a, const std::string& json) {
   if (argv_.empty()) return;
   const uint64_t now = now_ns();
@@ -117,9 +123,7 @@ void AlertCommand::run(const Alert& a, const std::string& json) {
   for (auto& s : env) envp.push_back(s.data());
   envp.push_back(nullptr);
   // Its output goes to the run directory, never to the program's stdout or stderr.
-  const int out = output_path_.empty()
-                      ? -1
-                      : open(output_path_.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);
+  const int out = open_output();
   const int sink = out >= 0 ? out : open("/dev/null", O_WRONLY | O_CLOEXEC);
   int p[2];
   if (sink < 0 || pipe2(p, O_CLOEXEC) != 0) {

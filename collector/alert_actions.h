@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "alerts.h"
+#include "owned_dir.h"
 #include "process_info.h"
 
 namespace gmp {
@@ -29,13 +30,21 @@ class AlertCommand {
   explicit AlertCommand(const std::string& command);
   // Starts the command unless one was started for this alert type less than a second ago.
   void run(const Alert& a, const std::string& json);
-  // Where the commands' stdout and stderr go (appended); /dev/null until set.
-  void set_output(std::string path) { output_path_ = std::move(path); }
+  // Where the commands' stdout and stderr go (appended): `name` in `dir`, which must outlive this;
+  // /dev/null until set.
+  void set_output(const OwnedDir& dir, std::string name) {
+    output_dir_ = &dir;
+    output_name_ = std::move(name);
+  }
 
  private:
+  // The output file, opened afresh for each command; -1 when it cannot be.
+  int open_output() const;
+
   std::vector<std::string> argv_;
   std::array<uint64_t, 5> last_start_ns_{};
-  std::string output_path_;
+  const OwnedDir* output_dir_ = nullptr;
+  std::string output_name_;
 };
 
 }  // namespace gmp

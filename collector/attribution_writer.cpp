@@ -53,17 +53,18 @@ std::string executable_path() {
 }  // namespace
 
 void AttributionWriter::write_line(const nlohmann::json& record) {
-  if (failed_ || path_.empty()) return;
-  if (!file_.is_open() && !file_.create(path_, /*exclusive=*/false)) {
+  if (failed_ || closed_ || dir_ == nullptr) return;
+  if (!file_.is_open() && !file_.create(*dir_, name_, /*exclusive=*/false)) {
     failed_ = true;
-    log::error("cannot create {}: {}; stacks and range names are not saved", path_, std::strerror(errno));
+    log::error("cannot create {}: {}; stacks and range names are not saved", dir_->shown(name_),
+               std::strerror(errno));
     return;
   }
   // One write per record, so a killed process leaves whole lines and at most one partial last line.
   const std::string line = json_text(record) + "\n";
   if (!file_.append(line.data(), line.size())) {
     failed_ = true;
-    log::error("cannot write {}: {}; later stacks and range names are not saved", path_, std::strerror(errno));
+    log::error("cannot write {}: {}; later stacks and range names are not saved", file_.path(), std::strerror(errno));
     return;
   }
   ++records_;

@@ -16,7 +16,16 @@ namespace gmp {
 
 class AttributionWriter {
  public:
-  void set_path(std::string path) { path_ = std::move(path); }
+  // Where the file goes, created at the first record; `dir` must outlive the writer.
+  void set_file(const OwnedDir& dir, std::string name) {
+    dir_ = &dir;
+    name_ = std::move(name);
+  }
+  // No more records (the process is ending): the descriptor is given back.
+  void close() {
+    closed_ = true;
+    file_.close();
+  }
 
   // Writes what `e` refers to that is not in the file yet (stack, range or mark name).
   void note(const Event& e, uint64_t now_ns);
@@ -36,9 +45,11 @@ class AttributionWriter {
   void write_pyframe(uint32_t id);
   void refresh_modules(uint64_t now_ns);
 
-  std::string path_;
+  const OwnedDir* dir_ = nullptr;
+  std::string name_;
   OwnedFile file_;
   bool failed_ = false;
+  bool closed_ = false;
   std::vector<bool> written_;  // by intern id
   std::vector<Module> modules_;
   unsigned long long adds_ = 0, subs_ = 0;  // the loader's counters at the last refresh

@@ -45,28 +45,38 @@ Collector::Collector(const Config& config, const ProcessInfo& info, Ring& ring, 
       batch_(kBatch) {}
 
 bool Collector::start() {
-  auto dir = create_run_directory(expand_output_template(config_.output, info_), error_);
-  if (!dir) return false;
-  // Absolute, so that later writes by path (summary.json, OOM bundles, reopening our files) still
-  // land here after the program changes its working directory.
-  run_dir_ = (*dir)[0] == '/' || info_.cwd.empty() ? *dir : info_.cwd + "/" + *dir;
-  if (!reserve_.take(run_dir_, error_)) return false;  // a disk already full: profiling is off, said once
-  oom_.set_run_dir(run_dir_);
+  auto created = create_run_directory(expand_output_template(config_.output, info_), error_);
+  if (!created) return false;
+  // Absolute, for messages, the manifest and alerts, and to reach the directory again should the
+  // program close our descriptor of it: never to write by.
+  run_dir_ = created->path[0] == '/' || info_.cwd.empty() ? created->path : info_.cwd + "/" + created->path;
+  if (!dir_.adopt(std::move(created->dir), run_dir_, geteuid()) || !reserve_.take(dir_, error_)) {
+    // A disk already full: profiling is off, said once, and nothing is left behind.
+    if (error_.empty()) error_ = "cannot open run directory '" + run_dir_ + "': " + std::strerror(errno);
+    dir_.close();
+    remove_created_dir(*created);
+    error_ += " (it was removed)";
+    return false;
+  }
+  oom_.set_run_dir(dir_);
   live_.restart();
-  alert_command_.set_output(run_dir_ + "/" + kAlertCommandLogFile);
-  log::attach_file(run_dir_ + "/" + kLogFile);
+  alert_command_.set_output(dir_, kAlertCommandLogFile);
+  log::attach_file(dir_, kLogFile);
   write_manifest();
   metrics_.open(config_.metrics_dir, config_.metrics_interval_ms, info_);
-  attribution_.set_path(run_dir_ + "/" + kAttributionFile);
+  attribution_.set_file(dir_, kAttributionFile);
   // A trace that cannot be created is said once (TraceWriter); events are still counted.
-  trace_.open(run_dir_,
+  trace_.open(dir_,
               make_trace_header(static_cast<uint32_t>(info_.pid), info_.start_realtime_ns, info_.start_monotonic_ns),
               config_.trace_max);
   // The collector must never take the application's signals (SIGTERM, SIGINT, SIGCHLD...).
   sigset_t all, old;
   sigfillset(&all);
   pthread_sigmask(SIG_SETMASK, &all, &old);
-  thread_ = std::thread([this] { run(); });
+  thread_ = std::thread([this] {
+    run();
+    thread_done_.store(true, std::memory_order_release);
+  });
   pthread_sigmask(SIG_SETMASK, &old, nullptr);
   return true;
 }
@@ -116,9 +126,10 @@ void Collector::run() {
       const auto why = static_cast<Ending>(checkpoint_why_.load(std::memory_order_relaxed));
       const int signal = checkpoint_signal_.load(std::memory_order_relaxed);
       if (why == Ending::ExitCall) {
-        write_summary(true, 0, kEndedByExitCall);
+        write_summary(true, 0, kEndedByExitCall, true);
       } else {
-        write_summary(false, signal, why == Ending::Signal ? kEndedBySignal : kEndedByExec);
+        // An exec that fails carries on, with its trace.
+        write_summary(false, signal, why == Ending::Signal ? kEndedBySignal : kEndedByExec, why == Ending::Signal);
       }
       checkpoint_done_.store(want, std::memory_order_release);
       continue;
@@ -235,12 +246,18 @@ bool Collector::sync(uint64_t timeout_ms) {
 void Collector::write_manifest() {
   std::vector<DeviceEntry> devices;
   for (int d : device_order_) devices.push_back(devices_.entry(d));
-  if (!write_file_atomic(run_dir_ + "/" + kManifestFile, json_text(manifest_json(info_, config_, devices), 2) + "\n")) {
+  const int dirfd = dir_.fd();
+  if (dirfd < 0 ||
+      !write_file_atomic(dirfd, kManifestFile, json_text(manifest_json(info_, config_, devices), 2) + "\n")) {
     log::error("cannot write {}/{}", run_dir_, kManifestFile);
   }
 }
 
-void Collector::write_summary(bool clean_exit, int signal, const char* ended_by) {
+void Collector::write_summary(bool clean_exit, int signal, const char* ended_by, bool final) {
+  if (final) {
+    trace_.close();  // flushed first: nothing more comes
+    attribution_.close();
+  }
   SummaryContext ctx;
   ctx.clean_exit = clean_exit;
   ctx.ended_by = ended_by;
@@ -260,7 +277,7 @@ void Collector::write_summary(bool clean_exit, int signal, const char* ended_by)
   if (trace_.failed()) s.events.trace_error = trace_.error();
   s.trace = Summary::Trace{config_.trace_max, trace_.segments_written(), trace_.segments_dropped(),
                            trace_.events_dropped(), since(trace_.kept_from_ns(), info_.start_monotonic_ns)};
-  if (!reserve_.write_file(run_dir_ + "/" + kSummaryFile, json_text(to_json(s), 2) + "\n")) {
+  if (!reserve_.write_file(dir_, kSummaryFile, json_text(to_json(s), 2) + "\n")) {
     log::error("cannot write {}/{}: {}; its figures are not saved", run_dir_, kSummaryFile, std::strerror(errno));
   }
   metrics_.write_final(now_ns(), accounting_);
@@ -285,10 +302,21 @@ bool Collector::stop(uint64_t timeout_ms) {
   const uint64_t deadline = now_ns() + timeout_ms * 1'000'000ull;
   stop_requested_.store(true, std::memory_order_release);
   wake();
-  if (thread_.joinable()) thread_.join();  // the loop exits within one idle sleep
+  // The loop exits within one idle sleep, unless something it called is stuck (a file system that
+  // stopped answering): the process must end all the same, without its summary.
+  while (!thread_done_.load(std::memory_order_acquire)) {
+    if (now_ns() > deadline) {
+      ring_.close();
+      thread_.detach();
+      log::error("the collector did not stop within {} ms; {}/{} is not written", timeout_ms, run_dir_, kSummaryFile);
+      return false;
+    }
+    sleep_ns(200'000);
+  }
+  if (thread_.joinable()) thread_.join();
   drain_until(ring_.claimed(), deadline, kStallNs);
   ring_.close();  // a thread still recording past this point must not wait for a consumer
-  write_summary(true, 0, kEndedByExit);
+  write_summary(true, 0, kEndedByExit, true);
   return lost_.load() == 0;
 }
 

@@ -20,6 +20,7 @@
 #include "nvml_sampler.h"
 #include "pool_reader.h"
 #include "oom_recorder.h"
+#include "owned_dir.h"
 #include "process_info.h"
 #include "ring.h"
 #include "space_reserve.h"
@@ -75,12 +76,15 @@ class Collector {
   void account(const Event& e);
   void wake();
   void write_manifest();
-  void write_summary(bool clean_exit, int signal, const char* ended_by);
+  // `final`: the process is ending, so the trace and attribution.jsonl are closed first, giving
+  // their descriptors back for summary.json (a program that used up its RLIMIT_NOFILE).
+  void write_summary(bool clean_exit, int signal, const char* ended_by, bool final);
 
   Config config_;
   ProcessInfo info_;
   Ring& ring_;
   const DeviceTable& devices_;
+  OwnedDir dir_;  // the run directory: every file of the run is made through it (owned_dir.h)
   TickConverter ticks_{g_event_clock_is_tsc};
   Accounting accounting_;
   OomRecorder oom_;
@@ -109,6 +113,7 @@ class Collector {
   std::atomic<int> checkpoint_why_{0};
   std::atomic<uint64_t> lost_{0};
   std::atomic<uint64_t> processed_{0};  // ring positions fully handled
+  std::atomic<bool> thread_done_{false};  // run() returned: joining cannot wait
   std::thread thread_;
 };
 

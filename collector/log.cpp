@@ -47,10 +47,10 @@ class MessageSink final : public spdlog::sinks::base_sink<std::mutex> {
  public:
   MessageSink() : file_format_("%Y-%m-%dT%H:%M:%S.%e %l %v") {}
 
-  void attach(const std::string& path) {
+  void attach(const OwnedDir& dir, const std::string& name) {
     std::lock_guard<std::mutex> lock(mutex_);
-    path_ = path;
-    if (!file_.create(path, /*exclusive=*/false)) failed_errno_ = errno;  // said with the next message
+    path_ = dir.shown(name);
+    if (!file_.create(dir, name, /*exclusive=*/false)) failed_errno_ = errno;  // said with the next message
   }
 
  protected:
@@ -99,8 +99,8 @@ void configure(LogLevel level) {
   g_logger.store(logger, std::memory_order_release);
 }
 
-void attach_file(const std::string& path) {
-  if (auto* sink = g_sink.load(std::memory_order_acquire)) sink->attach(path);
+void attach_file(const OwnedDir& dir, const std::string& name) {
+  if (auto* sink = g_sink.load(std::memory_order_acquire)) sink->attach(dir, name);
 }
 
 void reset_after_fork() {

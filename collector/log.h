@@ -8,11 +8,13 @@
 #include <string>
 
 #include "config.h"
+#include "owned_dir.h"
 
 namespace gmp::log {
 
 void configure(LogLevel level);
-void attach_file(const std::string& path);
+// From now on messages also go to `name` in `dir` (which must outlive the logger).
+void attach_file(const OwnedDir& dir, const std::string& name);
 void reset_after_fork();  // another thread may have held a logger mutex at fork time
 spdlog::logger* get();
 

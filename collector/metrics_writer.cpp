@@ -105,17 +105,18 @@ std::string metrics_process_labels(const ProcessInfo& info) {
   const JobIdentity& job = info.job;
   return "rank=\"" + (job.rank ? std::to_string(*job.rank) : std::string()) + "\",job_id=\"" +
          metrics_label_value(job.job_id) + "\",host=\"" + metrics_label_value(info.host) + "\",pid=\"" +
-         std::to_string(info.pid) + "\",executable=\"" + metrics_label_value(info.exe_name) + "\"";
+         std::to_string(info.pid) + "\",pid_namespace=\"" + std::to_string(info.pid_namespace) +
+         "\",executable=\"" + metrics_label_value(info.exe_name) + "\"";
 }
 
-std::string metrics_file_name(const std::string& host, int pid) {
+std::string metrics_file_name(const std::string& host, int pid, uint64_t pid_namespace) {
   std::string name = "gpumemprof_";
   for (char c : host) {
     const bool plain = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
                        c == '-' || c == '_';
     name += plain ? c : '_';
   }
-  return name + "_" + std::to_string(pid) + ".prom";
+  return name + "_" + std::to_string(pid) + "_" + std::to_string(pid_namespace) + ".prom";
 }
 
 std::string render_metrics(const Accounting& acc, const MetricsTally& tally, std::string_view process_labels,
@@ -172,33 +173,39 @@ void MetricsFile::open(const std::string& dir, uint64_t interval_ms, const Proce
   if (dir.empty()) return;
   std::string error;
   const uid_t self = geteuid();
-  const Fd fd = open_trusted_dir(dir, self, error);
-  if (!fd || !may_write_into(fd.get(), dir, self, error)) {
+  // Absolute, like the run directory: messages name it so wherever the program goes later.
+  const std::string absolute = dir[0] == '/' || info.cwd.empty() ? dir : info.cwd + "/" + dir;
+  Fd fd = open_trusted_dir(absolute, self, error);
+  if (!fd || !may_write_into(fd.get(), absolute, self, error) || !dir_.adopt(std::move(fd), absolute, self)) {
+    if (error.empty()) error = std::strerror(errno);
     log::warn("cannot use the metrics directory {}: {}; no metrics for this process", dir, error);
     return;
   }
-  // Absolute, like the run directory: the program may change its working directory later.
-  const std::string absolute = dir[0] == '/' || info.cwd.empty() ? dir : info.cwd + "/" + dir;
-  path_ = absolute + "/" + metrics_file_name(info.host, info.pid);
+  name_ = metrics_file_name(info.host, info.pid, info.pid_namespace);
   labels_ = metrics_process_labels(info);
   interval_ns_ = interval_ms * 1'000'000;
 }
 
 void MetricsFile::maybe_write(uint64_t now_ns, const Accounting& acc) {
-  if (!path_.empty() && now_ns >= due_ns_) write(now_ns, acc, true);
+  if (dir_.is_open() && now_ns >= due_ns_) write(now_ns, acc, true);
 }
 
 void MetricsFile::write_final(uint64_t now_ns, const Accounting& acc) {
-  if (!path_.empty()) write(now_ns, acc, false);
+  if (dir_.is_open()) write(now_ns, acc, false);
 }
 
 void MetricsFile::write(uint64_t now_ns, const Accounting& acc, bool running) {
   due_ns_ = now_ns + interval_ns_;
-  if (write_file_atomic(path_, render_metrics(acc, tally_, labels_, realtime_ns(), running), 0644) || warned_) return;
+  const int dirfd = dir_.fd();
+  if ((dirfd >= 0 && write_file_atomic(dirfd, name_, render_metrics(acc, tally_, labels_, realtime_ns(), running),
+                                       0644)) ||
+      warned_) {
+    return;
+  }
   // Said once: a full disk or a removed directory would otherwise repeat it every interval. Later
   // writes still try, so the file comes back once there is room (or the directory) again.
   warned_ = true;
-  log::warn("cannot write the metrics file {}: {}; trying again every interval", path_, std::strerror(errno));
+  log::warn("cannot write the metrics file {}: {}; trying again every interval", path(), std::strerror(errno));
 }
 
 }  // namespace gmp

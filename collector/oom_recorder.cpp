@@ -32,10 +32,22 @@ OomRecorder::OomRecorder(const Config& config, const ProcessInfo& info, const De
   history_.reserve(config_.oom_events);
 }
 
-void OomRecorder::set_run_dir(const std::string& run_dir) { run_dir_ = run_dir; }
+void OomRecorder::set_run_dir(const OwnedDir& run_dir) { run_dir_ = &run_dir; }
 
-std::string OomRecorder::bundle_dir() const {
-  return config_.oom_dir.empty() ? run_dir_ + "/" + kOomSubdirectory : config_.oom_dir;
+bool OomRecorder::open_bundle_dir(std::string& error) {
+  if (bundle_dir_.is_open()) return true;
+  if (config_.oom_dir.empty()) {
+    if (run_dir_ == nullptr) {
+      error = "no run directory";
+      return false;
+    }
+    return open_bundle_subdir(*run_dir_, kOomSubdirectory, bundle_dir_, error);
+  }
+  // Relative to the working directory the process started in, as the tools read it (the
+  // manifest's cwd), whatever directory the program has moved to since.
+  const std::string& dir = config_.oom_dir;
+  const std::string absolute = dir[0] == '/' || info_.cwd.empty() ? dir : info_.cwd + "/" + dir;
+  return gmp::open_bundle_dir(absolute, bundle_dir_, error, geteuid());
 }
 
 void OomRecorder::remember(const Event& e) {
@@ -195,18 +207,15 @@ void OomRecorder::open_episode(Episode& ep, const Event& e, const Accounting& ac
   for (const auto& f : files) manifest.files.push_back(f.name);
   manifest.pid = static_cast<uint64_t>(info_.pid);
   files.push_back({kOomManifestFile, to_json(manifest)});
-  const std::string dir = bundle_dir();
   std::string error;
-  std::optional<std::string> path;
-  if (ensure_bundle_dir(dir, error, geteuid())) path = write_bundle(dir, name, files, error);
-  if (!path) {
+  if (!open_bundle_dir(error) || !write_bundle(bundle_dir_, name, files, error)) {
     log::error("out of memory, but the OOM bundle could not be written: {}", error);
     return;
   }
-  ep.bundle = *path;
+  ep.bundle = name;
   ++bundles_;
-  log::warn("{}; OOM bundle written to {}", m.reason, *path);
-  apply_retention(dir, config_.oom_max_dumps, config_.oom_max_total_mb << 20, *path, geteuid());
+  log::warn("{}; OOM bundle written to {}", m.reason, bundle_dir_.shown(name));
+  apply_retention(bundle_dir_, config_.oom_max_dumps, config_.oom_max_total_mb << 20, name, geteuid());
   Event b{};
   b.timestamp_ns = e.timestamp_ns;
   b.op = Op::OomBundle;
@@ -220,10 +229,11 @@ void OomRecorder::open_episode(Episode& ep, const Event& e, const Accounting& ac
 void OomRecorder::update_metadata(Episode& ep) {
   if (ep.bundle.empty()) return;
   // Atomic: on failure the previous metadata.json stays whole, and the bundle readable as it was.
-  if (!rewrite_bundle_file(ep.bundle, {kOomMetadataFile, to_json(ep.metadata)}) && !ep.update_failure_said) {
+  if (!rewrite_bundle_file(bundle_dir_, ep.bundle, {kOomMetadataFile, to_json(ep.metadata)}) &&
+      !ep.update_failure_said) {
     ep.update_failure_said = true;
-    log::error("cannot update {}/{}: {}; the bundle keeps its earlier failure count and recovery state", ep.bundle,
-               kOomMetadataFile, std::strerror(errno));
+    log::error("cannot update {}/{}: {}; the bundle keeps its earlier failure count and recovery state",
+               bundle_dir_.shown(ep.bundle), kOomMetadataFile, std::strerror(errno));
   }
 }
 

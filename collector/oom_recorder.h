@@ -24,6 +24,7 @@
 #include "device_table.h"
 #include "event.h"
 #include "oom_bundle_schema.h"
+#include "owned_dir.h"
 #include "process_info.h"
 
 namespace gmp {
@@ -34,7 +35,9 @@ class OomRecorder {
   static constexpr size_t kLargestShown = 20;
 
   OomRecorder(const Config& config, const ProcessInfo& info, const DeviceTable& devices);
-  void set_run_dir(const std::string& run_dir);
+  // The run directory, whose `oom` holds the bundles unless GPUMEMPROF_OOM_DIR names another; it
+  // must outlive the recorder.
+  void set_run_dir(const OwnedDir& run_dir);
 
   // Call for every event after the accounting applied it. Events the collector must add to the
   // trace and the accounting (OomBundle, OomRecovered) are appended to `out`.
@@ -45,7 +48,7 @@ class OomRecorder {
     bool open = false;
     uint64_t failed_size = 0;
     uint64_t last_failure_ns = 0;
-    std::string bundle;  // path; empty if the bundle could not be written
+    std::string bundle;  // name in the bundles' directory; empty if the bundle could not be written
     bool update_failure_said = false;
     OomMetadata metadata;
   };
@@ -62,12 +65,14 @@ class OomRecorder {
   void update_metadata(Episode& ep);
   nlohmann::json history_json() const;
   nlohmann::json environment_json() const;
-  std::string bundle_dir() const;
+  // The bundles' directory, opened at the first bundle and kept (owned_dir.h); false with `error`.
+  bool open_bundle_dir(std::string& error);
 
   Config config_;
   ProcessInfo info_;
   const DeviceTable& devices_;
-  std::string run_dir_;
+  const OwnedDir* run_dir_ = nullptr;
+  OwnedDir bundle_dir_;
   std::map<int, Episode> episodes_;  // by device; -1 for pinned host memory
   std::map<int, Episode> framework_episodes_;  // by device
   std::map<int, std::pair<uint64_t, uint64_t>> driver_memory_;  // device -> {free, total}

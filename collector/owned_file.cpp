@@ -1,47 +1,35 @@
 #include "owned_file.h"
 
 #include <fcntl.h>
-#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 
 #include "file_io.h"
+#include "high_fd.h"
 
 namespace gmp {
-namespace {
 
-// Moves `fd` to a high number (below the soft descriptor limit), where programs rarely dup2()
-// or open; keeps it where it is when no such number is free.
-int move_high(int fd) {
-  constexpr rlim_t kPreferred = 900;  // under the common soft limit of 1024
-  rlimit lim{};
-  if (getrlimit(RLIMIT_NOFILE, &lim) != 0 || lim.rlim_cur <= kPreferred) return fd;
-  const int high = fcntl(fd, F_DUPFD_CLOEXEC, static_cast<int>(kPreferred));
-  if (high < 0) return fd;
-  ::close(fd);
-  return high;
-}
+OwnedFile::~OwnedFile() { close(); }
 
-}  // namespace
-
-OwnedFile::~OwnedFile() {
-  if (held() != Held::Lost) ::close(fd_);
-}
-
-bool OwnedFile::create(const std::string& path, bool exclusive) {
-  const int flags = O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW | (exclusive ? O_EXCL : 0);
-  const int fd = ::open(path.c_str(), flags, 0600);
+bool OwnedFile::create(const OwnedDir& dir, const std::string& name, bool exclusive) {
+  const int flags = O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | (exclusive ? O_EXCL : 0);
+  const int dirfd = dir.fd();
+  if (dirfd < 0) return false;
+  const int fd = ::openat(dirfd, name.c_str(), flags, 0600);
   if (fd < 0) return false;
   struct stat st {};
-  if (fstat(fd, &st) != 0) {
-    const int saved = errno;
+  const int err = fstat(fd, &st) != 0 ? errno : !S_ISREG(st.st_mode) ? EINVAL : 0;  // a device is no file of ours
+  if (err != 0) {
     ::close(fd);
-    errno = saved;
+    errno = err;
     return false;
   }
-  path_ = path;
+  dir_ = &dir;
+  name_ = name;
+  path_ = dir.shown(name);
   dev_ = st.st_dev;
   ino_ = st.st_ino;
   size_ = st.st_size;
@@ -57,7 +45,9 @@ OwnedFile::Held OwnedFile::held() const {
 
 bool OwnedFile::reopen() {
   fd_ = -1;  // the old number belongs to the program now: never close it
-  const int fd = ::open(path_.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC | O_NOFOLLOW);
+  const int dirfd = dir_ != nullptr ? dir_->fd() : -1;
+  if (dirfd < 0) return false;
+  const int fd = ::openat(dirfd, name_.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
   if (fd < 0) return false;
   struct stat st {};
   // Same inode and exactly the bytes we wrote: an inode number can be reused by a new file.
@@ -71,14 +61,17 @@ bool OwnedFile::reopen() {
   return true;
 }
 
-bool OwnedFile::append(const void* data, size_t size) {
+int OwnedFile::usable() {
   switch (held()) {
-    case Held::Ours: break;
-    case Held::Removed: errno = ENOENT; return false;
-    case Held::Lost:
-      if (!reopen()) return false;
-      break;
+    case Held::Ours: return fd_;
+    case Held::Removed: errno = ENOENT; return -1;
+    case Held::Lost: return reopen() ? fd_ : -1;
   }
+  return -1;
+}
+
+bool OwnedFile::append(const void* data, size_t size) {
+  if (usable() < 0) return false;
   if (!write_all(fd_, data, size)) {
     // All or nothing: cut off whatever part did land (a disk that filled mid-write), so the file
     // holds only whole records. If even that fails, remember what is there.
@@ -90,6 +83,18 @@ bool OwnedFile::append(const void* data, size_t size) {
   }
   size_ += static_cast<off_t>(size);
   return true;
+}
+
+int OwnedFile::allocate(uint64_t bytes) {
+  if (usable() < 0) return errno;
+  const int err = posix_fallocate(fd_, 0, static_cast<off_t>(bytes));
+  if (err == 0) size_ = std::max<off_t>(size_, static_cast<off_t>(bytes));
+  return err;
+}
+
+void OwnedFile::close() {
+  if (fd_ >= 0 && held() != Held::Lost) ::close(fd_);
+  fd_ = -1;
 }
 
 }  // namespace gmp

@@ -1,6 +1,7 @@
 #include "process_info.h"
 
 #include <limits.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -44,6 +45,8 @@ ProcessInfo current_process_info() {
   ProcessInfo p;
   p.pid = getpid();
   p.ppid = getppid();
+  struct stat ns {};
+  if (stat("/proc/self/ns/pid", &ns) == 0) p.pid_namespace = ns.st_ino;
   char buf[PATH_MAX];
   ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
   if (n > 0) p.exe.assign(buf, static_cast<size_t>(n));

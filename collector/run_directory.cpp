@@ -1,5 +1,6 @@
 #include "run_directory.h"
 
+#include <fcntl.h>
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -57,7 +58,7 @@ std::string expand_output_template(const std::string& tpl, const ProcessInfo& in
   return out;
 }
 
-std::optional<std::string> create_run_directory(const std::string& path, std::string& error, uid_t self) {
+std::optional<CreatedDir> create_run_directory(const std::string& path, std::string& error, uid_t self) {
   const PathParts parts = split_last_component(path);
   const std::string base = path.substr(0, path.find_last_not_of('/') + 1);  // "runs/x/" is "runs/x"
   Fd parent = open_trusted_dir(parts.parent, self, error);
@@ -67,7 +68,20 @@ std::optional<std::string> create_run_directory(const std::string& path, std::st
   }
   for (int n = 0; n < 100000; ++n) {
     const std::string suffix = n == 0 ? "" : "." + std::to_string(n);
-    if (mkdirat(parent.get(), (parts.name + suffix).c_str(), 0700) == 0) return base + suffix;
+    const std::string name = parts.name + suffix;
+    if (mkdirat(parent.get(), name.c_str(), 0700) == 0) {
+      // Opened at once, by the name we just made in the directory we checked, and taken only if it
+      // is still the one we made (ours): every file of the run is made through this descriptor,
+      // wherever the path leads later (owned_dir.h).
+      Fd dir(openat(parent.get(), name.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+      struct stat st {};
+      if (!dir || fstat(dir.get(), &st) != 0 || st.st_uid != geteuid()) {
+        error = "cannot open run directory '" + base + suffix + "' just created: " +
+                (dir ? std::string("it changed owner") : std::string(std::strerror(errno)));
+        return std::nullopt;
+      }
+      return CreatedDir{base + suffix, std::move(dir), std::move(parent), name, st.st_dev, st.st_ino};
+    }
     if (errno != EEXIST) {
       error = "cannot create run directory '" + base + suffix + "': " + std::strerror(errno);
       return std::nullopt;
@@ -75,6 +89,15 @@ std::optional<std::string> create_run_directory(const std::string& path, std::st
   }
   error = "no free run directory name for '" + path + "'";
   return std::nullopt;
+}
+
+void remove_created_dir(const CreatedDir& created) {
+  struct stat named {};
+  if (fstatat(created.parent.get(), created.name.c_str(), &named, AT_SYMLINK_NOFOLLOW) != 0 ||
+      named.st_dev != created.dev || named.st_ino != created.ino) {
+    return;  // renamed or replaced meanwhile: not ours to remove by that name
+  }
+  unlinkat(created.parent.get(), created.name.c_str(), AT_REMOVEDIR);
 }
 
 }  // namespace gmp

@@ -2,6 +2,7 @@
 
 #include <pthread.h>
 #include <signal.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -10,6 +11,7 @@
 #include <cstring>
 #include <mutex>
 
+#include "bounded_call.h"
 #include "collector.h"
 #include "config.h"
 #include "device_table.h"
@@ -40,8 +42,15 @@ namespace {
 
 constexpr uint64_t kExitFlushTimeoutMs = 5000;
 constexpr uint64_t kSignalFlushTimeoutMs = 2000;
+// The driver answers the pools' re-read at exit in microseconds; past this it is locked (see
+// at_exit_refresh), and the figures stay as last read.
+constexpr uint64_t kExitRefreshTimeoutMs = 250;
+// How long an ending waits for a session another thread is starting: creating the run directory
+// and its first files takes milliseconds.
+constexpr uint64_t kStartWaitMs = 1000;
 
-enum State : int { kIdle, kRunning, kDone };
+// kStarting: a thread is inside session_start (holding g_start_mutex).
+enum State : int { kIdle, kStarting, kRunning, kDone };
 std::atomic<int> g_state{kIdle};
 std::atomic<int> g_enabled{-1};
 std::mutex* g_start_mutex = new std::mutex;  // leaked: usable during static destruction
@@ -52,10 +61,22 @@ bool g_process_hooks_installed = false;
 constexpr int kHandledSignals[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGABRT};
 constexpr size_t kSignalCount = sizeof kHandledSignals / sizeof kHandledSignals[0];
 
+// The process is ending while another thread starts the session (an exit() right after the first
+// allocation): the summary of that session must not be lost, so wait for it, bounded.
+// Async-signal-safe: an atomic and sleeps.
+void wait_for_start() {
+  const uint64_t deadline = now_ns() + kStartWaitMs * 1'000'000ull;
+  while (g_state.load(std::memory_order_acquire) == kStarting && now_ns() < deadline) {
+    const timespec pause{0, 1'000'000};
+    nanosleep(&pause, nullptr);
+  }
+}
+
 // The process is ending without exit handlers: stop recording (later events would only make the
 // flush chase a moving target), then have the collector drain what was recorded and write
 // summary.json. Async-signal-safe: atomics, a futex wake and sleeps.
 void end_session_now(Collector::Ending why, int sig) {
+  wait_for_start();
   Session* s = g_active_session.load(std::memory_order_acquire);
   if (s == nullptr || s->owner_pid != getpid()) return;
   g_state.store(kDone, std::memory_order_release);
@@ -90,8 +111,34 @@ void at_exit_refresh() {
   Session* s = g_active_session.load(std::memory_order_acquire);
   if (s == nullptr || s->owner_pid != getpid()) return;
   s->collector.stop_pool_reads();
-  if (g_hooks.refresh_pools != nullptr) g_hooks.refresh_pools();
+  if (g_hooks.refresh_pools == nullptr) return;
+  // The thread calling exit() may hold the driver's lock: a signal handler that calls exit() may
+  // have interrupted it inside a driver call, and our re-read would wait for that lock forever.
+  // So the re-read runs on a thread of its own, and is given up when it does not come back.
+  if (!call_bounded(g_hooks.refresh_pools, kExitRefreshTimeoutMs)) {
+    log::warn("the driver did not answer within {} ms at exit: pool and graph memory figures stay as last read",
+              kExitRefreshTimeoutMs);
+  }
 }
+
+// Blocks the signals that can arrive at any moment (not the faults, which blocked would kill) on
+// this thread while it lives: a handler that calls exit() while the session is half made would
+// leave a run directory with nothing in it. Held-off signals are delivered when it goes.
+class AsyncSignalsHeld {
+ public:
+  AsyncSignalsHeld() {
+    sigset_t held;
+    sigfillset(&held);
+    for (int fault : {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGTRAP, SIGSYS}) sigdelset(&held, fault);
+    pthread_sigmask(SIG_BLOCK, &held, &old_);
+  }
+  ~AsyncSignalsHeld() { pthread_sigmask(SIG_SETMASK, &old_, nullptr); }
+  AsyncSignalsHeld(const AsyncSignalsHeld&) = delete;
+  AsyncSignalsHeld& operator=(const AsyncSignalsHeld&) = delete;
+
+ private:
+  sigset_t old_;
+};
 
 void after_fork_in_child() {
   // The child is alone: the parent's collector thread, ring waiters and lock holders are gone.
@@ -133,9 +180,11 @@ std::atomic<int> g_framework_mode{static_cast<int>(FrameworkMode::Auto)};
 Session* session_start() {
   if (g_state.load(std::memory_order_acquire) == kDone || !session_enabled()) return nullptr;
   const NoCancel no_cancel;  // the run directory's files are made on the program's thread
+  const AsyncSignalsHeld held;  // released after the lock: a handler may need to start a session too
   std::lock_guard<std::mutex> lock(*g_start_mutex);
   if (Session* s = g_active_session.load(std::memory_order_acquire)) return s;
   if (g_state.load(std::memory_order_acquire) != kIdle) return nullptr;
+  g_state.store(kStarting, std::memory_order_release);
   const int saved_errno = errno;
   g_event_clock_is_tsc = invariant_tsc_available();
   Config config = config_from_environment();
@@ -249,6 +298,7 @@ void session_end_by_exit_call() {
 
 void session_finalize() {
   const NoCancel no_cancel;
+  wait_for_start();
   Session* s = g_active_session.load(std::memory_order_acquire);
   if (s == nullptr || s->owner_pid != getpid()) return;
   const int saved_errno = errno;

@@ -17,8 +17,8 @@ constexpr uint64_t kMinSegmentEvents = 1024;
 
 }  // namespace
 
-bool TraceWriter::open(const std::string& dir, const TraceHeader& header, uint64_t max_bytes) {
-  dir_ = dir;
+bool TraceWriter::open(const OwnedDir& dir, const TraceHeader& header, uint64_t max_bytes) {
+  dir_ = &dir;
   header_ = header;
   max_bytes_ = max_bytes;
   buffer_.reserve(4096);
@@ -61,16 +61,17 @@ bool TraceWriter::create_segment(const std::string& checkpoint) {
   std::string head(reinterpret_cast<const char*>(&h), sizeof h);
   head += checkpoint;
   head.resize(fixed, '\0');
-  const std::string path = dir_ + "/" + trace_segment_name(next_segment_);
+  const std::string name = trace_segment_name(next_segment_);
   auto file = std::make_unique<OwnedFile>();
-  if (!file->create(path, /*exclusive=*/true)) {
-    fail("cannot create " + path, errno);
+  if (!file->create(*dir_, name, /*exclusive=*/true)) {
+    fail("cannot create " + dir_->shown(name), errno);
     return false;
   }
   if (!file->append(head.data(), head.size())) {
     const int err = errno;
-    unlink(path.c_str());  // a segment without its header and checkpoint is no segment
-    fail("cannot write " + path, err);
+    file.reset();
+    if (const int dirfd = dir_->fd(); dirfd >= 0) unlinkat(dirfd, name.c_str(), 0);  // no header, no segment
+    fail("cannot write " + dir_->shown(name), err);
     return false;
   }
   file_ = std::move(file);  // the previous segment is closed
@@ -83,10 +84,11 @@ bool TraceWriter::create_segment(const std::string& checkpoint) {
 
 void TraceWriter::drop_oldest() {
   const Segment s = kept_.front();
-  const std::string path = dir_ + "/" + trace_segment_name(s.index);
+  const std::string name = trace_segment_name(s.index);
+  const int dirfd = dir_->fd();
   // Gone already (someone cleaned up): the space is free all the same.
-  if (unlink(path.c_str()) != 0 && errno != ENOENT) {
-    fail("cannot delete " + path + " to keep the trace within GPUMEMPROF_TRACE_MAX", errno);
+  if ((dirfd < 0 || unlinkat(dirfd, name.c_str(), 0) != 0) && errno != ENOENT) {
+    fail("cannot delete " + dir_->shown(name) + " to keep the trace within GPUMEMPROF_TRACE_MAX", errno);
     return;
   }
   kept_.pop_front();
@@ -107,7 +109,7 @@ void TraceWriter::append(const Event& e) {
 
 bool TraceWriter::flush() {
   if (buffer_.empty()) return !failed_;
-  if (!failed_) {
+  if (!failed_ && !closed_) {
     const uint64_t bytes = buffer_.size() * sizeof(Event);
     if (file_->append(buffer_.data(), bytes)) {  // all of the batch or none
       written_ += buffer_.size();
@@ -116,11 +118,17 @@ bool TraceWriter::flush() {
       buffer_.clear();
       return true;
     }
-    fail("cannot write " + dir_ + "/" + trace_segment_name(kept_.back().index), errno);
+    fail("cannot write " + dir_->shown(trace_segment_name(kept_.back().index)), errno);
   }
   unwritten_ += buffer_.size();
   buffer_.clear();
   return false;
+}
+
+void TraceWriter::close() {
+  flush();
+  closed_ = true;
+  if (file_) file_->close();
 }
 
 }  // namespace gmp

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "event.h"
+#include "owned_dir.h"
 #include "owned_file.h"
 #include "trace_format.h"
 
@@ -27,14 +28,18 @@ namespace gmp {
 
 class TraceWriter {
  public:
-  // Creates segment 0 in `dir`; `max_bytes` 0 keeps one segment, never cut.
-  bool open(const std::string& dir, const TraceHeader& header, uint64_t max_bytes);
+  // Creates segment 0 in `dir` (which must outlive the writer); `max_bytes` 0 keeps one segment,
+  // never cut.
+  bool open(const OwnedDir& dir, const TraceHeader& header, uint64_t max_bytes);
   // True when the next event must go to a new segment: start_segment() with the accounting's
   // checkpoint from before that event, then append it.
-  bool segment_full() const { return !failed_ && segment_events_ >= segment_limit_; }
+  bool segment_full() const { return !failed_ && !closed_ && segment_events_ >= segment_limit_; }
   void start_segment(const std::string& checkpoint);
   void append(const Event& e);
   bool flush();
+  // Flushes and closes the file for good, giving its descriptor back (the process is ending);
+  // later events only count as unwritten.
+  void close();
   size_t buffered() const { return buffer_.size(); }
   uint64_t written_events() const { return written_; }
   // Events appended that never reached the file.
@@ -62,7 +67,7 @@ class TraceWriter {
   void fail(const std::string& what, int err);
 
   std::unique_ptr<OwnedFile> file_;
-  std::string dir_;
+  const OwnedDir* dir_ = nullptr;
   TraceHeader header_{};
   uint64_t max_bytes_ = 0;
   uint64_t segment_limit_ = UINT64_MAX;  // events per segment
@@ -74,6 +79,7 @@ class TraceWriter {
   uint64_t unwritten_ = 0;
   uint64_t dropped_segments_ = 0, dropped_events_ = 0;
   bool failed_ = false;
+  bool closed_ = false;
   std::string error_;
 };
 

@@ -24,12 +24,6 @@ void push_components(const std::string& path, std::vector<std::string>& stack) {
   stack.insert(stack.end(), parts.rbegin(), parts.rend());
 }
 
-// `name` inside `dir` as the messages show it: "a" inside ".", "/a" inside "/".
-std::string join(const std::string& dir, const std::string& name) {
-  if (dir == ".") return name;
-  return dir.back() == '/' ? dir + name : dir + "/" + name;
-}
-
 // The target of the symlink `link` (opened O_PATH | O_NOFOLLOW, described by `st`, shown as
 // `shown`), read from that very descriptor so that it cannot be swapped after the owner check.
 bool trusted_link_target(const Fd& link, const struct stat& st, const std::string& shown, uid_t self,
@@ -49,7 +43,31 @@ bool trusted_link_target(const Fd& link, const struct stat& st, const std::strin
   return true;
 }
 
+// Opens the walk's starting directory ("/" or "."), judged like every directory after it.
+Fd open_start(const std::string& shown, uid_t self, std::string& error) {
+  Fd dir(open(shown.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+  struct stat st {};
+  if (!dir || fstat(dir.get(), &st) != 0) {
+    error = "cannot open '" + shown + "': " + std::strerror(errno);
+    return Fd();
+  }
+  if (!trusted_owner(st, shown, self, error)) return Fd();
+  return dir;
+}
+
 }  // namespace
+
+std::string join_path(const std::string& dir, const std::string& name) {
+  if (dir == ".") return name;
+  return dir.back() == '/' ? dir + name : dir + "/" + name;
+}
+
+bool trusted_owner(const struct stat& st, const std::string& shown, uid_t self, std::string& error) {
+  if (st.st_uid == 0 || st.st_uid == self) return true;
+  error = "'" + shown + "' is a directory owned by uid " + std::to_string(st.st_uid) + ", neither root nor uid " +
+          std::to_string(self) + "; not writing below it";
+  return false;
+}
 
 PathParts split_last_component(const std::string& path) {
   std::string p = path;
@@ -74,10 +92,10 @@ bool may_write_into(int dirfd, const std::string& shown, uid_t self, std::string
 }
 
 Fd open_or_make_entry(int dirfd, const std::string& dir_shown, const std::string& name, mode_t mode, uid_t self,
-                      struct stat& st, std::string& error) {
-  const std::string shown = join(dir_shown, name);
+                      struct stat& st, std::string& error, bool create) {
+  const std::string shown = join_path(dir_shown, name);
   Fd fd(openat(dirfd, name.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC));
-  if (!fd && errno == ENOENT) {
+  if (!fd && errno == ENOENT && create) {
     if (!may_write_into(dirfd, dir_shown, self, error)) return Fd();
     if (mkdirat(dirfd, name.c_str(), mode) != 0 && errno != EEXIST) {
       error = "cannot create '" + shown + "': " + std::strerror(errno);
@@ -92,13 +110,10 @@ Fd open_or_make_entry(int dirfd, const std::string& dir_shown, const std::string
   return fd;
 }
 
-Fd open_trusted_dir(const std::string& path, uid_t self, std::string& error) {
+Fd open_trusted_dir(const std::string& path, uid_t self, std::string& error, bool create) {
   std::string shown = !path.empty() && path[0] == '/' ? "/" : ".";
-  Fd dir(open(shown.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
-  if (!dir) {
-    error = "cannot open '" + shown + "': " + std::strerror(errno);
-    return Fd();
-  }
+  Fd dir = open_start(shown, self, error);
+  if (!dir) return Fd();
   std::vector<std::string> todo;
   push_components(path, todo);
   int links = 0;
@@ -106,10 +121,11 @@ Fd open_trusted_dir(const std::string& path, uid_t self, std::string& error) {
     const std::string name = std::move(todo.back());
     todo.pop_back();
     struct stat st {};
-    Fd next = open_or_make_entry(dir.get(), shown, name, 0777, self, st, error);
+    Fd next = open_or_make_entry(dir.get(), shown, name, 0777, self, st, error, create);
     if (!next) return Fd();
-    const std::string here = join(shown, name);
+    const std::string here = join_path(shown, name);
     if (S_ISDIR(st.st_mode)) {
+      if (!trusted_owner(st, here, self, error)) return Fd();
       dir = std::move(next);
       shown = here;
       continue;
@@ -127,12 +143,9 @@ Fd open_trusted_dir(const std::string& path, uid_t self, std::string& error) {
     if (!trusted_link_target(next, st, here, self, target, error)) return Fd();
     push_components(target, todo);
     if (target[0] == '/') {
-      dir.reset(open("/", O_PATH | O_DIRECTORY | O_CLOEXEC));
       shown = "/";
-      if (!dir) {
-        error = "cannot open '/': " + std::string(std::strerror(errno));
-        return Fd();
-      }
+      dir = open_start(shown, self, error);
+      if (!dir) return Fd();
     }
   }
   return dir;

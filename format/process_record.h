@@ -21,6 +21,9 @@ struct JobIdentity {
 
 struct ProcessInfo {
   int pid = 0;
+  // The inode of the process's PID namespace (/proc/self/ns/pid; 0 when unknown): what tells apart
+  // two processes of one host name and one pid in different containers.
+  uint64_t pid_namespace = 0;
   int ppid = 0;
   std::string exe;       // resolved /proc/self/exe
   std::string exe_name;  // its basename

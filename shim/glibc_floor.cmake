@@ -29,7 +29,7 @@ function(gmp_glibc_floor target)
     pthread_key_delete pthread_getspecific pthread_setspecific
     pthread_rwlock_rdlock pthread_rwlock_wrlock pthread_rwlock_unlock pthread_sigmask
     dlopen dlerror dlsym dlvsym dladdr dladdr1
-    stat lstat fstat fstat64 __libc_single_threaded arc4random _dl_find_object)
+    stat lstat fstat fstat64 fstatat fstatat64 __libc_single_threaded arc4random _dl_find_object)
   target_link_libraries(${target} PRIVATE gmp_glibc_floor)
   get_target_property(type ${target} TYPE)
   if(type STREQUAL "EXECUTABLE")

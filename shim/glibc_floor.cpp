@@ -85,9 +85,11 @@ constexpr int kStatVersion = 1;  // _STAT_VER_LINUX
 extern "C" int gmp_old_xstat(int version, const char* path, struct stat* st);
 extern "C" int gmp_old_lxstat(int version, const char* path, struct stat* st);
 extern "C" int gmp_old_fxstat(int version, int fd, struct stat* st);
+extern "C" int gmp_old_fxstatat(int version, int dirfd, const char* path, struct stat* st, int flags);
 __asm__(".symver gmp_old_xstat, __xstat@" GMP_BASE);
 __asm__(".symver gmp_old_lxstat, __lxstat@" GMP_BASE);
 __asm__(".symver gmp_old_fxstat, __fxstat@" GMP_BASE);
+__asm__(".symver gmp_old_fxstatat, __fxstatat@GLIBC_2.4");
 extern "C" GMP_HIDDEN int __wrap_stat(const char* path, struct stat* st) {
   return gmp_old_xstat(kStatVersion, path, st);
 }
@@ -97,9 +99,15 @@ extern "C" GMP_HIDDEN int __wrap_lstat(const char* path, struct stat* st) {
 extern "C" GMP_HIDDEN int __wrap_fstat(int fd, struct stat* st) {
   return gmp_old_fxstat(kStatVersion, fd, st);
 }
-// struct stat64 is struct stat on x86_64 (and __fxstat64 is __fxstat).
+extern "C" GMP_HIDDEN int __wrap_fstatat(int dirfd, const char* path, struct stat* st, int flags) {
+  return gmp_old_fxstatat(kStatVersion, dirfd, path, st, flags);
+}
+// struct stat64 is struct stat on x86_64 (and __fxstat64 is __fxstat, __fxstatat64 __fxstatat).
 extern "C" GMP_HIDDEN int __wrap_fstat64(int fd, struct stat* st) {
   return gmp_old_fxstat(kStatVersion, fd, st);
+}
+extern "C" GMP_HIDDEN int __wrap_fstatat64(int dirfd, const char* path, struct stat* st, int flags) {
+  return gmp_old_fxstatat(kStatVersion, dirfd, path, st, flags);
 }
 
 // glibc 2.32's hint that the process has never started a thread, which libstdc++ reads to skip

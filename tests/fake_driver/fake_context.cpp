@@ -121,6 +121,7 @@ CUresult cuCtxPopCurrent_v2(CUcontext* pctx) {
 
 CUresult cuCtxSynchronize(void) {
   FAKE_REQUIRE_INIT(lock);
+  maybe_raise("cuCtxSynchronize");
   FAKE_UNSAFE_CALL();
   if (current_ctx() == nullptr) return CUDA_ERROR_INVALID_CONTEXT;
   shrink_pools_on_sync_locked();
@@ -139,6 +140,7 @@ CUresult cuCtxGetDevice_v2(CUdevice* device, CUcontext ctx) {
 
 CUresult cuCtxSynchronize_v2(CUcontext ctx) {
   FAKE_REQUIRE_INIT(lock);
+  maybe_raise("cuCtxSynchronize_v2");
   FAKE_UNSAFE_CALL();
   if (ctx == nullptr) ctx = current_ctx();
   if (ctx == nullptr || !valid_ctx_locked(ctx)) return CUDA_ERROR_INVALID_CONTEXT;

@@ -29,6 +29,7 @@ CUresult cuInit(unsigned int Flags) {
 }
 
 CUresult cuDriverGetVersion(int* driverVersion) {
+  maybe_raise("cuDriverGetVersion");
   if (driverVersion == nullptr) return CUDA_ERROR_INVALID_VALUE;
   *driverVersion = kDriverVersion;
   return CUDA_SUCCESS;

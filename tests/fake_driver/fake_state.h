@@ -210,6 +210,10 @@ void create_default_pools_locked();
 void* backing_alloc(size_t bytes, size_t* backing_size);
 void backing_free(void* p, size_t backing_size);
 
+// --- signals raised inside a call (fake_raise.cpp) ---
+// Raises the signal fakecuda_raise_in armed for `entry_point`, once.
+void maybe_raise(const char* entry_point);
+
 // --- host-backed blocks (fake_memory.cpp) ---
 CUresult linear_alloc_locked(CUdeviceptr* dptr, size_t bytes, int dev);
 CUresult free_device_block_locked(CUdeviceptr dptr);

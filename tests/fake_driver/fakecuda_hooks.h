@@ -16,8 +16,14 @@ size_t fakecuda_charged_bytes(int device);
 // Bytes the graph memory pool of `device` holds (reserved == used; charged against the capacity;
 // 0 for an invalid device or before cuInit).
 size_t fakecuda_graph_reserved_bytes(int device);
+// Arms a one-shot signal: the next call of the entry point named `entry_point` (checked by
+// cuDriverGetVersion, cuCtxSynchronize and cuCtxSynchronize_v2), from any thread, raises `sig`
+// inside the driver, with the driver's lock held where that call takes it, as when a signal
+// interrupts a thread inside the real driver.
+void fakecuda_raise_in(const char* entry_point, int sig);
 }
 
 using fakecuda_alloc_untracked_fn = CUresult (*)(unsigned long long*, size_t);
 using fakecuda_charged_bytes_fn = size_t (*)(int);
 using fakecuda_graph_reserved_bytes_fn = size_t (*)(int);
+using fakecuda_raise_in_fn = void (*)(const char*, int);

@@ -2,7 +2,9 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <poll.h>
+#include <pwd.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -186,6 +188,23 @@ nlohmann::json read_json_file(const std::string& path) {
 bool exists(const std::string& path) {
   struct stat st {};
   return stat(path.c_str(), &st) == 0;
+}
+
+OtherUser other_user() {
+  const passwd* pw = getpwnam("nobody");
+  return pw != nullptr ? OtherUser{pw->pw_uid, pw->pw_gid} : OtherUser{65534, 65534};
+}
+
+int as_other_user(const std::function<int()>& fn) {
+  const OtherUser who = other_user();
+  const pid_t pid = fork();
+  if (pid == 0) {
+    if (setgroups(0, nullptr) != 0 || setgid(who.gid) != 0 || setuid(who.uid) != 0) _exit(255);
+    _exit(fn() & 0xff);
+  }
+  int status = 0;
+  if (pid < 0 || waitpid(pid, &status, 0) != pid || !WIFEXITED(status) || WEXITSTATUS(status) == 255) return -1;
+  return WEXITSTATUS(status);
 }
 
 namespace {

@@ -2,7 +2,9 @@
 #pragma once
 
 #include <sys/types.h>
+#include <unistd.h>
 
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -57,6 +59,20 @@ bool exists(const std::string& path);
 // Runs the gpumemprof command; returns its result. A run past `timeout_s` is killed and fails the
 // test; `stdout_path` as in Sandbox::run (e.g. "/dev/full").
 RunResult run_tool(const std::vector<std::string>& args, int timeout_s = 120, const std::string& stdout_path = {});
+
+// Another local user, for what one user can do to another's profiling (issue 28): `nobody`. Tests
+// that need it skip unless they run as root (CI does).
+struct OtherUser {
+  uid_t uid;
+  gid_t gid;
+};
+OtherUser other_user();
+#define SKIP_UNLESS_ROOT() \
+  if (geteuid() != 0) GTEST_SKIP() << "acting as another user needs root"
+// Runs `fn` in a forked child as the other user (no supplementary groups); returns what `fn`
+// returned, or -1 when the child could not become that user or died. `fn` must not use gtest's
+// assertions (they would fail in the child, unseen): it returns 0 for success.
+int as_other_user(const std::function<int()>& fn);
 
 // The tools' text output fits the terminal, 80 columns when stdout is not one (docs/report.md,
 // "Width"). The tests that pin whole lines of prose run with COLUMNS=1000 (set for the whole test

@@ -15,7 +15,9 @@
 #include <cstdlib>
 #include <dirent.h>
 #include <fstream>
+#include <functional>
 #include <regex>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -58,16 +60,24 @@ std::vector<std::string> entries(const std::string& dir) {
   return out;
 }
 
+// The PID namespace of the programs we start: ours (the inode of /proc/self/ns/pid).
+std::string pid_namespace() {
+  struct stat st {};
+  EXPECT_EQ(stat("/proc/self/ns/pid", &st), 0);
+  return std::to_string(st.st_ino);
+}
+
 // The labels of the run's process, as the file writes them.
 std::string process_labels(const std::string& run_dir) {
   const auto m = read_json_file(run_dir + "/manifest.json");
   return "rank=\"3\",job_id=\"4711\",host=\"" + m["host"].get<std::string>() + "\",pid=\"" +
-         std::to_string(m["pid"].get<int>()) + "\",executable=\"prog_ops\"";
+         std::to_string(m["pid"].get<int>()) + "\",pid_namespace=\"" + pid_namespace() + "\",executable=\"prog_ops\"";
 }
 
 std::string file_name(const std::string& run_dir) {
   const auto m = read_json_file(run_dir + "/manifest.json");
-  return "gpumemprof_" + m["host"].get<std::string>() + "_" + std::to_string(m["pid"].get<int>()) + ".prom";
+  return "gpumemprof_" + m["host"].get<std::string>() + "_" + std::to_string(m["pid"].get<int>()) + "_" +
+         pid_namespace() + ".prom";
 }
 
 // The file with its last-update value replaced by T (checked separately: it is the clock).
@@ -242,9 +252,12 @@ TEST(Metrics, AFailedWriteIsSaidOnceAndTheProgramCarriesOn) {
   auto [pid, out, run] = start_ops(box, prom, {"alloc:1M", "print:one", "sleep:1200", "alloc:1M"});
   const std::string expected = expected_file(process_labels(run), 0, MiB, MiB, 1, 0, 0);
   wait_for_text(prom + "/" + file_name(run), expected);
-  // The directory goes away at once (a rename: nothing for the writer to race): ten intervals of
-  // failed writes, the final one included.
+  // The directory goes away: renamed first (the writer keeps writing into it there: it holds the
+  // directory, not its path), then removed, again until no write of ours slipped in between. Ten
+  // intervals of failed writes follow, the final one included, and it is never made again.
   ASSERT_EQ(rename(prom.c_str(), gone.c_str()), 0);
+  for (int i = 0; i < 100 && exists(gone); ++i) std::system(("rm -rf " + gone + " 2>/dev/null").c_str());
+  ASSERT_FALSE(exists(gone));
   RunResult r = wait_for(pid, out, -1, 60);
   close(out);
   EXPECT_EQ(r.exit_code, 0);
@@ -253,7 +266,7 @@ TEST(Metrics, AFailedWriteIsSaidOnceAndTheProgramCarriesOn) {
                                                file_name(run) + ": No such file or directory; trying again every "
                                                "interval\n");
   EXPECT_EQ(read_json_file(run + "/summary.json")["devices"][0]["allocated_bytes"]["peak"], 2 * MiB);
-  EXPECT_EQ(without_clock(slurp(gone + "/" + file_name(run))), expected);
+  EXPECT_FALSE(exists(prom) || exists(gone));
 }
 
 TEST(Metrics, AnUnusableDirectoryIsSaidOnceAndProfilingCarriesOn) {
@@ -297,6 +310,122 @@ TEST(Metrics, RunMetricsDirOption) {
   EXPECT_EQ(read_json_file(run + "/manifest.json")["config"]["metrics_dir"], prom);
   EXPECT_EQ(without_clock(slurp(only_file(prom, run))),
             expected_file(process_labels(run), 1, 110 * MiB, 130 * MiB, 2, 1, 1));
+}
+
+// ---- Another user's files in a shared metrics directory (issue 28) ----
+
+// A metrics directory everyone may write into (mode 1777, root's), as a node_exporter's textfile
+// directory shared by several users' jobs; the sandbox opened for the other user to reach it.
+std::string shared_prom(const Sandbox& box) {
+  const std::string prom = box.dir() + "/prom";
+  EXPECT_EQ(chmod(box.dir().c_str(), 0755), 0);
+  EXPECT_EQ(mkdir(prom.c_str(), 0700), 0);
+  EXPECT_EQ(chmod(prom.c_str(), 01777), 0);
+  return prom;
+}
+
+std::string host_name() {
+  char buf[256] = {};
+  gethostname(buf, sizeof buf - 1);
+  return buf;
+}
+
+uid_t owner_of(const std::string& path) {
+  struct stat st {};
+  EXPECT_EQ(lstat(path.c_str(), &st), 0) << path;
+  return st.st_uid;
+}
+
+// prog_ops waiting before its first allocation (nothing of it written yet), while the other user
+// plants `plant(prom, name)` under the names its process would have used, then finishing:
+// ops `print:ready wait:go alloc:1M`. Returns the run's result.
+RunResult run_with_planted(const Sandbox& box, const std::string& prom,
+                           const std::function<int(const std::string&)>& plant) {
+  const std::string go = box.dir() + "/go";
+  int out = -1;
+  const pid_t pid = box.spawn({Paths::bin("prog_ops"), "print:ready", "wait:" + go, "alloc:1M"},
+                              with(kJob, {{"GPUMEMPROF_METRICS_DIR", prom}}), &out);
+  EXPECT_EQ(read_line(out, 30000), "ready");
+  // The temporary name the file had (gpumemprof_<host>_<pid>.prom.tmp), and the file's own.
+  const std::string before = prom + "/gpumemprof_" + host_name() + "_" + std::to_string(pid);
+  EXPECT_EQ(as_other_user([&] { return plant(before); }), 0);
+  std::ofstream(go) << "";
+  RunResult r = wait_for(pid, out, -1, 20);
+  close(out);
+  return r;
+}
+
+// A FIFO under the name of the file's temporary: before, the collector blocked in open() on it, and
+// so did the program at exit, forever. Now our temporaries have names nobody can guess, are made
+// exclusively, and nothing we open can block us.
+TEST(Metrics, AFifoPlantedByAnotherUserNeverStopsTheProgram) {
+  SKIP_UNLESS_ROOT();
+  Sandbox box;
+  const std::string prom = shared_prom(box);
+  const RunResult r = run_with_planted(box, prom, [](const std::string& before) {
+    return mkfifo((before + ".prom.tmp").c_str(), 0666) == 0 ? 0 : 1;
+  });
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_EQ(r.term_signal, 0);
+  EXPECT_EQ(r.out, "ok\n");
+  const std::string run = box.only_run_dir();
+  const std::string ours = prom + "/" + file_name(run);
+  EXPECT_EQ(without_clock(slurp(ours)), expected_file(process_labels(run), 1, MiB, MiB, 1, 0, 0));
+  EXPECT_EQ(owner_of(ours), 0u);
+  struct stat st {};
+  ASSERT_EQ(lstat((prom + "/" + file_name(run).substr(0, file_name(run).rfind('_')) + ".prom.tmp").c_str(), &st), 0);
+  EXPECT_TRUE(S_ISFIFO(st.st_mode));  // theirs, untouched
+}
+
+// A file of theirs under that name: before, we truncated it, wrote our figures into it and renamed
+// it into place, so the .prom was theirs to change. Now it is left alone and ours is ours.
+TEST(Metrics, AFilePlantedByAnotherUserIsNeitherWrittenNorTaken) {
+  SKIP_UNLESS_ROOT();
+  Sandbox box;
+  const std::string prom = shared_prom(box);
+  const RunResult r = run_with_planted(box, prom, [](const std::string& before) {
+    std::ofstream planted(before + ".prom.tmp");
+    return planted << "theirs" ? 0 : 1;
+  });
+  EXPECT_EQ(r.exit_code, 0);
+  const std::string run = box.only_run_dir();
+  const std::string ours = prom + "/" + file_name(run);
+  EXPECT_EQ(owner_of(ours), 0u);
+  EXPECT_EQ(without_clock(slurp(ours)), expected_file(process_labels(run), 1, MiB, MiB, 1, 0, 0));
+  const std::string planted = prom + "/" + file_name(run).substr(0, file_name(run).rfind('_')) + ".prom.tmp";
+  EXPECT_EQ(slurp(planted), "theirs");
+  EXPECT_EQ(owner_of(planted), other_user().uid);
+}
+
+// Two containers with one host name: each process is pid 1 of its own PID namespace. Before, both
+// wrote gpumemprof_<host>_1.prom, the second over the first; the namespace now tells them apart.
+TEST(Metrics, OnePidInTwoPidNamespacesKeepsTwoFiles) {
+  SKIP_UNLESS_ROOT();
+  Sandbox box;
+  const std::string prom = box.dir() + "/prom";
+  for (const char* size : {"1M", "2M"}) {
+    RunResult r = box.run({"/usr/bin/unshare", "--pid", "--fork", Paths::bin("prog_ops"), std::string("alloc:") + size},
+                          with(kJob, {{"GPUMEMPROF_METRICS_DIR", prom}}));
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+  }
+  const std::vector<std::string> files = entries(prom);
+  ASSERT_EQ(files.size(), 2u);
+  const std::regex name("gpumemprof_" + host_name() + "_1_([0-9]+)\\.prom");
+  std::set<std::string> namespaces;
+  std::set<uint64_t> peaks;
+  for (const std::string& f : files) {
+    std::smatch m;
+    ASSERT_TRUE(std::regex_match(f, m, name)) << f;
+    namespaces.insert(m[1].str());
+    const std::string text = slurp(prom + "/" + f);
+    EXPECT_NE(text.find(",pid=\"1\",pid_namespace=\"" + m[1].str() + "\","), std::string::npos) << text;
+    static const std::regex peak(R"(gpumemprof_allocated_peak_bytes\{[^}]*\} ([0-9]+)\n)");
+    std::smatch p;
+    ASSERT_TRUE(std::regex_search(text, p, peak)) << text;
+    peaks.insert(std::stoull(p[1].str()));
+  }
+  EXPECT_EQ(namespaces.size(), 2u);
+  EXPECT_EQ(peaks, (std::set<uint64_t>{MiB, 2 * MiB}));
 }
 
 // ---- The real thing: Debian's prometheus-node-exporter and promtool ----

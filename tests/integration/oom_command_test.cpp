@@ -260,6 +260,46 @@ TEST(OomCommand, BundlesInAConfiguredOomDirectoryAreFound) {
   EXPECT_EQ(j["bundles"][0]["bundle"]["path"].get<std::string>().rfind(shared + "/oom_dump_", 0), 0u);
 }
 
+// Issue 28: a shared OOM directory (mode 1777) also holds another user's bundle of a process that
+// had the same pid (in another container): it is not the run's. Retention counts only the user's
+// own bundles; the command shows only them too.
+TEST(OomCommand, AnotherUsersBundleOfTheSamePidInASharedDirectoryIsNotTheRuns) {
+  SKIP_UNLESS_ROOT();
+  Sandbox box;
+  const std::string shared = box.dir() + "/shared-oom";
+  ASSERT_EQ(chmod(box.dir().c_str(), 0755), 0);
+  ASSERT_EQ(mkdir(shared.c_str(), 0700), 0);
+  ASSERT_EQ(chmod(shared.c_str(), 01777), 0);
+  const std::string run = profile(box, {"alloc:256M", "expect_fail:2G"}, {{"GPUMEMPROF_OOM_DIR", shared}});
+  const std::vector<std::string> ours = reader::list_oom_bundles(shared);
+  ASSERT_EQ(ours.size(), 1u);
+  // Theirs: the same files under the name of that pid's second bundle, written by them.
+  std::map<std::string, std::string> files;
+  for (const char* name : {"manifest.json", "metadata.json", "events.json", "allocations.json", "environment.json"}) {
+    std::ifstream in(ours[0] + "/" + name);
+    files[name] = std::string(std::istreambuf_iterator<char>(in), {});
+  }
+  const std::string theirs = ours[0].substr(0, ours[0].rfind('_') + 1) + "2";
+  ASSERT_EQ(as_other_user([&] {
+              if (mkdir(theirs.c_str(), 0755) != 0) return 1;
+              for (const auto& [name, text] : files) {
+                std::ofstream out(theirs + "/" + name);
+                if (!(out << text)) return 1;
+              }
+              return 0;
+            }),
+            0);
+  RunResult js = run_tool({"oom", run, "--json"});
+  ASSERT_EQ(js.exit_code, 0) << js.err;
+  auto j = parse(js.out);
+  ASSERT_EQ(j["bundles"].size(), 1u) << js.out;
+  EXPECT_EQ(j["bundles"][0]["bundle"]["path"], ours[0]);
+  // The directory itself, given as such, is everyone's: both are listed.
+  RunResult all = run_tool({"oom", shared, "--json"});
+  ASSERT_EQ(all.exit_code, 0) << all.err;
+  EXPECT_EQ(parse(all.out)["bundles"].size(), 2u);
+}
+
 TEST(OomCommand, RunWithoutOomSaysSo) {
   Sandbox box;
   const std::string run = profile(box, {"alloc:1M"});

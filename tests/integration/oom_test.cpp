@@ -7,6 +7,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <fstream>
+
 #include "harness.h"
 
 namespace gmp::test {
@@ -226,6 +228,30 @@ TEST(Oom, ASymlinkedOomDirectoryIsNeverFollowed) {
   auto s = read_json_file(box.only_run_dir() + "/summary.json");
   EXPECT_EQ(s["oom"]["failures"], 1);
   EXPECT_EQ(s["oom"]["bundles_written"], 0);
+}
+
+// Issue 28: the run directory moved away while the program runs (by its user): the OOM bundle goes
+// to the directory where it is now, and nothing is made again at the old path. Before, the path was
+// walked again and the run directory re-created there for the bundle and the summary.
+TEST(Oom, AMovedRunDirectoryGetsItsBundleAndIsNeverMadeAgain) {
+  Sandbox box;
+  const std::string go = box.dir() + "/go", moved = box.dir() + "/moved";
+  int out = -1;
+  const pid_t pid = box.spawn({Paths::bin("prog_ops"), "alloc:256M", "print:ready", "wait:" + go, "expect_fail:2G"},
+                              with({}), &out);
+  ASSERT_EQ(read_line(out, 30000), "ready");
+  const std::string run = box.only_run_dir();
+  ASSERT_EQ(rename(run.c_str(), moved.c_str()), 0);
+  std::ofstream(go) << "";
+  RunResult r = wait_for(pid, out, -1, 60);
+  close(out);
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_FALSE(exists(run));
+  ASSERT_EQ(bundles_in(moved + "/oom").size(), 1u);
+  EXPECT_EQ(read_json_file(bundles_in(moved + "/oom")[0] + "/metadata.json")["request"]["size"], 2048 * MiB);
+  const auto s = read_json_file(moved + "/summary.json");
+  EXPECT_EQ(s["oom"]["bundles_written"], 1);
+  EXPECT_EQ(s["ended_by"], "exit");
 }
 
 }  // namespace

@@ -1,11 +1,16 @@
 // Output paths another user could redirect (docs/run-directory.md, "Symlinks and ownership"): the
-// program runs on unprofiled, and one line names the component refused. Giving a symlink to
-// another user needs root, which CI has.
+// program runs on unprofiled, and one line names the component refused; and what another user
+// who can write into a directory on the way can do once the run directory exists: nothing to
+// where our files go. Acting as another user needs root, which CI has.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <fstream>
+#include <iterator>
+
 #include "harness.h"
+#include "oom_bundle_reader.h"
 
 namespace gmp::test {
 namespace {
@@ -57,6 +62,77 @@ TEST(OutputPath, AnUnknownTemplateSequenceIsKeptWithOneWarning) {
   EXPECT_EQ(r.err, "gpumemprof: GPUMEMPROF_OUTPUT '" + box.dir() +
                        "/run.%z': not placeholders, kept as written: '%z'; accepted: %e %p %h %r %R %j %t %%\n");
   EXPECT_TRUE(exists(box.dir() + "/run.%z/manifest.json"));
+}
+
+std::string text_of(const std::string& path) {
+  std::ifstream in(path);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+// Issue 28: /tmp/runs made by another user (not world-writable, so accepted before): its owner
+// could swap our run directory for a symlink once it is made, so it is not used.
+TEST(OutputPath, ADirectoryOfAnotherUserOnThePathTurnsProfilingOff) {
+  SKIP_UNLESS_ROOT();
+  Sandbox box;
+  const std::string tmp = box.dir() + "/tmp", runs = tmp + "/runs";
+  ASSERT_EQ(chmod(box.dir().c_str(), 0755), 0);
+  ASSERT_EQ(mkdir(tmp.c_str(), 0700), 0);
+  ASSERT_EQ(chmod(tmp.c_str(), 01777), 0);
+  ASSERT_EQ(as_other_user([&] { return mkdir(runs.c_str(), 0755) == 0 ? 0 : 1; }), 0);
+  RunResult r = box.run({Paths::bin("prog_ops"), "alloc:1M", "free_last"}, {{"GPUMEMPROF_OUTPUT", runs + "/run.%p"}});
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_EQ(r.out, "ok\n");
+  const std::string prefix = "gpumemprof: cannot create run directory '" + runs + "/run.";
+  const std::string suffix = "': '" + runs + "' is a directory owned by uid " + std::to_string(other_user().uid) +
+                             ", neither root nor uid 0; not writing below it; profiling is off for this process\n";
+  ASSERT_EQ(r.err.rfind(prefix, 0), 0u) << r.err;
+  ASSERT_GT(r.err.size(), suffix.size());
+  EXPECT_EQ(r.err.substr(r.err.size() - suffix.size()), suffix) << r.err;
+  EXPECT_EQ(rmdir(runs.c_str()), 0) << "nothing was made in it";
+}
+
+// Issue 28: a directory on the way that another user can write into (root's, group-writable by
+// theirs): once our run directory exists there, they rename it away and put a symlink of theirs
+// in its place, leading to a directory of theirs whose oom/<our bundle> leads to a directory of
+// root's. Our files still go to our directory, where it is now: the episode's update, the
+// summary. Before, both went through the symlinks (root's metadata.json replaced another file).
+TEST(OutputPath, ARunDirectorySwappedForASymlinkByAnotherUserKeepsOurFiles) {
+  SKIP_UNLESS_ROOT();
+  Sandbox box;
+  const std::string shared = box.dir() + "/shared", run = shared + "/run", moved = shared + "/run.real";
+  const std::string fake = shared + "/fake", victim = box.dir() + "/victim", go = box.dir() + "/go";
+  ASSERT_EQ(chmod(box.dir().c_str(), 0755), 0);
+  ASSERT_EQ(mkdir(shared.c_str(), 0775), 0);
+  ASSERT_EQ(chown(shared.c_str(), 0, other_user().gid), 0);
+  ASSERT_EQ(chmod(shared.c_str(), 0775), 0);
+  ASSERT_EQ(mkdir(victim.c_str(), 0700), 0);
+  std::ofstream(victim + "/metadata.json") << "root's own";
+  int out = -1;
+  const pid_t pid = box.spawn({Paths::bin("prog_ops"), "alloc:256M", "expect_fail:2G", "print:ready", "wait:" + go,
+                               "expect_fail:2G"},
+                              {{"GPUMEMPROF_OUTPUT", run}, {"FAKE_CUDA_CAPACITY", "1G"}, {"GPUMEMPROF_STACKS", "0"}},
+                              &out);
+  ASSERT_EQ(read_line(out, 30000), "ready");
+  const std::vector<std::string> bundles = reader::list_oom_bundles(run + "/oom");
+  ASSERT_EQ(bundles.size(), 1u);
+  const std::string bundle = bundles[0].substr(bundles[0].rfind('/') + 1);
+  const int swapped = as_other_user([&] {
+    return rename(run.c_str(), moved.c_str()) == 0 && mkdir(fake.c_str(), 0777) == 0 &&
+                   mkdir((fake + "/oom").c_str(), 0777) == 0 &&
+                   symlink(victim.c_str(), (fake + "/oom/" + bundle).c_str()) == 0 && symlink("fake", run.c_str()) == 0
+               ? 0
+               : 1;
+  });
+  std::ofstream(go) << "";
+  RunResult r = wait_for(pid, out, -1, 60);
+  close(out);
+  ASSERT_EQ(swapped, 0);
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_EQ(r.out, "ok\n");
+  EXPECT_EQ(text_of(victim + "/metadata.json"), "root's own");
+  EXPECT_FALSE(exists(fake + "/summary.json"));
+  EXPECT_EQ(read_json_file(moved + "/summary.json")["ended_by"], "exit");
+  EXPECT_EQ(read_json_file(moved + "/oom/" + bundle + "/metadata.json")["failures"], 2);
 }
 
 }  // namespace

@@ -141,6 +141,7 @@ bool load_driver(LoadMode mode, DriverTable& t, std::string* error, LoadOptions 
   }
   if (!ok) return false;
   assign(t.fakecuda_alloc_untracked, dlsym(handle, "fakecuda_alloc_untracked"));
+  assign(t.fakecuda_raise_in, dlsym(handle, "fakecuda_raise_in"));
   if (options.require_fake_hooks && t.fakecuda_alloc_untracked == nullptr) {
     *error = "dlsym(\"fakecuda_alloc_untracked\") failed: is libcuda.so.1 the fake driver?";
     return false;

@@ -90,6 +90,7 @@ struct DriverTable {
 
   // Test hook of the fake driver (not a "cu" name, never interposed). Null on a real driver.
   CUresult (*fakecuda_alloc_untracked)(unsigned long long* dptr, size_t size) = nullptr;
+  void (*fakecuda_raise_in)(const char* entry_point, int sig) = nullptr;
 
   // How the table was filled, for messages: "cudart-style", "dlsym", "linked", "self-lookup".
   const char* how = "";

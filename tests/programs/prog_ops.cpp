@@ -28,6 +28,15 @@
 //   cancelled_alloc:SIZE  a thread, with a cancellation request already pending (deferred, as
 //                      pthread_cancel leaves it), calls cuMemAlloc_v2(SIZE) then pthread_testcancel();
 //                      prints `cancelled` when the thread ended at that request (the block stays)
+//   wait:PATH          wait until PATH exists (checked every millisecond; a failure after 60 s), so
+//                      that a test can act between two ops
+//   sigterm_exit:N     install a SIGTERM handler that calls exit(N)
+//   raise_in:NAME      the fake driver raises SIGTERM inside the next call of the entry point NAME,
+//                      holding its lock where that call takes it (fakecuda_raise_in; the fake only)
+//   nofile:N           setrlimit(RLIMIT_NOFILE) to N descriptors (soft limit; the hard one is kept)
+//   open_null          open /dev/null (kept open) and print `fd <the descriptor's number>`
+//   exhaust_fds        open /dev/null until open() fails with EMFILE (all kept open); any other
+//                      error is a failure
 //
 // Arguments after `--` are not ops: they are ignored, so that tests can put anything on the
 // command line.
@@ -41,6 +50,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <ftw.h>
+#include <signal.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -62,7 +72,8 @@ namespace {
 
 enum class Op {
   Alloc, AllocAsync, Free, FreeLast, FreeAll, Sync, Sleep, Print, Abort, Exit, ExpectFail, RetryOk,
-  Churn, Fill, Remove, FsizeLimit, Mark, Push, Pop, CancelledAlloc
+  Churn, Fill, Remove, FsizeLimit, Mark, Push, Pop, CancelledAlloc, Wait, SigtermExit, RaiseIn, Nofile, OpenNull,
+  ExhaustFds
 };
 
 enum class Arg { None, Size, Index, Millis, Text, Status };
@@ -84,6 +95,10 @@ constexpr OpSpec kOps[] = {
     {"remove", Op::Remove, Arg::Text},        {"fsize_limit", Op::FsizeLimit, Arg::Size},
     {"mark", Op::Mark, Arg::Text},            {"push", Op::Push, Arg::Text},
     {"pop", Op::Pop, Arg::None},              {"cancelled_alloc", Op::CancelledAlloc, Arg::Size},
+    {"wait", Op::Wait, Arg::Text},
+    {"sigterm_exit", Op::SigtermExit, Arg::Status}, {"raise_in", Op::RaiseIn, Arg::Text},
+    {"nofile", Op::Nofile, Arg::Index},       {"open_null", Op::OpenNull, Arg::None},
+    {"exhaust_fds", Op::ExhaustFds, Arg::None},
 };
 
 struct Step {
@@ -98,7 +113,8 @@ struct Step {
   std::fprintf(stderr,
                "usage: prog_ops OP [OP...]; OP: alloc:SIZE alloc_async:SIZE free:I free_last "
                "free_all sync sleep:MS print:TEXT abort exit:N expect_fail:SIZE retry_ok:SIZE churn:N "
-               "fill:PATH remove:PATH fsize_limit:SIZE mark:NAME push:NAME pop cancelled_alloc:SIZE\n");
+               "fill:PATH remove:PATH fsize_limit:SIZE mark:NAME push:NAME pop cancelled_alloc:SIZE wait:PATH "
+               "sigterm_exit:N raise_in:NAME nofile:N open_null exhaust_fds\n");
   std::exit(2);
 }
 
@@ -174,6 +190,11 @@ void say(const char* fmt, const std::string& s) {
   std::fprintf(stderr, "prog_ops: %s\n", why.c_str());
   std::exit(1);
 }
+
+// The status sigterm_exit's handler exits with.
+volatile sig_atomic_t g_sigterm_status = 0;
+
+void exit_on_sigterm(int) { std::exit(g_sigterm_status); }
 
 struct Runner {
   DriverTable t;
@@ -262,6 +283,31 @@ struct Runner {
     if (setrlimit(RLIMIT_FSIZE, &lim) != 0) fail(s.token + ": " + std::strerror(errno));
   }
 
+  static void wait_for(const Step& s) {
+    for (int ms = 0; access(s.text.c_str(), F_OK) != 0; ++ms) {
+      if (ms == 60000) fail(s.token + ": still missing after 60 s");
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  }
+
+  void raise_in(const Step& s) const {
+    if (t.fakecuda_raise_in == nullptr) fail(s.token + ": the driver has no fakecuda_raise_in (not the fake?)");
+    t.fakecuda_raise_in(s.text.c_str(), SIGTERM);
+  }
+
+  static void nofile(const Step& s) {
+    rlimit lim{};
+    if (getrlimit(RLIMIT_NOFILE, &lim) != 0) fail(s.token + ": " + std::strerror(errno));
+    lim.rlim_cur = static_cast<rlim_t>(s.number);
+    if (setrlimit(RLIMIT_NOFILE, &lim) != 0) fail(s.token + ": " + std::strerror(errno));
+  }
+
+  static void exhaust_fds(const Step& s) {
+    while (open("/dev/null", O_RDONLY) >= 0) {
+    }
+    if (errno != EMFILE) fail(s.token + ": " + std::strerror(errno));
+  }
+
   void run(const Step& s) {
     switch (s.op) {
       case Op::Alloc: alloc(s, false); break;
@@ -343,6 +389,20 @@ struct Runner {
       case Op::Fill: fill(s); break;
       case Op::Remove: remove_tree(s); break;
       case Op::FsizeLimit: fsize_limit(s); break;
+      case Op::Wait: wait_for(s); break;
+      case Op::SigtermExit:
+        g_sigterm_status = static_cast<sig_atomic_t>(s.number);
+        signal(SIGTERM, exit_on_sigterm);
+        break;
+      case Op::RaiseIn: raise_in(s); break;
+      case Op::Nofile: nofile(s); break;
+      case Op::OpenNull: {
+        const int fd = open("/dev/null", O_RDONLY);
+        if (fd < 0) fail(s.token + ": " + std::strerror(errno));
+        say("fd %s\n", std::to_string(fd));
+        break;
+      }
+      case Op::ExhaustFds: exhaust_fds(s); break;
       case Op::RetryOk: {
         CUdeviceptr p = 0;
         CK(t.cuMemAlloc_v2(&p, static_cast<size_t>(s.number)));

@@ -15,6 +15,7 @@
 #include "summary_figures.h"
 #include "trace_format.h"
 #include "trace_reader.h"
+#include "held_dir.h"
 #include "temp_dir.h"
 #include "trace_writer.h"
 
@@ -211,8 +212,9 @@ TEST(SummaryFigures, WithoutAFinalFlushLostEventsAreUnknown) {
 TEST(TraceReaderCorruption, ALongRunOfZeroRecordsIsAnError) {
   TempDir d;
   const std::string path = d.path + "/trace.gmpt";
+  const test::HeldDir held(d.path);
   TraceWriter w;
-  ASSERT_TRUE(w.open(d.path, make_trace_header(42, 1000, 2000), 0));
+  ASSERT_TRUE(w.open(held.dir, make_trace_header(42, 1000, 2000), 0));
   Event e{};
   e.op = Op::Alloc;
   e.kind = Kind::Linear;

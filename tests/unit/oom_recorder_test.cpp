@@ -8,6 +8,7 @@
 #include <fstream>
 
 #include "process_info.h"
+#include "held_dir.h"
 #include "temp_dir.h"
 
 namespace gmp {
@@ -50,7 +51,7 @@ Event driver_alloc(uint64_t t, uint64_t address, uint64_t size, int16_t result =
 
 class Recorder {
  public:
-  explicit Recorder(const std::string& dir) {
+  explicit Recorder(const std::string& dir) : run_dir_(dir) {
     config_.oom_dir = dir + "/oom";
     info_ = current_process_info();
     info_.start_monotonic_ns = kStart;
@@ -58,7 +59,7 @@ class Recorder {
     devices_.entries[0].total_bytes = 80 * kGiB;
     devices_.claim(0);
     recorder_ = std::make_unique<OomRecorder>(config_, info_, devices_);
-    recorder_->set_run_dir(dir);
+    recorder_->set_run_dir(run_dir_.dir);
   }
   std::vector<Event> feed(const Event& e) {
     acc_.apply(e);
@@ -76,6 +77,7 @@ class Recorder {
   const Accounting& accounting() const { return acc_; }
 
  private:
+  test::HeldDir run_dir_;
   Config config_;
   ProcessInfo info_;
   DeviceTable devices_;

@@ -116,25 +116,29 @@ TEST(RunDirectory, NeverReusesAnExistingDirectory) {
   auto b = create_run_directory(root + "/deep/er/run", error);
   auto c = create_run_directory(root + "/deep/er/run", error);
   ASSERT_TRUE(a && b && c) << error;
-  EXPECT_EQ(*a, root + "/deep/er/run");
-  EXPECT_EQ(*b, root + "/deep/er/run.1");
-  EXPECT_EQ(*c, root + "/deep/er/run.2");
-  struct stat st {};
-  ASSERT_EQ(stat(a->c_str(), &st), 0);
+  EXPECT_EQ(a->path, root + "/deep/er/run");
+  EXPECT_EQ(b->path, root + "/deep/er/run.1");
+  EXPECT_EQ(c->path, root + "/deep/er/run.2");
+  struct stat st {}, held {};
+  ASSERT_EQ(stat(a->path.c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 0777, 0700u);
+  ASSERT_EQ(fstat(a->dir.get(), &held), 0);  // the descriptor is of the directory made
+  EXPECT_EQ(held.st_ino, st.st_ino);
   std::system(("rm -rf " + root).c_str());
 }
+
+// Giving a path to another user needs root, which CI has.
+#define SKIP_UNLESS_ROOT() \
+  if (geteuid() != 0) GTEST_SKIP() << "chown to another user needs root"
 
 // A scratch directory, removed at the end of the test.
 class RunDirectoryPath : public ::testing::Test {
  protected:
 
-  // The uid to treat as ours so that `path`, which we created, belongs to another user: as root,
-  // `path` is given to uid 4242; otherwise we pretend to be uid + 1.
+  // Gives `path`, which we created, to uid 4242; returns our uid (root: SKIP_UNLESS_ROOT first).
   static uid_t foreign(const std::string& path) {
-    if (geteuid() != 0) return geteuid() + 1;
     EXPECT_EQ(lchown(path.c_str(), 4242, 4242), 0);
-    return 0;
+    return geteuid();
   }
   static uid_t owner(const std::string& path) {
     struct stat st {};
@@ -151,6 +155,7 @@ class RunDirectoryPath : public ::testing::Test {
 };
 
 TEST_F(RunDirectoryPath, AnotherUsersSymlinkInAParentIsNotFollowed) {
+  SKIP_UNLESS_ROOT();
   ASSERT_EQ(mkdir((root_ + "/target").c_str(), 0700), 0);
   ASSERT_EQ(symlink("target", (root_ + "/link").c_str()), 0);
   const uid_t self = foreign(root_ + "/link");
@@ -169,13 +174,13 @@ TEST_F(RunDirectoryPath, OurOwnSymlinksInParentsAreFollowed) {
   std::string error;
   auto dir = create_run_directory(root_ + "/absolute/sub/run", error, geteuid());
   ASSERT_TRUE(dir) << error;
-  EXPECT_EQ(*dir, root_ + "/absolute/sub/run");
+  EXPECT_EQ(dir->path, root_ + "/absolute/sub/run");
   EXPECT_TRUE(is_dir(root_ + "/target/sub/run"));
 }
 
 // As root, a root-owned symlink is followed whoever we are (/var/run -> /run).
 TEST_F(RunDirectoryPath, RootsSymlinksAreFollowed) {
-  if (geteuid() != 0) GTEST_SKIP() << "only root can own a symlink as root";
+  SKIP_UNLESS_ROOT();
   ASSERT_EQ(mkdir((root_ + "/target").c_str(), 0777), 0);
   ASSERT_EQ(symlink("target", (root_ + "/link").c_str()), 0);
   std::string error;
@@ -183,35 +188,65 @@ TEST_F(RunDirectoryPath, RootsSymlinksAreFollowed) {
   EXPECT_TRUE(is_dir(root_ + "/target/run"));
 }
 
-TEST_F(RunDirectoryPath, AWorldWritableDirectoryOfAnotherUserWithoutStickyBitIsNotWrittenInto) {
+// Root's world-writable directory without the sticky bit, seen by uid 4242: anyone could rename
+// what it creates there.
+TEST_F(RunDirectoryPath, AWorldWritableDirectoryWithoutStickyBitIsNotWrittenIntoUnlessOurs) {
+  SKIP_UNLESS_ROOT();
   const std::string shared = root_ + "/shared";
   ASSERT_EQ(mkdir(shared.c_str(), 0700), 0);
   ASSERT_EQ(chmod(shared.c_str(), 0777), 0);
-  const uid_t self = foreign(shared);
   std::string error;
-  EXPECT_FALSE(create_run_directory(shared + "/run", error, self));
+  EXPECT_FALSE(create_run_directory(shared + "/run", error, 4242));
   EXPECT_EQ(error, "cannot create run directory '" + shared + "/run': '" + shared +
-                       "' is world-writable without the sticky bit and owned by uid " + std::to_string(owner(shared)) +
-                       "; not writing into it");
-  EXPECT_FALSE(create_run_directory(shared + "/missing/run", error, self));  // nor a parent made in it
+                       "' is world-writable without the sticky bit and owned by uid 0; not writing into it");
+  EXPECT_FALSE(create_run_directory(shared + "/missing/run", error, 4242));  // nor a parent made in it
   EXPECT_EQ(error, "cannot create run directory '" + shared + "/missing/run': '" + shared +
-                       "' is world-writable without the sticky bit and owned by uid " + std::to_string(owner(shared)) +
-                       "; not writing into it");
+                       "' is world-writable without the sticky bit and owned by uid 0; not writing into it");
   EXPECT_FALSE(is_dir(shared + "/run") || is_dir(shared + "/missing"));
   // Passing through it to a directory that exists is not writing into it.
   ASSERT_EQ(mkdir((shared + "/mine").c_str(), 0700), 0);
-  EXPECT_TRUE(create_run_directory(shared + "/mine/run", error, self)) << error;
+  EXPECT_TRUE(create_run_directory(shared + "/mine/run", error, 4242)) << error;
+  EXPECT_TRUE(create_run_directory(shared + "/run", error, 0)) << error;  // its owner writes into it
 }
 
-TEST_F(RunDirectoryPath, StickyOrOwnWorldWritableDirectoriesAreWrittenInto) {
+// Issue 28: a directory of another user anywhere on the way, written into or passed through, is
+// refused (as OpenSSH refuses for its keys): its owner could swap what lies below it for a symlink
+// once we checked it. Before, /tmp/runs pre-created by another user (not world-writable) was used.
+TEST_F(RunDirectoryPath, ADirectoryOfAnotherUserOnThePathIsRefused) {
+  SKIP_UNLESS_ROOT();
+  const std::string theirs = root_ + "/theirs";
+  ASSERT_EQ(mkdir(theirs.c_str(), 0755), 0);
+  ASSERT_EQ(mkdir((theirs + "/existing").c_str(), 0755), 0);
+  const uid_t self = foreign(theirs);
+  const std::string refused = "'" + theirs + "' is a directory owned by uid 4242, neither root nor uid " +
+                              std::to_string(self) + "; not writing below it";
+  std::string error;
+  EXPECT_FALSE(create_run_directory(theirs + "/run", error, self));
+  EXPECT_EQ(error, "cannot create run directory '" + theirs + "/run': " + refused);
+  EXPECT_FALSE(create_run_directory(theirs + "/existing/run", error, self));
+  EXPECT_EQ(error, "cannot create run directory '" + theirs + "/existing/run': " + refused);
+  EXPECT_FALSE(create_run_directory(theirs + "/new/run", error, self));
+  EXPECT_EQ(error, "cannot create run directory '" + theirs + "/new/run': " + refused);
+  EXPECT_FALSE(is_dir(theirs + "/run") || is_dir(theirs + "/existing/run") || is_dir(theirs + "/new"));
+  // Its owner may.
+  EXPECT_TRUE(create_run_directory(theirs + "/existing/run", error, 4242)) << error;
+}
+
+TEST_F(RunDirectoryPath, StickyDirectoriesOfRootAndOurWorldWritableOnesAreWrittenInto) {
+  SKIP_UNLESS_ROOT();
   const std::string sticky = root_ + "/tmp-like", own = root_ + "/own";
   ASSERT_EQ(mkdir(sticky.c_str(), 0700), 0);
   ASSERT_EQ(chmod(sticky.c_str(), 01777), 0);
   std::string error;
-  EXPECT_TRUE(create_run_directory(sticky + "/run", error, foreign(sticky))) << error;
+  EXPECT_TRUE(create_run_directory(sticky + "/run", error, 4242)) << error;  // /tmp, as anyone
   ASSERT_EQ(mkdir(own.c_str(), 0700), 0);
   ASSERT_EQ(chmod(own.c_str(), 0777), 0);
-  EXPECT_TRUE(create_run_directory(own + "/run", error, owner(own))) << error;
+  EXPECT_TRUE(create_run_directory(own + "/run", error, geteuid())) << error;
+  // A sticky directory of another user is not: its owner may rename anything in it.
+  const uid_t self = foreign(sticky);
+  EXPECT_FALSE(create_run_directory(sticky + "/run", error, self));
+  EXPECT_EQ(error, "cannot create run directory '" + sticky + "/run': '" + sticky +
+                       "' is a directory owned by uid 4242, neither root nor uid 0; not writing below it");
 }
 
 TEST_F(RunDirectoryPath, ARelativePathStartsAtTheWorkingDirectory) {
@@ -223,37 +258,47 @@ TEST_F(RunDirectoryPath, ARelativePathStartsAtTheWorkingDirectory) {
   auto plain = create_run_directory("plain", error, geteuid());
   ASSERT_EQ(chdir(cwd), 0);
   ASSERT_TRUE(dir && plain) << error;
-  EXPECT_EQ(*dir, "a/run");
-  EXPECT_EQ(*plain, "plain");
+  EXPECT_EQ(dir->path, "a/run");
+  EXPECT_EQ(plain->path, "plain");
   EXPECT_TRUE(is_dir(root_ + "/a/run") && is_dir(root_ + "/plain"));
 }
 
 // The OOM directory (GPUMEMPROF_OOM_DIR) follows the same rules, and is never a symlink itself.
 TEST_F(RunDirectoryPath, TheOomDirectoryFollowsTheSameRules) {
+  SKIP_UNLESS_ROOT();
   ASSERT_EQ(mkdir((root_ + "/target").c_str(), 0700), 0);
   ASSERT_EQ(symlink("target", (root_ + "/link").c_str()), 0);
   std::string error;
-  EXPECT_TRUE(ensure_bundle_dir(root_ + "/link/oom", error, geteuid())) << error;
+  OwnedDir oom;
+  EXPECT_TRUE(open_bundle_dir(root_ + "/link/oom", oom, error, geteuid())) << error;
   EXPECT_TRUE(is_dir(root_ + "/target/oom"));
-  EXPECT_FALSE(ensure_bundle_dir(root_ + "/link", error, geteuid()));
+  OwnedDir link;
+  EXPECT_FALSE(open_bundle_dir(root_ + "/link", link, error, geteuid()));
   EXPECT_EQ(error, "OOM directory " + root_ + "/link is a symlink; not following it");
 
   const uid_t self = foreign(root_ + "/link");
-  EXPECT_FALSE(ensure_bundle_dir(root_ + "/link/oom", error, self));
+  OwnedDir refused;
+  EXPECT_FALSE(open_bundle_dir(root_ + "/link/oom", refused, error, self));
   EXPECT_EQ(error, "cannot open OOM directory " + root_ + "/link/oom: '" + root_ + "/link' is a symlink owned by uid " +
                        std::to_string(owner(root_ + "/link")) + ", neither root nor uid " + std::to_string(self) +
                        "; not following it");
 
+  // Root's world-writable directory: not for uid 4242 without the sticky bit, fine with it.
   const std::string shared = root_ + "/shared";
   ASSERT_EQ(mkdir(shared.c_str(), 0700), 0);
   ASSERT_EQ(chmod(shared.c_str(), 0777), 0);
-  const uid_t not_owner = foreign(shared);
-  EXPECT_FALSE(ensure_bundle_dir(shared, error, not_owner));
+  EXPECT_FALSE(open_bundle_dir(shared, refused, error, 4242));
   EXPECT_EQ(error, "cannot open OOM directory " + shared + ": '" + shared +
-                       "' is world-writable without the sticky bit and owned by uid " + std::to_string(owner(shared)) +
-                       "; not writing into it");
+                       "' is world-writable without the sticky bit and owned by uid 0; not writing into it");
   ASSERT_EQ(chmod(shared.c_str(), 01777), 0);
-  EXPECT_TRUE(ensure_bundle_dir(shared, error, not_owner)) << error;
+  OwnedDir sticky;
+  EXPECT_TRUE(open_bundle_dir(shared, sticky, error, 4242)) << error;
+  // Another user's, even sticky, is not.
+  foreign(shared);
+  OwnedDir theirs;
+  EXPECT_FALSE(open_bundle_dir(shared, theirs, error, 0));
+  EXPECT_EQ(error, "cannot open OOM directory " + shared + ": '" + shared +
+                       "' is a directory owned by uid 4242, neither root nor uid 0; not writing below it");
 }
 
 TEST(RunDirectory, ReportsAnUncreatablePath) {

@@ -12,6 +12,7 @@
 
 #include "accounting.h"
 #include "synthetic_run.h"
+#include "held_dir.h"
 #include "temp_dir.h"
 #include "trace_format.h"
 #include "trace_reader.h"
@@ -212,8 +213,9 @@ struct Written {
 
 // The collector's order: a full segment is cut before the next event is applied.
 Written write_trace(const std::string& dir, const std::vector<Event>& events, uint64_t cap) {
+  const HeldDir held(dir);
   TraceWriter w;
-  EXPECT_TRUE(w.open(dir, make_trace_header(4242, 0, kStartNs), cap));
+  EXPECT_TRUE(w.open(held.dir, make_trace_header(4242, 0, kStartNs), cap));
   Accounting acc;
   for (size_t i = 0; i < events.size(); ++i) {
     if (w.segment_full()) w.start_segment(acc.save_checkpoint());
@@ -340,8 +342,9 @@ TEST(TraceSegments, ALiveTableTooLargeForTheCapStopsTracingWithOneReason) {
   TempDir dir;
   std::vector<Event> events;
   for (uint64_t i = 0; i < 40'000; ++i) events.push_back(linear_alloc_event(kStartNs + i, 1, 0x1000 + i * 512, 512, 0, 0));
+  const HeldDir held(dir.path);
   TraceWriter w;
-  ASSERT_TRUE(w.open(dir.path, make_trace_header(1, 0, kStartNs), 1 << 20));
+  ASSERT_TRUE(w.open(held.dir, make_trace_header(1, 0, kStartNs), 1 << 20));
   Accounting acc;
   for (const Event& e : events) {
     if (w.segment_full()) w.start_segment(acc.save_checkpoint());

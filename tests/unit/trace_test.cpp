@@ -10,6 +10,7 @@
 #include "accounting.h"
 #include "run_directory_reader.h"
 #include "trace_reader.h"
+#include "held_dir.h"
 #include "temp_dir.h"
 #include "trace_writer.h"
 
@@ -20,8 +21,9 @@ using test::TempDir;
 
 std::string write_trace(const std::string& dir, int events) {
   const std::string path = dir + "/trace.gmpt";
+  const test::HeldDir held(dir);
   TraceWriter w;
-  EXPECT_TRUE(w.open(dir, make_trace_header(42, 1000, 2000), 0));
+  EXPECT_TRUE(w.open(held.dir, make_trace_header(42, 1000, 2000), 0));
   for (int i = 0; i < events; ++i) {
     Event e{};
     e.op = Op::Alloc;
@@ -70,8 +72,9 @@ TEST(Trace, ATruncatedTailKeepsEveryWholeRecord) {
 TEST(Trace, RecordsOfAnUnknownKindAreSkippedAndCounted) {
   TempDir d;
   const std::string path = d.path + "/trace.gmpt";
+  const test::HeldDir held(d.path);
   TraceWriter w;
-  ASSERT_TRUE(w.open(d.path, make_trace_header(42, 1000, 2000), 0));
+  ASSERT_TRUE(w.open(held.dir, make_trace_header(42, 1000, 2000), 0));
   for (uint8_t kind : {1, 8, 200, 6, 255}) {
     Event e{};
     e.op = Op::Alloc;

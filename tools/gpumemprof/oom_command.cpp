@@ -7,6 +7,7 @@
 
 #include <cstdio>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -58,6 +59,13 @@ bool is_empty_dir(const std::string& p) {
   return empty;
 }
 
+// The uid owning `p`, when it can be examined.
+std::optional<uid_t> owner_of(const std::string& p) {
+  struct stat st {};
+  if (stat(p.c_str(), &st) != 0) return std::nullopt;
+  return st.st_uid;
+}
+
 std::string trim_slashes(std::string p) {
   while (p.size() > 1 && p.back() == '/') p.pop_back();
   return p;
@@ -81,10 +89,13 @@ struct Result {
   std::vector<std::string> notes;
 };
 
-// `pid` 0: keep every bundle; else only that process's.
-void read_bundles(const std::vector<std::string>& paths, uint64_t pid, Result& out) {
+// Which bundles are the run's: `pid` 0 and no `owner` keep every bundle; else only those of that
+// process, written by that user (the run directory's owner: a shared GPUMEMPROF_OOM_DIR also holds
+// other users' bundles, of processes that may have had the same pid in another container).
+void read_bundles(const std::vector<std::string>& paths, uint64_t pid, std::optional<uid_t> owner, Result& out) {
   std::vector<reader::OomBundle> bundles;
   for (const auto& p : paths) {
+    if (owner && owner_of(p) != owner) continue;  // another user's bundle in a shared directory
     std::string error;
     auto b = reader::read_oom_bundle(p, error);
     if (!b) {
@@ -273,7 +284,7 @@ int oom_main(int argc, char** argv) {
       }
       r.run = std::move(o);
     }
-    read_bundles(bundles, r.run ? r.run->pid : 0, r);
+    read_bundles(bundles, r.run ? r.run->pid : 0, owner_of(path), r);
     if (!name_holder_sites(path, r.explained, error)) return fail(error);
     if (r.run && r.run->bundles_written > r.explained.size() + r.errors.size() && !r.explained.empty()) {
       r.notes.push_back(
@@ -283,7 +294,7 @@ int oom_main(int argc, char** argv) {
     }
   } else if (!reader::list_oom_bundles(path).empty()) {
     r.source = Source::BundleDirectory;
-    read_bundles(reader::list_oom_bundles(path), 0, r);
+    read_bundles(reader::list_oom_bundles(path), 0, std::nullopt, r);
   } else if (is_empty_dir(path)) {
     return fail(path + " is an empty directory; " + kExpected);
   } else {
