@@ -423,6 +423,35 @@ TEST(HostileInput, AFailedWriteToStdoutIsStatus2WithOneLine) {
   }
 }
 
+// Names from outside reach a terminal (docs/report.md, "Names from outside"): escape sequences in an
+// executable's path, a range's and a mark's name are shown as '?' in text, and kept in JSON.
+TEST(HostileInput, ControlSequencesInNamesAreShownAsQuestionMarks) {
+  Sandbox box;
+  const std::string exe = box.dir() + "/prog\x1b[2J";
+  fs::copy_file(Paths::bin("prog_ops"), exe);
+  const std::string range = "\x1b]0;owned\x07range", mark = "\x1b[31mred\xc2\x9b";
+  RunResult r = box.run({exe, "push:" + range, "alloc:1M", "pop", "mark:" + mark, "free_last"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string dir = box.only_run_dir();
+  r = run_tool({"report", dir});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  for (const char c : {'\x1b', '\x07'}) EXPECT_EQ(r.out.find(c), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("\xc2\x9b"), std::string::npos) << r.out;
+  for (const char* shown : {"?]0;owned?range", "?[31mred?"}) {
+    EXPECT_NE(r.out.find(shown), std::string::npos) << shown << " in " << r.out;
+  }
+  EXPECT_NE(r.out.find(box.dir() + "/prog?[2J (pid "), std::string::npos) << r.out;
+  // gpumemprof run's summary on stderr, by the same rule.
+  r = box.run(run_args(box.dir() + "/runs", {exe, "alloc:1M"}), tool_env());
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err.find('\x1b'), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find(box.dir() + "/prog?[2J (pid "), std::string::npos) << r.err;
+  // JSON is data: the names as recorded.
+  const auto doc = nlohmann::json::parse(run_tool({"report", dir, "--json"}).out);
+  EXPECT_EQ(doc["analysis"]["ranges"][0]["name"], range);
+  EXPECT_EQ(doc["analysis"]["marks"][0]["name"], mark);
+}
+
 // Bundles that cannot be read are skipped, the others explained, and the skipped ones summed up in
 // one line: how many, and why the first was.
 TEST(HostileInput, BrokenBundlesAreCountedInOneLine) {

@@ -10,6 +10,7 @@
 #include "bytes_text.h"
 #include "command_args.h"
 #include "commands.h"
+#include "output_streams.h"
 #include "format.h"
 #include "html_report.h"
 #include "job_view.h"
@@ -35,6 +36,7 @@ int usage_error(const std::string& what) {
 // one-line `error`.
 int write_output(const std::string& path, const std::string& text, std::string& error) {
   if (path == "-") {
+    stdout_carries_data();
     std::fwrite(text.data(), 1, text.size(), stdout);
     return 0;
   }

@@ -9,6 +9,7 @@
 #include "format.h"
 #include "job_view.h"
 #include "json_text.h"
+#include "output_streams.h"
 
 namespace gmp::tool {
 namespace {
@@ -206,8 +207,12 @@ std::vector<std::string> failed_first_lines(const JobAnalysis& job) {
 int report_job(const std::string& root, bool json) {
   auto job = open_job("report", root);
   if (!job) return 2;
-  if (json) std::printf("%s\n", json_text(analysis::job_json(*job), 2).c_str());
-  else print_text(*job);
+  if (json) {
+    stdout_carries_data();
+    std::printf("%s\n", json_text(analysis::job_json(*job), 2).c_str());
+  } else {
+    print_text(*job);
+  }
   return 0;
 }
 
