@@ -4,6 +4,7 @@
 // on stderr. It never crashes and never hangs: every run here is killed, and fails, after 20 s.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -420,6 +421,31 @@ TEST(HostileInput, AFailedWriteToStdoutIsStatus2WithOneLine) {
     EXPECT_EQ(r.exit_code, 2) << r.err;
     const std::string prefix = args[0] == "--version" ? "gpumemprof: " : "gpumemprof " + args[0] + ": ";
     EXPECT_EQ(r.err, prefix + "cannot write to stdout: No space left on device\n");
+  }
+}
+
+// An output file that cannot be written is a failure with one line, never "wrote". A device such as
+// /dev/full (here a node of the same device in the sandbox) is written in place: html used to write
+// a temporary file and rename it over the device, which succeeded and replaced the device.
+TEST(HostileInput, AFailedWriteToAnOutputFileIsStatus1WithOneLine) {
+  if (geteuid() != 0) GTEST_SKIP() << "mknod needs root";
+  Sandbox box;
+  const std::string run = base_run(box);
+  const std::string full = box.dir() + "/full";
+  ASSERT_EQ(mknod(full.c_str(), S_IFCHR | 0666, makedev(1, 7)), 0);
+  const std::vector<std::pair<Args, std::string>> rows = {
+      {{"export", run, "--format", "jsonl", "-o", full},
+       "gpumemprof export: writing " + full + " failed: No space left on device\n"},
+      {{"html", run, "-o", full}, "gpumemprof html: cannot write " + full + ": No space left on device\n"},
+  };
+  for (const auto& [args, message] : rows) {
+    SCOPED_TRACE(joined(args));
+    RunResult r = run_tool(args, kToolTimeoutS);
+    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_EQ(r.err, message);
+    struct stat st {};
+    ASSERT_EQ(lstat(full.c_str(), &st), 0);
+    EXPECT_TRUE(S_ISCHR(st.st_mode)) << "the device was replaced";
   }
 }
 
