@@ -264,6 +264,7 @@ size_t LiveFigures::read_recent(uint64_t after_seq, gpumemprof_record_t* out, si
   // Records after the last published count may be half written: read up to it. Older than the
   // ring holds are gone; a slot rewritten while read is skipped (its seq changed).
   const uint64_t last = c.records;
+  if (after_seq >= last) return 0;  // nothing newer; and after_seq + 1 would wrap at UINT64_MAX
   uint64_t seq = std::max(after_seq + 1, last >= kRecords ? last - kRecords + 1 : 1);
   size_t n = 0;
   for (; seq <= last && n < max; ++seq) {

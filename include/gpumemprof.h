@@ -156,14 +156,16 @@ static inline void gpumemprof_reset_peaks(void) {
 }
 
 /* Waits until the figures include every event recorded before the call (and the last reset), at
- * most `timeout_ms`: 1 when they do, 0 after the timeout, -1 when the profiler is not recording. */
+ * most `timeout_ms` (UINT64_MAX: no limit): 1 when they do, 0 after the timeout, -1 when the
+ * profiler is not recording. */
 static inline int gpumemprof_sync(uint64_t timeout_ms) {
   int (*fn)(uint64_t) = (int (*)(uint64_t))gpumemprof_lookup_("gpumemprof_sync");
   return fn ? fn(timeout_ms) : -1;
 }
 
-/* Copies up to `max` records with a seq above `after_seq`, oldest first; returns how many. The
- * profiler keeps the latest 16384; a reader that falls further behind sees a gap in seq. */
+/* Copies up to `max` records with a seq above `after_seq`, oldest first; returns how many (0 when
+ * `after_seq` is the last seq or above). The profiler keeps the latest 16384; a reader that falls
+ * further behind sees a gap in seq. */
 static inline size_t gpumemprof_recent(uint64_t after_seq, gpumemprof_record_t* out, size_t max) {
   size_t (*fn)(uint64_t, gpumemprof_record_t*, size_t) =
       (size_t (*)(uint64_t, gpumemprof_record_t*, size_t))gpumemprof_lookup_("gpumemprof_recent");

@@ -71,6 +71,13 @@ def test_profiled_calls_are_ranges_in_the_report(tmp_path):
                     ("profile.<locals>.<lambda>", "1", "4.00 MiB", "4.00 MiB")]
 
 
+def test_query_api_limits(tmp_path):
+    out, _ = run("query_limits", tmp_path)
+    assert out["synced"] == [1] * 20  # UINT64_MAX waits as long as it takes, never "already past"
+    assert out["after_max"] == 0  # nothing comes after the highest seq (it used to wrap to the oldest)
+    assert out["after_zero"] == 40
+
+
 def test_tracker_events_callbacks_and_exports(tmp_path):
     out, err = run("tracker", tmp_path, GPUMEMPROF_WARN_PERCENT="50", GPUMEMPROF_CRITICAL_PERCENT="75")
     assert "memory_warning_percent" not in err  # the same value as the profiler's: nothing to say

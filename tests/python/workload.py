@@ -192,7 +192,21 @@ def torch_level():
                           torch_requested_current=stats["requested_bytes.all.current"])))
 
 
+def query_limits():
+    """The query API at the edges of its arguments: no timeout (UINT64_MAX) and nothing after the last seq."""
+    init()
+    lib = gpumemprof._native._lib
+    synced = []
+    for _ in range(20):  # each time with a reset and events the collector has yet to handle
+        free(alloc(MiB))
+        lib.gpumemprof_reset_peaks()
+        synced.append(lib.gpumemprof_sync(2**64 - 1))
+    buf = (gpumemprof._native.Record * 64)()
+    print(json.dumps(dict(synced=synced, after_max=lib.gpumemprof_recent(2**64 - 1, buf, 64),
+                          after_zero=lib.gpumemprof_recent(0, buf, 64))))
+
+
 if __name__ == "__main__":
     {"profile": profile, "tracker": tracker, "watchdog": watchdog, "no_profiler": no_profiler,
-     "torch_level": torch_level}[sys.argv[1]]()
+     "torch_level": torch_level, "query_limits": query_limits}[sys.argv[1]]()
     sys.stdout.flush()
