@@ -1,6 +1,8 @@
 // `gpumemprof check` and the limits of `gpumemprof run` (docs/check.md): the CI gate's lines and
 // exit statuses on runs the fake driver leaves behind.
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -149,6 +151,37 @@ TEST(Check, UnreadableOrTruncatedInputIsStatus2) {
       "rebuilt from the trace, which lacks the events recorded after its last write\n"
       "gpumemprof check: rank 0: live at exit 8.00 MiB, over --max-leak 4.00 MiB (1 allocation, all devices "
       "together)\n");
+}
+
+// A run still writing, whose oldest segments GPUMEMPROF_TRACE_MAX deleted (no summary.json yet, no
+// trace.gmpt): checked on the kept window, whatever the writer deletes meanwhile; and the words
+// name the segments kept, not a trace.gmpt that is not there.
+TEST(Check, ALiveRunWhoseOldestSegmentsWentIsCheckedOnTheKeptWindow) {
+  Sandbox box;
+  const std::string dir = box.dir() + "/live";
+  int out = -1;
+  const pid_t pid = box.spawn({Paths::bin("prog_ops"), "alloc:5M", "churn:1000000000"},
+                              {{"GPUMEMPROF_OUTPUT", dir}, {"GPUMEMPROF_TRACE_MAX", "1MiB"}, {"GPUMEMPROF_STACKS", "0"}},
+                              &out);
+  // Segment 0 (trace.gmpt) deleted: the writer keeps rotating from here on.
+  for (int waited = 0; waited < 3000 && (!exists(dir + "/manifest.json") || exists(dir + "/trace.gmpt")); ++waited) {
+    usleep(10'000);
+  }
+  ASSERT_TRUE(exists(dir + "/manifest.json") && !exists(dir + "/trace.gmpt"));
+  for (int i = 0; i < 40; ++i) {
+    RunResult r = check({dir, "--max-peak", "1GiB"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.out.find("gpumemprof check: passed on " + dir + " (1 process, 1 per-process device)"),
+              std::string::npos)
+        << r.out;
+  }
+  kill(pid, SIGKILL);
+  wait_for(pid, out, -1, 30);
+  close(out);
+  RunResult r = run_tool({"report", dir});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out.find("trace.gmpt"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(" events in trace.0"), std::string::npos) << r.out;
 }
 
 TEST(Check, BadOptionsAreRefusedBeforeAnythingIsRead) {
