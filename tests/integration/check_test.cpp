@@ -153,6 +153,74 @@ TEST(Check, UnreadableOrTruncatedInputIsStatus2) {
       "together)\n");
 }
 
+// summary.json with the text `raw` in place of the figure at `pointer` (a JSON pointer).
+void set_raw_figure(const std::string& summary, const std::string& pointer, const std::string& raw) {
+  nlohmann::json j = read_json_file(summary);
+  const std::string marker = "\"<raw figure>\"";
+  j[nlohmann::json::json_pointer(pointer)] = "<raw figure>";
+  std::string text = j.dump();
+  text.replace(text.find(marker), marker.size(), raw);
+  std::ofstream(summary) << text;
+}
+
+// A figure a limit reads that is not a count is unreadable input (status 2), never read as 0: a
+// peak of 4.5e9 would otherwise pass --max-peak 1GiB as "highest peak allocated 0 B".
+TEST(Check, AFigureThatIsNoCountIsUnreadable) {
+  Sandbox box;
+  const std::string root = two_rank_job(box);
+  const std::string summary = root + "/rank1/summary.json";
+  const std::string pristine = read_json_file(summary).dump();
+  const std::vector<std::pair<std::string, std::string>> figures = {
+      {"/devices/0/allocated_bytes/peak", "allocated_bytes.peak"},
+      {"/devices/0/reserved_bytes/peak", "reserved_bytes.peak"},
+      {"/devices/0/by_kind/graph/reserved/peak", "by_kind.graph.reserved.peak"},
+  };
+  const std::vector<std::pair<std::string, std::string>> values = {
+      {"4.5e9", "4500000000.0"}, {"-5", "-5"}, {"\"x\"", "\"x\""}, {"null", "null"},
+      {"18446744073709551616", "1.8446744073709552e+19"}};
+  for (const auto& [pointer, name] : figures) {
+    for (const auto& [raw, shown] : values) {
+      SCOPED_TRACE(pointer + " = " + raw);
+      std::ofstream(summary) << pristine;
+      set_raw_figure(summary, pointer, raw);
+      RunResult r = check({root, "--max-peak", "1GiB"});
+      EXPECT_EQ(r.exit_code, 2);
+      EXPECT_EQ(r.out, "");
+      EXPECT_EQ(r.err, "gpumemprof check: " + summary + ": devices[0]." + name + " is " + shown + ", not a count\n");
+    }
+  }
+  // The whole process's figures, and keys every summary.json has: missing is unreadable too.
+  std::ofstream(summary) << pristine;
+  set_raw_figure(summary, "/live_at_exit/bytes", "1e3");
+  RunResult r = check({root, "--no-oom"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err, "gpumemprof check: " + summary + ": live_at_exit.bytes is 1000.0, not a count\n");
+  nlohmann::json j = nlohmann::json::parse(pristine);
+  j["oom"].erase("failures");
+  std::ofstream(summary) << j.dump();
+  r = check({root, "--max-leak", "1G"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err, "gpumemprof check: " + summary + ": oom.failures is missing\n");
+
+  // What older runs lack may be absent: CUDA graph figures, the framework's, the failures list.
+  j = nlohmann::json::parse(pristine);
+  j["devices"][0]["by_kind"].erase("graph");
+  j.erase("failed_allocations");
+  j.erase("graphs");
+  std::ofstream(summary) << j.dump();
+  r = check({root, "--max-peak", "1GiB", "--max-graph-memory", "1GiB"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out.rfind("gpumemprof check: passed on " + root + " (2 processes, 2 per-process devices)", 0), 0u)
+      << r.out;
+  // ... but present, they must be valid: a private pool's peak too.
+  j["devices"][0]["framework"] = {{"ooms", 0}, {"private_pools", {{{"pool", "0,1"}, {"reserved", {{"peak", -1}}}}}}};
+  std::ofstream(summary) << j.dump();
+  r = check({root, "--max-graph-memory", "1GiB"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err, "gpumemprof check: " + summary +
+                       ": devices[0].framework.private_pools[0].reserved.peak is -1, not a count\n");
+}
+
 // A run still writing, whose oldest segments GPUMEMPROF_TRACE_MAX deleted (no summary.json yet, no
 // trace.gmpt): checked on the kept window, whatever the writer deletes meanwhile; and the words
 // name the segments kept, not a trace.gmpt that is not there.
