@@ -1,7 +1,9 @@
 // `gpumemprof check` and the limits of `gpumemprof run` (docs/check.md): the CI gate's lines and
 // exit statuses on runs the fake driver leaves behind.
 #include <gtest/gtest.h>
+#include <pwd.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -219,6 +221,68 @@ TEST(Check, AFigureThatIsNoCountIsUnreadable) {
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_EQ(r.err, "gpumemprof check: " + summary +
                        ": devices[0].framework.private_pools[0].reserved.peak is -1, not a count\n");
+}
+
+// A job whose rank directories are named as `gpumemprof run` names them, owned by `owner`.
+std::string four_rank_job(const Sandbox& box, uid_t owner) {
+  const std::string root = box.dir() + "/job4";
+  fs::create_directory(root);
+  for (int rank = 0; rank < 4; ++rank) {
+    profile(box, root + "/rank" + std::to_string(rank) + ".prog_ops." + std::to_string(100 + rank),
+            {"alloc:" + std::to_string(rank + 1) + "M"}, rank);
+  }
+  for (const auto& e : fs::recursive_directory_iterator(root)) EXPECT_EQ(lchown(e.path().c_str(), owner, owner), 0);
+  EXPECT_EQ(lchown(root.c_str(), owner, owner), 0);
+  EXPECT_EQ(chmod(box.dir().c_str(), 0755), 0);
+  return root;
+}
+
+// One rank that cannot be read makes the whole job unreadable (docs/check.md): a gate that skipped
+// it would pass a four-rank job as two processes. Seen as a second user (nobody): a rank directory
+// of mode 000 and another user's; seen by anyone, a symlink loop where a rank should be.
+TEST(Check, ARankThatCannotBeReadMakesTheJobUnreadable) {
+  if (geteuid() != 0) GTEST_SKIP() << "reading as another user needs root";
+  const passwd* nobody = getpwnam("nobody");
+  if (nobody == nullptr) GTEST_SKIP() << "no user nobody";
+  const uid_t user = nobody->pw_uid;
+  Sandbox box;
+  const std::string root = four_rank_job(box, user);
+  ASSERT_EQ(chmod((root + "/rank2.prog_ops.102").c_str(), 0), 0);
+  for (const auto& e : fs::recursive_directory_iterator(root + "/rank3.prog_ops.103")) {
+    ASSERT_EQ(lchown(e.path().c_str(), 0, 0), 0);
+  }
+  ASSERT_EQ(lchown((root + "/rank3.prog_ops.103").c_str(), 0, 0), 0);
+  const std::string unreadable = "gpumemprof check: cannot read directory " + root +
+                                 "/rank2.prog_ops.102: Permission denied\n"
+                                 "gpumemprof check: cannot read directory " + root +
+                                 "/rank3.prog_ops.103: Permission denied\n";
+  RunResult r = run_tool_as(user, {"check", root, "--max-peak", "1GiB"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.err, unreadable);
+  // The job view reads what it can and names the ranks it could not.
+  r = run_tool_as(user, {"report", root});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("not read (2):\n  rank 2: cannot read directory " + root +
+                       "/rank2.prog_ops.102: Permission denied\n  rank 3: cannot read directory " + root +
+                       "/rank3.prog_ops.103: Permission denied\n"),
+            std::string::npos)
+      << r.out;
+  r = run_tool_as(user, {"check", root + "/rank3.prog_ops.103", "--no-oom"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err, "gpumemprof check: cannot read directory " + root + "/rank3.prog_ops.103: Permission denied\n");
+
+  // A symlink loop: root reads everything else, and still cannot tell what the loop is.
+  ASSERT_EQ(symlink("rank4.prog_ops.104", (root + "/rank4.prog_ops.104").c_str()), 0);
+  r = check({root, "--max-peak", "1GiB"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err, "gpumemprof check: cannot examine " + root +
+                       "/rank4.prog_ops.104: Too many levels of symbolic links\n");
+  ASSERT_EQ(unlink((root + "/rank4.prog_ops.104").c_str()), 0);
+  r = check({root, "--max-peak", "1GiB"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out.rfind("gpumemprof check: passed on " + root + " (4 processes, 4 per-process devices)", 0), 0u)
+      << r.out;
 }
 
 // A run still writing, whose oldest segments GPUMEMPROF_TRACE_MAX deleted (no summary.json yet, no

@@ -104,7 +104,7 @@ void print_text(const JobAnalysis& job) {
   if (job.opened < job.members.size()) {
     std::printf("not read (%llu):\n", (ull)(job.members.size() - job.opened));
     for (const reader::JobMember& m : job.members) {
-      if (!m.run) std::printf("  %s\n", m.error.c_str());
+      if (!m.run) std::printf("  %s: %s\n", analysis::member_label(m).c_str(), m.error.c_str());
     }
   }
 }
