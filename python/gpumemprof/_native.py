@@ -30,8 +30,14 @@ class DeviceStats(ctypes.Structure):
                "tensor_alloc_count", "tensor_free_count", "window_allocated_peak", "window_reserved_peak",
                "window_tensor_allocated_peak", "window_framework_reserved_peak", "window_bytes_allocated",
                "window_bytes_freed", "window_tensor_bytes_allocated", "window_tensor_bytes_freed",
-               "window_alloc_count", "window_free_count", "window_tensor_alloc_count", "window_tensor_free_count")
+               "window_alloc_count", "window_free_count", "window_tensor_alloc_count", "window_tensor_free_count",
+               "reset_allocated", "reset_reserved", "reset_tensor_allocated", "reset_framework_reserved",
+               "closed_allocated_peak", "closed_reserved_peak", "closed_tensor_allocated_peak",
+               "closed_framework_reserved_peak", "closed_bytes_allocated", "closed_bytes_freed",
+               "closed_tensor_bytes_allocated", "closed_tensor_bytes_freed", "closed_alloc_count", "closed_free_count",
+               "closed_tensor_alloc_count", "closed_tensor_free_count")
     )
+
 
 
 class Counts(ctypes.Structure):

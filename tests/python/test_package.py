@@ -78,6 +78,13 @@ def test_query_api_limits(tmp_path):
     assert out["after_zero"] == 40
 
 
+def test_windows_of_concurrent_threads_hold_their_own_allocations(tmp_path):
+    out, _ = run("threads", tmp_path)
+    assert out["results"] == 200
+    # Every one of a thread's 100 results counts its own allocation, freeing and peak.
+    assert out["short"] == {"a": 0, "b": 0}
+
+
 def test_tracker_events_callbacks_and_exports(tmp_path):
     out, err = run("tracker", tmp_path, GPUMEMPROF_WARN_PERCENT="50", GPUMEMPROF_CRITICAL_PERCENT="75")
     assert "memory_warning_percent" not in err  # the same value as the profiler's: nothing to say

@@ -21,14 +21,21 @@ def _call(name, *args):
         raise RuntimeError(f"{name} returned {r}")
 
 
+_ctx = ctypes.c_void_p()
+
+
 def init():
     global _cuda
     _cuda = ctypes.CDLL("libcuda.so.1")
     _call("cuInit", 0)
     _call("cuDeviceGet", ctypes.byref(_device), 0)
-    ctx = ctypes.c_void_p()
-    _call("cuDevicePrimaryCtxRetain", ctypes.byref(ctx), _device)
-    _call("cuCtxSetCurrent", ctx)
+    _call("cuDevicePrimaryCtxRetain", ctypes.byref(_ctx), _device)
+    _call("cuCtxSetCurrent", _ctx)
+
+
+def use_context():
+    """The primary context current in this thread too (init() made it current in its own)."""
+    _call("cuCtxSetCurrent", _ctx)
 
 
 def alloc(n):
@@ -206,7 +213,29 @@ def query_limits():
                           after_zero=lib.gpumemprof_recent(0, buf, 64))))
 
 
+def threads():
+    """Two threads profile their own steps at once: each window holds its own thread's allocation."""
+    import threading
+    init()
+    profiler = gpumemprof.GPUMemoryProfiler(device=0)
+    sizes = {"a": 3 * MiB, "b": 5 * MiB}
+    short = {}
+
+    def worker(name):
+        use_context()
+        n = sizes[name]
+        results = [profiler.profile_function(lambda: free(alloc(n))) for _ in range(100)]
+        short[name] = sum(1 for r in results if min(r.memory_allocated, r.memory_freed, r.peak_memory_usage()) < n)
+
+    ts = [threading.Thread(target=worker, args=(name,)) for name in sizes]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    print(json.dumps(dict(short=short, results=len(profiler.results))))
+
+
 if __name__ == "__main__":
     {"profile": profile, "tracker": tracker, "watchdog": watchdog, "no_profiler": no_profiler,
-     "torch_level": torch_level, "query_limits": query_limits}[sys.argv[1]]()
+     "torch_level": torch_level, "query_limits": query_limits, "threads": threads}[sys.argv[1]]()
     sys.stdout.flush()
