@@ -5,6 +5,7 @@ says once, on stderr, that nothing is recorded.
 """
 
 import ctypes
+import os
 import sys
 import threading
 import time
@@ -37,7 +38,6 @@ class DeviceStats(ctypes.Structure):
                "closed_tensor_bytes_allocated", "closed_tensor_bytes_freed", "closed_alloc_count", "closed_free_count",
                "closed_tensor_alloc_count", "closed_tensor_free_count")
     )
-
 
 
 class Counts(ctypes.Structure):
@@ -83,6 +83,14 @@ def _load():
 _lib = _load()
 _warned = False
 _warn_lock = threading.Lock()
+
+
+def _after_fork_in_child():
+    global _warn_lock  # a thread that held it at the fork is not in the child
+    _warn_lock = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
 
 # CLOCK_MONOTONIC (the records' clock, and time.monotonic's on Linux) to the seed's time.time().
 _WALL_OFFSET = time.time() - time.monotonic()

@@ -5,6 +5,7 @@ and after the one before. Each open and close is such a cut, folded into every w
 a window's peak is the highest of its parts and its bytes their sum, so it holds every event between
 its own two cuts, whichever thread made it, at any nesting."""
 
+import os
 import threading
 
 from . import _native
@@ -19,6 +20,15 @@ _CLOSED = {f: "closed_" + f[len("window_"):] for f in _FIELDS_MAX + _FIELDS_SUM}
 
 _lock = threading.Lock()
 _open = []
+
+
+def _after_fork_in_child():
+    # A thread that held the lock at fork does not exist in the child: the lock would never be free.
+    global _lock
+    _lock = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 class Window:
@@ -70,3 +80,9 @@ def close_window(w):
         _open.remove(w)
         return stats
 
+
+def abandon_window(w):
+    """Drops `w` unread: a profiled block that never ended (its generator collected)."""
+    with _lock:
+        if w in _open:
+            _open.remove(w)

@@ -186,11 +186,22 @@ class GPUMemoryProfiler:
 
     @contextlib.contextmanager
     def profile_context(self, name="context"):
-        """Profiles the block; its ProfileResult is self.results[-1]. A range in the trace too."""
-        token = self._begin(name)
+        """Profiles the block; its ProfileResult is self.results[-1]. A range in the trace too. The
+        name is taken as str(name), whether the profiler is loaded or not."""
+        token = self._begin(str(name))
         try:
             yield
-        finally:
+        except GeneratorExit:
+            # The block never ended: its context was collected unexited (at interpreter exit, when
+            # open() and the profiler may be gone already). No result; its window is dropped, and
+            # its range stays open, since this may not be the thread that opened it.
+            if not sys.is_finalizing():
+                _window.abandon_window(token[1])
+            raise
+        except BaseException:
+            self._end(token)
+            raise
+        else:
             self._end(token)
 
     def start_monitoring(self, interval=0.1):

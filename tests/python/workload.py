@@ -235,7 +235,82 @@ def threads():
     print(json.dumps(dict(short=short, results=len(profiler.results))))
 
 
+def fork_child():
+    """A fork while another thread holds the package's locks (the tracker's thread may, at any
+    sampling): the child uses the package all the same."""
+    import threading
+    init()
+    t = gpumemprof.MemoryTracker(device=0, sampling_interval=0.001)
+    t.start_tracking()
+    profiler = gpumemprof.GPUMemoryProfiler(device=0)
+    held, release = threading.Event(), threading.Event()
+
+    def hold():
+        with t._lock, gpumemprof._window._lock:
+            held.set()
+            release.wait()
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    held.wait()
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            t.get_events()
+            t.get_statistics()
+            profiler.profile_function(lambda: free(alloc(MiB)))
+            t.stop_tracking()
+            code = 0 if not t.is_tracking else 3
+        finally:
+            os._exit(code)
+    release.set()
+    holder.join()
+    deadline = time.time() + 10
+    status = None
+    while time.time() < deadline:
+        done, st = os.waitpid(pid, os.WNOHANG)
+        if done:
+            status = os.waitstatus_to_exitcode(st)
+            break
+        time.sleep(0.01)
+    if status is None:
+        os.kill(pid, 9)
+        os.waitpid(pid, 0)
+        status = "hung"
+    t.stop_tracking()
+    print(json.dumps(dict(child=status)))
+
+
+def thresholds():
+    t = gpumemprof.MemoryTracker(device=0)
+    print(json.dumps(t.thresholds))
+
+
+def odd_name():
+    """profile_context's name as the seed package took it: anything, shown as str(name)."""
+    init()
+    profiler = gpumemprof.GPUMemoryProfiler(device=0)
+    with profiler.profile_context(name=123):
+        free(alloc(MiB))
+    print(json.dumps(dict(name=profiler.results[-1].function_name, allocated=profiler.results[-1].memory_allocated)))
+
+
+LEFT_OPEN = None
+
+
+def left_open():
+    """A context entered and never exited: collected at interpreter exit, it says nothing."""
+    global LEFT_OPEN
+    init()
+    profiler = gpumemprof.GPUMemoryProfiler(device=0)
+    LEFT_OPEN = (profiler, profiler.profile_context("never_closed"))
+    LEFT_OPEN[1].__enter__()
+    print(json.dumps(dict(results=len(profiler.results))))
+
+
 if __name__ == "__main__":
     {"profile": profile, "tracker": tracker, "watchdog": watchdog, "no_profiler": no_profiler,
-     "torch_level": torch_level, "query_limits": query_limits, "threads": threads}[sys.argv[1]]()
+     "torch_level": torch_level, "query_limits": query_limits, "threads": threads, "fork_child": fork_child,
+     "thresholds": thresholds, "odd_name": odd_name, "left_open": left_open}[sys.argv[1]]()
     sys.stdout.flush()
