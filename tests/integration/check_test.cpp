@@ -331,11 +331,11 @@ TEST(Check, BadOptionsAreRefusedBeforeAnythingIsRead) {
       {{"/nowhere", "--baseline", "/b"},
        "--baseline without --max-growth; accepted: --baseline DIR --max-growth PERCENT, together"},
       {{"/nowhere", "--max-peek", "1G"},
-       "unknown option '--max-peek'; accepted: --max-peak, --max-reserved, --max-leak, --no-oom, --baseline, "
-       "--max-growth, --help"},
+       "unknown option '--max-peek'; accepted: --max-peak, --max-reserved, --max-leak, --max-graph-memory, --no-oom, "
+       "--baseline, --max-growth, --help"},
       {{"/nowhere"},
-       "nothing to check; give at least one of --max-peak, --max-reserved, --max-leak, --no-oom, or --baseline DIR "
-       "--max-growth PERCENT"},
+       "nothing to check; give at least one of --max-peak, --max-reserved, --max-leak, --max-graph-memory, --no-oom, "
+       "or --baseline DIR --max-growth PERCENT"},
       {{"--no-oom"},
        "no run directory or job root given; usage: gpumemprof check DIR_OR_ROOT LIMITS... (--help says more)"},
       {{"/a", "/b", "--no-oom"}, "one run directory or job root expected, got '/b' too"},
@@ -352,7 +352,8 @@ TEST(Check, BadOptionsAreRefusedBeforeAnythingIsRead) {
 // --help: the whole text, and run's --help lists the same limit options.
 TEST(Check, Help) {
   const std::string usage =
-      R"(usage: gpumemprof check DIR_OR_ROOT [--max-peak SIZE] [--max-reserved SIZE] [--max-leak SIZE] [--no-oom]
+      R"(usage: gpumemprof check DIR_OR_ROOT [--max-peak SIZE] [--max-reserved SIZE] [--max-leak SIZE]
+                        [--max-graph-memory SIZE] [--no-oom]
                         [--baseline DIR --max-growth PERCENT]
   A CI gate: checks memory limits on a run directory, or on every run directory of a job root (one per
   rank or process, as gpumemprof run -o ROOT leaves them). Peaks are the driver level's, per device
@@ -367,6 +368,8 @@ options:
                            or a GPU's usable capacity by name: L4, A100-40GB, ...; docs/device-limit.md)
   --max-reserved SIZE      fail when a device's peak reserved memory is over SIZE
   --max-leak SIZE          fail when a process leaves more than SIZE allocated at exit (0: any leak)
+  --max-graph-memory SIZE  fail when a device's CUDA graph memory (the graph memory pool's peak and
+                           PyTorch's private pools' peaks) is over SIZE
   --no-oom                 fail on any out-of-memory failure, recovered or not, the driver's or PyTorch's
   --baseline DIR           a run directory or a job root to compare with; needs --max-growth
   --max-growth PERCENT     fail when a device's peak allocated memory grew more than PERCENT over the
