@@ -37,6 +37,13 @@ void sleep_ns(uint64_t ns) {
   nanosleep(&ts, nullptr);
 }
 
+// `timeout_ms` from now, saturating: a caller's gpumemprof_sync(UINT64_MAX) means "as long as it
+// takes", which a wrapped sum would turn into a deadline already past.
+uint64_t deadline_after_ms(uint64_t timeout_ms) {
+  const uint64_t now = now_ns();
+  return timeout_ms >= (UINT64_MAX - now) / 1'000'000ull ? UINT64_MAX : now + timeout_ms * 1'000'000ull;
+}
+
 }  // namespace
 
 Collector::Collector(const Config& config, const ProcessInfo& info, Ring& ring, const DeviceTable& devices)
@@ -226,7 +233,7 @@ void Collector::wake() { ring_.wake_consumer(); }
 
 void Collector::wait_processed(uint64_t target, uint64_t timeout_ms) {
   if (finished_.load(std::memory_order_acquire)) return;
-  const uint64_t deadline = now_ns() + (timeout_ms == UINT64_MAX ? config_.oom_wait_ms : timeout_ms) * 1'000'000ull;
+  const uint64_t deadline = deadline_after_ms(timeout_ms == UINT64_MAX ? config_.oom_wait_ms : timeout_ms);
   wake();
   while (processed_.load(std::memory_order_acquire) < target && now_ns() < deadline) sleep_ns(100'000);
 }
@@ -234,7 +241,7 @@ void Collector::wait_processed(uint64_t target, uint64_t timeout_ms) {
 bool Collector::sync(uint64_t timeout_ms) {
   const uint64_t reset = live_.reset_requested();  // before the claims, as in LiveFigures::begin_pass
   const uint64_t target = ring_.claimed();
-  const uint64_t deadline = now_ns() + timeout_ms * 1'000'000ull;
+  const uint64_t deadline = deadline_after_ms(timeout_ms);
   wake();
   while (processed_.load(std::memory_order_acquire) < target || live_.reset_applied() < reset) {
     if (finished_.load(std::memory_order_acquire) || now_ns() >= deadline) return false;
@@ -289,7 +296,7 @@ bool Collector::checkpoint(Ending why, int signal, uint64_t timeout_ms) {
   checkpoint_why_.store(static_cast<int>(why), std::memory_order_relaxed);
   const uint64_t ticket = checkpoint_requested_.fetch_add(1, std::memory_order_acq_rel) + 1;
   wake();  // FUTEX_WAKE is async-signal-safe: a plain syscall
-  const uint64_t deadline = now_ns() + timeout_ms * 1'000'000ull;
+  const uint64_t deadline = deadline_after_ms(timeout_ms);
   while (checkpoint_done_.load(std::memory_order_acquire) < ticket) {
     if (now_ns() > deadline) return false;
     sleep_ns(200'000);
@@ -299,7 +306,7 @@ bool Collector::checkpoint(Ending why, int signal, uint64_t timeout_ms) {
 
 bool Collector::stop(uint64_t timeout_ms) {
   if (finished_.exchange(true)) return true;
-  const uint64_t deadline = now_ns() + timeout_ms * 1'000'000ull;
+  const uint64_t deadline = deadline_after_ms(timeout_ms);
   stop_requested_.store(true, std::memory_order_release);
   wake();
   // The loop exits within one idle sleep, unless something it called is stuck (a file system that

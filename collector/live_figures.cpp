@@ -62,6 +62,7 @@ LiveFigures::Levels LiveFigures::levels(const DeviceStats& d) {
 
 void LiveFigures::restart() {
   windows_.clear();
+  closed_.clear();
   pending_ticks_ = pending_ns_ = applied_ticks_ = 0;
   dirty_ = false;
   last_ns_ = cleanups_ = cleanup_bytes_ = 0;
@@ -165,6 +166,9 @@ void LiveFigures::add_record(const Event& e, const DeviceStats& d, uint64_t type
 }
 
 void LiveFigures::apply_reset(const Accounting& acc) {
+  // The accounting holds every event stamped before the reset and none after: the window ends here.
+  closed_.clear();
+  for (const auto& [ordinal, d] : acc.devices()) closed_[ordinal] = {levels(d), windows_[ordinal]};
   windows_.clear();
   for (const auto& [ordinal, d] : acc.devices()) {
     Window& w = windows_[ordinal];
@@ -194,7 +198,7 @@ void LiveFigures::end_pass(const Pass& pass, const Ring& ring, const Accounting&
   for (const auto& [ordinal, d] : acc.devices()) {
     if (ordinal >= 0 && ordinal < kDevices) {
       c.device_ordinals[c.devices++] = ordinal;
-      const gpumemprof_device_stats_t s = figures(d, windows_[ordinal]);
+      const gpumemprof_device_stats_t s = figures(d, windows_[ordinal], closed_[ordinal]);
       publish(devices_[ordinal].seq, devices_[ordinal].words, &s);
     }
     c.alloc_count += d.alloc_count;
@@ -209,7 +213,7 @@ void LiveFigures::end_pass(const Pass& pass, const Ring& ring, const Accounting&
   reset_applied_.store(applied_ticks_, std::memory_order_release);
 }
 
-gpumemprof_device_stats_t LiveFigures::figures(const DeviceStats& d, const Window& w) const {
+gpumemprof_device_stats_t LiveFigures::figures(const DeviceStats& d, const Window& w, const Closed& closed) const {
   gpumemprof_device_stats_t s{};
   s.device = d.device;
   s.total_bytes = d.total_bytes;
@@ -246,6 +250,23 @@ gpumemprof_device_stats_t LiveFigures::figures(const DeviceStats& d, const Windo
   s.window_free_count = w.frees;
   s.window_tensor_alloc_count = w.tensor_allocs;
   s.window_tensor_free_count = w.tensor_frees;
+  const Window& c = closed.window;
+  s.reset_allocated = closed.at_reset.allocated;
+  s.reset_reserved = closed.at_reset.reserved;
+  s.reset_tensor_allocated = closed.at_reset.tensors;
+  s.reset_framework_reserved = closed.at_reset.framework_reserved;
+  s.closed_allocated_peak = c.allocated_peak;
+  s.closed_reserved_peak = c.reserved_peak;
+  s.closed_tensor_allocated_peak = c.tensor_peak;
+  s.closed_framework_reserved_peak = c.framework_reserved_peak;
+  s.closed_bytes_allocated = c.bytes_allocated;
+  s.closed_bytes_freed = c.bytes_freed;
+  s.closed_tensor_bytes_allocated = c.tensor_bytes_allocated;
+  s.closed_tensor_bytes_freed = c.tensor_bytes_freed;
+  s.closed_alloc_count = c.allocs;
+  s.closed_free_count = c.frees;
+  s.closed_tensor_alloc_count = c.tensor_allocs;
+  s.closed_tensor_free_count = c.tensor_frees;
   return s;
 }
 
@@ -264,6 +285,7 @@ size_t LiveFigures::read_recent(uint64_t after_seq, gpumemprof_record_t* out, si
   // Records after the last published count may be half written: read up to it. Older than the
   // ring holds are gone; a slot rewritten while read is skipped (its seq changed).
   const uint64_t last = c.records;
+  if (after_seq >= last) return 0;  // nothing newer; and after_seq + 1 would wrap at UINT64_MAX
   uint64_t seq = std::max(after_seq + 1, last >= kRecords ? last - kRecords + 1 : 1);
   size_t n = 0;
   for (; seq <= last && n < max; ++seq) {

@@ -61,6 +61,11 @@ class LiveFigures {
     uint64_t allocated = 0, reserved = 0, tensors = 0, framework_reserved = 0;
     bool operator==(const Levels&) const = default;
   };
+  // The window a reset ended, and the levels at the reset: kept from one reset to the next.
+  struct Closed {
+    Levels at_reset;
+    Window window;
+  };
   static Levels levels(const DeviceStats& d);
   static constexpr size_t kStatsWords = sizeof(gpumemprof_device_stats_t) / 8;
   static constexpr size_t kCountWords = sizeof(gpumemprof_counts_t) / 8;
@@ -77,10 +82,11 @@ class LiveFigures {
   void apply_reset(const Accounting& acc);
   void record(const gpumemprof_record_t& r);
   void add_record(const Event& e, const DeviceStats& d, uint64_t type, uint64_t detail, uint64_t size, int64_t change);
-  gpumemprof_device_stats_t figures(const DeviceStats& d, const Window& w) const;
+  gpumemprof_device_stats_t figures(const DeviceStats& d, const Window& w, const Closed& closed) const;
 
   // Collector only.
   std::map<int, Window> windows_;
+  std::map<int, Closed> closed_;
   uint64_t pending_ticks_ = 0;  // a reset not applied yet (event clock ticks), 0 when none
   uint64_t pending_ns_ = 0;     // ... and its time in ns
   uint64_t applied_ticks_ = 0;  // the last reset applied (reset_applied_ once published)

@@ -38,7 +38,7 @@ constexpr Keyword kSecretKeywords[] = {
     {"CERT", true, After::kAnything},  // CERT, CERTIFICATE; not CONCERT
     {"PASS", true, After::kNoLetter},         {"PWD", true, After::kNoLetter},
     {"PAT", true, After::kNoLetter},          {"DSN", true, After::kNoLetter},
-    {"SIG", true, After::kNoLetter},
+    {"SIG", true, After::kNoLetter},          {"PW", true, After::kNoLetter},  // --pw, DB_PW; not PWR
 };
 
 // "dbPassword", "db-password" and "DB_PASSWORD" all become "DB_PASSWORD": upper case, '_' for any
@@ -106,6 +106,16 @@ bool contains_hook(std::string_view s) {
   return lower.find("hook") != std::string::npos;
 }
 
+// A bot's token as a path segment ("/bot123456:AAH-x/sendMessage", Telegram's API): where the
+// secret after the bot's id starts, or npos.
+size_t bot_token_at(std::string_view segment) {
+  if (!segment.starts_with("bot")) return std::string_view::npos;
+  size_t digits = 3;
+  while (digits < segment.size() && std::isdigit(static_cast<unsigned char>(segment[digits]))) ++digits;
+  if (digits == 3 || digits + 1 >= segment.size() || segment[digits] != ':') return std::string_view::npos;
+  return digits + 1;
+}
+
 // One "scheme://authority/path" whose "://" is at `sep`: the userinfo's password (or the whole
 // userinfo when it has no ':', as a token or a DSN key), and the token part of webhook paths: the
 // whole path when the host names a hook ("hooks.slack.com/<redacted>"), else what follows the first
@@ -131,6 +141,9 @@ void url_spans(std::string_view s, size_t sep, std::vector<Span>& spans) {
   }
   for (size_t seg = end + 1; seg < path_end;) {
     const size_t seg_end = std::min(s.find('/', seg), path_end);
+    if (const size_t token = bot_token_at(s.substr(seg, seg_end - seg)); token != std::string_view::npos) {
+      spans.push_back({seg + token, seg_end});
+    }
     if (contains_hook(s.substr(seg, seg_end - seg))) {
       if (seg_end + 1 < path_end) spans.push_back({seg_end + 1, path_end});
       return;
@@ -146,17 +159,25 @@ void url_spans(std::string_view s, std::vector<Span>& spans) {
 }
 
 // NAME=VALUE with a secret NAME anywhere in the text (query strings "?access_token=...&",
-// connection strings "AccountKey=...;", "--password=..." inside a longer value): VALUE, up to the
-// next '&', ';' or blank.
+// connection strings "AccountKey=...;", "--password=..." inside a longer value), and the spaced
+// form of configuration files ("aws_secret_access_key = VALUE"): VALUE, up to the next '&', ';' or
+// blank.
 void assignment_spans(std::string_view s, std::vector<Span>& spans) {
   for (size_t eq = s.find('='); eq != std::string_view::npos; eq = s.find('=', eq + 1)) {
-    size_t name = eq;
+    size_t name_end = eq;
+    while (name_end > 0 && is_blank(s[name_end - 1])) --name_end;
+    size_t name = name_end;
     while (name > 0 && is_name_char(s[name - 1])) --name;
-    if (name == eq || !is_secret_name(s.substr(name, eq - name))) continue;
-    size_t end = eq + 1;
+    if (name == name_end || !is_secret_name(s.substr(name, name_end - name))) continue;
+    size_t value = eq + 1;
+    // Blanks after '=' only in the spaced form: in "--password= --user=x" the value is empty.
+    if (name_end < eq) {
+      while (value < s.size() && is_blank(s[value])) ++value;
+    }
+    size_t end = value;
     while (end < s.size() && s[end] != '&' && s[end] != ';' && !is_space(s[end])) ++end;
-    if (end > eq + 1) spans.push_back({eq + 1, end});
-    eq = end - 1;
+    if (end > value) spans.push_back({value, end});
+    eq = std::max(end, eq + 1) - 1;
   }
 }
 
@@ -188,23 +209,80 @@ void colon_spans(std::string_view s, std::vector<Span>& spans) {
   }
 }
 
+// Words that are a password's name on their own, as a command takes them ("mysqladmin password
+// VALUE"): PASSWORD, PASSWD, PASSPHRASE, PW in any case. Other secret names are taken bare only as
+// options ("--token VALUE"): "kubectl create secret generic" names no value.
+bool is_password_word(std::string_view word) {
+  const std::string n = normalize_name(word);
+  return n == "PASSWORD" || n == "PASSWD" || n == "PASSPHRASE" || n == "PW";
+}
+
+// "--pw VALUE" and "password VALUE" inside one value (a command line kept in a variable, `sh -c`'s
+// argument): the next word on the line, unless it starts with '-' (then the option was a flag).
+// As on a command line, a single-letter option ("-p 8080") is never taken for a secret.
+void spaced_option_spans(std::string_view s, std::vector<Span>& spans) {
+  for (size_t word = 0; word < s.size();) {
+    if (is_space(s[word])) {
+      ++word;
+      continue;
+    }
+    size_t word_end = word;
+    while (word_end < s.size() && !is_space(s[word_end])) ++word_end;
+    const std::string_view w = s.substr(word, word_end - word);
+    const size_t dashes = std::min(w.find_first_not_of('-'), w.size());
+    const bool option = dashes > 0 && w.size() - dashes >= 2 && is_name(w) && is_secret_name(w);
+    size_t value = word_end;
+    while (value < s.size() && is_blank(s[value])) ++value;
+    word = value;
+    if (!(option || (dashes == 0 && is_password_word(w))) || value == word_end || value == s.size() ||
+        is_space(s[value]) || s[value] == '-') {
+      continue;
+    }
+    size_t end = value;
+    while (end < s.size() && !is_space(s[end])) ++end;
+    spans.push_back({value, end});
+    word = end;
+  }
+}
+
 // Tokens recognizable by their prefix: the prefix stays (it says what kind of secret it was), the
-// body goes. A body is letters, digits and `extra`, at least `min_body` of them.
+// body goes. A body is letters, digits and `extra`, at least `min_body` of them. An access key id
+// (`paired`) is half of a pair whose secret follows it after a ':' or blanks, as key files and
+// commands write them ("AKIA...:SECRET", "GOOG1... SECRET"): that word goes too.
 struct TokenShape {
   std::string_view prefix;
   std::string_view extra;
   size_t min_body;
+  bool paired = false;
 };
 constexpr TokenShape kTokenShapes[] = {
     {"ghp_", "", 20},         {"gho_", "", 20},         {"ghu_", "", 20},         {"ghs_", "", 20},
     {"ghr_", "", 20},         {"github_pat_", "_", 20}, {"glpat-", "_-", 20},     {"xoxb-", "-", 10},
     {"xoxp-", "-", 10},       {"xoxa-", "-", 10},       {"xoxe-", "-", 10},       {"xoxs-", "-", 10},
     {"xapp-", "-", 10},       {"sk-", "_-", 20},        {"sk_live_", "", 16},     {"sk_test_", "", 16},
-    {"rk_live_", "", 16},     {"rk_test_", "", 16},     {"AKIA", "", 16},         {"ASIA", "", 16},
+    {"rk_live_", "", 16},     {"rk_test_", "", 16},     {"AKIA", "", 16, true},   {"ASIA", "", 16, true},
+    {"GOOG1", "", 20, true},  // a Cloud Storage HMAC key's access id
     {"hf_", "", 30},          {"npm_", "", 30},         {"pypi-", "_-", 50},      {"AIza", "_-", 30},
     {"ya29.", "_.-", 20},     {"eyJ", "_.-=", 20},  // a JWT: base64url JSON
     {"Bearer ", "-._~+/=_", 8}, {"bearer ", "-._~+/=_", 8}, {"BEARER ", "-._~+/=_", 8},
 };
+
+// The secret word after an access key id that ends at `at`, when one follows a ':' or blanks:
+// base64 and URL-safe characters. Returns where scanning goes on.
+size_t paired_secret(std::string_view s, size_t at, std::vector<Span>& spans) {
+  size_t word = at;
+  if (word < s.size() && s[word] == ':') {
+    ++word;
+  } else {
+    while (word < s.size() && is_blank(s[word])) ++word;
+    if (word == at) return at;
+  }
+  size_t end = word;
+  while (end < s.size() && (is_alnum(s[end]) || std::string_view("/+=_-.").find(s[end]) != std::string_view::npos)) ++end;
+  if (end == word) return at;
+  spans.push_back({word, end});
+  return end;
+}
 
 void token_spans(std::string_view s, std::vector<Span>& spans) {
   for (size_t i = 0; i < s.size(); ++i) {
@@ -216,6 +294,7 @@ void token_spans(std::string_view s, std::vector<Span>& spans) {
       while (end < s.size() && (is_alnum(s[end]) || t.extra.find(s[end]) != std::string_view::npos)) ++end;
       if (end - body < t.min_body) continue;
       spans.push_back({body, end});
+      if (t.paired) end = paired_secret(s, end, spans);
       i = end - 1;
       break;
     }
@@ -247,7 +326,8 @@ bool is_secret_name(std::string_view name) {
 
 std::string redact_text(std::string_view text) {
   std::string s(text);
-  for (SpanFinder find : {private_key_spans, url_spans, assignment_spans, colon_spans, token_spans}) {
+  for (SpanFinder find :
+       {private_key_spans, url_spans, assignment_spans, colon_spans, spaced_option_spans, token_spans}) {
     s = apply(std::move(s), find);
   }
   return s;
@@ -277,10 +357,12 @@ std::vector<std::string> redact_argv(const std::vector<std::string>& argv) {
       value_follows = false;
       continue;
     }
-    // "--token" or "-token", never a single letter ("-p").
+    // "--token" or "-token", never a single letter ("-p"); or a password's name on its own
+    // ("mysqladmin password VALUE").
     const size_t dashes = std::min(a.find_first_not_of('-'), a.size());
-    value_follows = eq == std::string::npos && dashes > 0 && a.size() - dashes >= 2 && is_name(name) &&
-                    is_secret_name(name);
+    value_follows = eq == std::string::npos && is_name(name) &&
+                    ((dashes > 0 && a.size() - dashes >= 2 && is_secret_name(name)) ||
+                     (dashes == 0 && is_password_word(name)));
     out.push_back(redact_text(a));
   }
   return out;

@@ -16,9 +16,10 @@ inline constexpr std::string_view kRedacted = "<redacted>";
 // ("HF_TOKEN", "--db-password", "AccountKey", "sig"); never for PATH, PWD, OLDPWD and the like.
 bool is_secret_name(std::string_view name);
 
-// `text` with every credential found inside it replaced: URL userinfo, tokens in webhook URL
-// paths, secret-named NAME=VALUE pairs (query strings, connection strings), "Name: value" header
-// lines, PEM private keys and tokens of well-known formats (ghp_..., xoxb-..., AKIA..., Bearer ...).
+// `text` with every credential found inside it replaced: URL userinfo, tokens in webhook and bot
+// URL paths, secret-named NAME=VALUE pairs (query strings, connection strings, "name = value"),
+// "Name: value" header lines, "--secret VALUE" and "password VALUE", PEM private keys and tokens of
+// well-known formats (ghp_..., xoxb-..., AKIA..., Bearer ...) with the secret of a key pair after them.
 std::string redact_text(std::string_view text);
 
 // The value of environment variable `name`: "<redacted>" when the name is secret, else redact_text.

@@ -10,7 +10,8 @@
  * last pass over the events (a millisecond or so behind), and gpumemprof_sync() waits for it:
  *   gpumemprof_device_stats(0, &s, sizeof s)   current and peak figures of device 0, both levels
  *   gpumemprof_counts(&c, sizeof c)            events, allocations, alerts, cleanups
- *   gpumemprof_reset_peaks()                   starts a new peak window (the window_* figures)
+ *   gpumemprof_reset_peaks()                   starts a new peak window (the window_* figures; the
+ *                                              one it ended is the closed_* figures)
  *   gpumemprof_recent(after, records, n)       the recent allocations, alerts and cleanups, in order
  *
  * Header only, C and C++. There is no link dependency: each function looks up the profiler
@@ -62,6 +63,14 @@ typedef struct gpumemprof_device_stats {
   uint64_t window_allocated_peak, window_reserved_peak, window_tensor_allocated_peak, window_framework_reserved_peak;
   uint64_t window_bytes_allocated, window_bytes_freed, window_tensor_bytes_allocated, window_tensor_bytes_freed;
   uint64_t window_alloc_count, window_free_count, window_tensor_alloc_count, window_tensor_free_count;
+  /* The window the last gpumemprof_reset_peaks() closed, cut at the reset's instant: every event
+   * stamped before it and after the reset before (docs/python.md). A caller that resets, syncs and
+   * reads these has a window no other thread's event can slip out of. The four levels at the reset,
+   * then that window's figures as above; all 0 before the first reset. */
+  uint64_t reset_allocated, reset_reserved, reset_tensor_allocated, reset_framework_reserved;
+  uint64_t closed_allocated_peak, closed_reserved_peak, closed_tensor_allocated_peak, closed_framework_reserved_peak;
+  uint64_t closed_bytes_allocated, closed_bytes_freed, closed_tensor_bytes_allocated, closed_tensor_bytes_freed;
+  uint64_t closed_alloc_count, closed_free_count, closed_tensor_alloc_count, closed_tensor_free_count;
 } gpumemprof_device_stats_t;
 
 /* The process's counts. */
@@ -149,21 +158,24 @@ static inline int gpumemprof_counts(gpumemprof_counts_t* out, size_t size) {
   return fn ? fn(out, size) : -1;
 }
 
-/* Starts a new peak window on every device: from the events after this call on. */
+/* Starts a new peak window on every device, from the events after this call on; once applied (see
+ * gpumemprof_sync), the window it ended is each device's closed_* figures. */
 static inline void gpumemprof_reset_peaks(void) {
   void (*fn)(void) = (void (*)(void))gpumemprof_lookup_("gpumemprof_reset_peaks");
   if (fn) fn();
 }
 
 /* Waits until the figures include every event recorded before the call (and the last reset), at
- * most `timeout_ms`: 1 when they do, 0 after the timeout, -1 when the profiler is not recording. */
+ * most `timeout_ms` (UINT64_MAX: no limit): 1 when they do, 0 after the timeout, -1 when the
+ * profiler is not recording. */
 static inline int gpumemprof_sync(uint64_t timeout_ms) {
   int (*fn)(uint64_t) = (int (*)(uint64_t))gpumemprof_lookup_("gpumemprof_sync");
   return fn ? fn(timeout_ms) : -1;
 }
 
-/* Copies up to `max` records with a seq above `after_seq`, oldest first; returns how many. The
- * profiler keeps the latest 16384; a reader that falls further behind sees a gap in seq. */
+/* Copies up to `max` records with a seq above `after_seq`, oldest first; returns how many (0 when
+ * `after_seq` is the last seq or above). The profiler keeps the latest 16384; a reader that falls
+ * further behind sees a gap in seq. */
 static inline size_t gpumemprof_recent(uint64_t after_seq, gpumemprof_record_t* out, size_t max) {
   size_t (*fn)(uint64_t, gpumemprof_record_t*, size_t) =
       (size_t (*)(uint64_t, gpumemprof_record_t*, size_t))gpumemprof_lookup_("gpumemprof_recent");

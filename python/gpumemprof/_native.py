@@ -5,6 +5,7 @@ says once, on stderr, that nothing is recorded.
 """
 
 import ctypes
+import os
 import sys
 import threading
 import time
@@ -30,7 +31,12 @@ class DeviceStats(ctypes.Structure):
                "tensor_alloc_count", "tensor_free_count", "window_allocated_peak", "window_reserved_peak",
                "window_tensor_allocated_peak", "window_framework_reserved_peak", "window_bytes_allocated",
                "window_bytes_freed", "window_tensor_bytes_allocated", "window_tensor_bytes_freed",
-               "window_alloc_count", "window_free_count", "window_tensor_alloc_count", "window_tensor_free_count")
+               "window_alloc_count", "window_free_count", "window_tensor_alloc_count", "window_tensor_free_count",
+               "reset_allocated", "reset_reserved", "reset_tensor_allocated", "reset_framework_reserved",
+               "closed_allocated_peak", "closed_reserved_peak", "closed_tensor_allocated_peak",
+               "closed_framework_reserved_peak", "closed_bytes_allocated", "closed_bytes_freed",
+               "closed_tensor_bytes_allocated", "closed_tensor_bytes_freed", "closed_alloc_count", "closed_free_count",
+               "closed_tensor_alloc_count", "closed_tensor_free_count")
     )
 
 
@@ -77,6 +83,14 @@ def _load():
 _lib = _load()
 _warned = False
 _warn_lock = threading.Lock()
+
+
+def _after_fork_in_child():
+    global _warn_lock  # a thread that held it at the fork is not in the child
+    _warn_lock = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
 
 # CLOCK_MONOTONIC (the records' clock, and time.monotonic's on Linux) to the seed's time.time().
 _WALL_OFFSET = time.time() - time.monotonic()

@@ -39,14 +39,23 @@ def _cpu_rss():
         return 0
 
 
-def level_figures(s):
+def level_figures(s, at_cut=False):
     """(allocated, reserved) at the seed's level: PyTorch's tensors and cache where the bridge is
-    attached on the device, else every allocation the process made there."""
+    attached on the device, else every allocation the process made there. `at_cut`: as they were
+    at the reset that last cut the profiler's window (a profiled call's start or end), not now."""
     if s is None:
         return 0, 0
     if s.framework_attached:
-        return s.tensor_allocated, s.framework_reserved
-    return s.allocated, s.reserved
+        return (s.reset_tensor_allocated, s.reset_framework_reserved) if at_cut else (
+            s.tensor_allocated, s.framework_reserved)
+    return driver_figures(s, at_cut)
+
+
+def driver_figures(s, at_cut=False):
+    """(allocated, reserved) at the driver level: every allocation of the process on the device."""
+    if s is None:
+        return 0, 0
+    return (s.reset_allocated, s.reset_reserved) if at_cut else (s.allocated, s.reserved)
 
 
 @dataclass
@@ -67,10 +76,11 @@ class MemorySnapshot:
     framework_attached: bool = False
 
 
-def snapshot_of(stats, device, operation=None, cpu=False, stack=False, peak_of=None):
-    """A MemorySnapshot from device figures; `peak_of` (a window's figures) makes it the window's peak."""
-    allocated, reserved = level_figures(stats)
-    d_alloc, d_res = (stats.allocated, stats.reserved) if stats is not None else (0, 0)
+def snapshot_of(stats, device, operation=None, cpu=False, stack=False, peak_of=None, at_cut=False):
+    """A MemorySnapshot from device figures; `peak_of` (a window's figures) makes it the window's peak;
+    `at_cut` takes the figures at the window's cut (level_figures)."""
+    allocated, reserved = level_figures(stats, at_cut)
+    d_alloc, d_res = driver_figures(stats, at_cut)
     kinds = {}
     if stats is not None:
         kinds = {_native.KIND_NAMES[k]: int(stats.kind_allocated[k]) for k in range(1, 6) if stats.kind_allocated[k]}
@@ -134,14 +144,14 @@ class GPUMemoryProfiler:
     def _stats(self):
         return _native.device_stats(self.device)
 
-    def _snapshot(self, operation, stats=None, peak_of=None):
+    def _snapshot(self, operation, stats=None, peak_of=None, at_cut=False):
         return snapshot_of(stats if stats is not None else self._stats(), self.device, operation,
-                           self.track_cpu_memory, self.collect_stack_traces, peak_of)
+                           self.track_cpu_memory, self.collect_stack_traces, peak_of, at_cut)
 
     def _begin(self, name):
         _native.range_push(name)
         window, before_stats = _window.open_window()
-        before = self._snapshot(f"before_{name}", before_stats.get(self.device))
+        before = self._snapshot(f"before_{name}", before_stats.get(self.device), at_cut=True)
         return name, window, before, time.perf_counter()
 
     def _end(self, token):
@@ -150,7 +160,7 @@ class GPUMemoryProfiler:
         after_stats = _window.close_window(window)
         _native.range_pop()
         stats = after_stats.get(self.device)
-        after = self._snapshot(f"after_{name}", stats)
+        after = self._snapshot(f"after_{name}", stats, at_cut=True)
         w = window.figures(self.device)
         peak = self._snapshot(f"peak_{name}", stats, peak_of=w)
         prefix = "window_tensor_" if stats is not None and stats.framework_attached else "window_"
@@ -176,11 +186,22 @@ class GPUMemoryProfiler:
 
     @contextlib.contextmanager
     def profile_context(self, name="context"):
-        """Profiles the block; its ProfileResult is self.results[-1]. A range in the trace too."""
-        token = self._begin(name)
+        """Profiles the block; its ProfileResult is self.results[-1]. A range in the trace too. The
+        name is taken as str(name), whether the profiler is loaded or not."""
+        token = self._begin(str(name))
         try:
             yield
-        finally:
+        except GeneratorExit:
+            # The block never ended: its context was collected unexited (at interpreter exit, when
+            # open() and the profiler may be gone already). No result; its window is dropped, and
+            # its range stays open, since this may not be the thread that opened it.
+            if not sys.is_finalizing():
+                _window.abandon_window(token[1])
+            raise
+        except BaseException:
+            self._end(token)
+            raise
+        else:
             self._end(token)
 
     def start_monitoring(self, interval=0.1):

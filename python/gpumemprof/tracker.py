@@ -10,29 +10,26 @@ import os
 import sys
 import threading
 import time
+import weakref
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable, Dict, List, Optional
 
-from . import _native
+from . import _native, _thresholds
 from .profiler import device_index
 
 _ALERT_TYPES = ("warning", "critical", "error")
 # The profiler's alert types as the seed's event types: fragmentation and growth are warnings.
 _SEED_ALERT = {1: "warning", 2: "critical", 3: "warning", 4: "warning"}
-# The thresholds are the profiler's, fixed when the process starts (docs/configuration.md).
-_THRESHOLD_ENV = {"memory_warning_percent": ("GPUMEMPROF_WARN_PERCENT", 80.0),
-                  "memory_critical_percent": ("GPUMEMPROF_CRITICAL_PERCENT", 95.0),
-                  "memory_leak_threshold": ("GPUMEMPROF_LEAK_BYTES", 100 * 1024 * 1024),
-                  "fragmentation_threshold": ("GPUMEMPROF_FRAGMENTATION", 0.3)}
+# Trackers alive, for a forked child to reset (_after_fork_in_child).
+_trackers = weakref.WeakSet()
 
 
-def _threshold(name):
-    env, default = _THRESHOLD_ENV[name]
-    text = os.environ.get(env)
-    try:
-        return type(default)(text) if text is not None else default
-    except ValueError:
-        return default
+def _after_fork_in_child():
+    for t in list(_trackers):
+        t._forked()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 @dataclass
@@ -68,23 +65,37 @@ class MemoryTracker:
         self.backend = "cuda"
         self.collector_capabilities = {"supports_device_total": True, "supports_device_free": True,
                                        "sampling_source": "gpumemprof (every allocation, exact)"}
-        self.thresholds = {name: _threshold(name) for name in _THRESHOLD_ENV}
+        self.thresholds = _thresholds.thresholds()  # the profiler's, fixed when the process started
         self.events = collections.deque(maxlen=max_events)
         self.alert_callbacks: List[Callable[[TrackingEvent], None]] = []
         self.is_tracking = False
         self.records_missed = 0  # records overwritten in the profiler before this tracker read them
-        self._lock = threading.RLock()
         self._thread = None
-        self._stop = threading.Event()
-        self._wake = threading.Event()
-        self._served_cond = threading.Condition()
-        self._requests = self._served = 0
+        self._new_locks()
         self._seq = 0
         self._peak = 0
         self._start_time = None
         self._stop_time = None
         self._counts = collections.Counter()
         self._bytes_allocated = 0
+        _trackers.add(self)
+
+    def _new_locks(self):
+        self._lock = threading.RLock()
+        self._stop = threading.Event()
+        self._wake = threading.Event()
+        self._served_cond = threading.Condition()
+        self._requests = self._served = 0
+
+    def _forked(self):
+        """In a forked child: the tracker's thread stayed in the parent, holding whatever lock it held
+        at the fork, and the child's profiler starts its records afresh. The child's tracker is
+        stopped, with new locks and its events so far; start_tracking() tracks the child."""
+        self._new_locks()
+        self._thread = None
+        if self.is_tracking:
+            self.is_tracking = False
+            self._stop_time = time.time()
 
     # Reading the profiler's records: on the tracker's thread, and once more at stop and on demand.
     def _level(self, record, stats_attached):
@@ -243,8 +254,8 @@ class MemoryTracker:
     def set_threshold(self, name, value):
         """The profiler's thresholds are fixed when the process starts (GPUMEMPROF_WARN_PERCENT and
         the others, or `gpumemprof run --warn-percent`): a different value is kept here and said."""
-        if name in _THRESHOLD_ENV and value != self.thresholds.get(name):
-            env = _THRESHOLD_ENV[name][0]
+        env = _thresholds.variable(name)
+        if env is not None and value != self.thresholds.get(name):
             sys.stderr.write(f"gpumemprof: {name} is the profiler's {env}, fixed when the process started "
                              f"({self.thresholds[name]}); set {env}={value} for the next run\n")
         self.thresholds[name] = value

@@ -1,6 +1,10 @@
 // `gpumemprof check` and the limits of `gpumemprof run` (docs/check.md): the CI gate's lines and
 // exit statuses on runs the fake driver leaves behind.
 #include <gtest/gtest.h>
+#include <pwd.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -151,6 +155,167 @@ TEST(Check, UnreadableOrTruncatedInputIsStatus2) {
       "together)\n");
 }
 
+// summary.json with the text `raw` in place of the figure at `pointer` (a JSON pointer).
+void set_raw_figure(const std::string& summary, const std::string& pointer, const std::string& raw) {
+  nlohmann::json j = read_json_file(summary);
+  const std::string marker = "\"<raw figure>\"";
+  j[nlohmann::json::json_pointer(pointer)] = "<raw figure>";
+  std::string text = j.dump();
+  text.replace(text.find(marker), marker.size(), raw);
+  std::ofstream(summary) << text;
+}
+
+// A figure a limit reads that is not a count is unreadable input (status 2), never read as 0: a
+// peak of 4.5e9 would otherwise pass --max-peak 1GiB as "highest peak allocated 0 B".
+TEST(Check, AFigureThatIsNoCountIsUnreadable) {
+  Sandbox box;
+  const std::string root = two_rank_job(box);
+  const std::string summary = root + "/rank1/summary.json";
+  const std::string pristine = read_json_file(summary).dump();
+  const std::vector<std::pair<std::string, std::string>> figures = {
+      {"/devices/0/allocated_bytes/peak", "allocated_bytes.peak"},
+      {"/devices/0/reserved_bytes/peak", "reserved_bytes.peak"},
+      {"/devices/0/by_kind/graph/reserved/peak", "by_kind.graph.reserved.peak"},
+  };
+  const std::vector<std::pair<std::string, std::string>> values = {
+      {"4.5e9", "4500000000.0"}, {"-5", "-5"}, {"\"x\"", "\"x\""}, {"null", "null"},
+      {"18446744073709551616", "1.8446744073709552e+19"}};
+  for (const auto& [pointer, name] : figures) {
+    for (const auto& [raw, shown] : values) {
+      SCOPED_TRACE(pointer + " = " + raw);
+      std::ofstream(summary) << pristine;
+      set_raw_figure(summary, pointer, raw);
+      RunResult r = check({root, "--max-peak", "1GiB"});
+      EXPECT_EQ(r.exit_code, 2);
+      EXPECT_EQ(r.out, "");
+      EXPECT_EQ(r.err, "gpumemprof check: " + summary + ": devices[0]." + name + " is " + shown + ", not a count\n");
+    }
+  }
+  // The whole process's figures, and keys every summary.json has: missing is unreadable too.
+  std::ofstream(summary) << pristine;
+  set_raw_figure(summary, "/live_at_exit/bytes", "1e3");
+  RunResult r = check({root, "--no-oom"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err, "gpumemprof check: " + summary + ": live_at_exit.bytes is 1000.0, not a count\n");
+  nlohmann::json j = nlohmann::json::parse(pristine);
+  j["oom"].erase("failures");
+  std::ofstream(summary) << j.dump();
+  r = check({root, "--max-leak", "1G"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err, "gpumemprof check: " + summary + ": oom.failures is missing\n");
+
+  // What older runs lack may be absent: CUDA graph figures, the framework's, the failures list.
+  j = nlohmann::json::parse(pristine);
+  j["devices"][0]["by_kind"].erase("graph");
+  j.erase("failed_allocations");
+  j.erase("graphs");
+  std::ofstream(summary) << j.dump();
+  r = check({root, "--max-peak", "1GiB", "--max-graph-memory", "1GiB"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out.rfind("gpumemprof check: passed on " + root + " (2 processes, 2 per-process devices)", 0), 0u)
+      << r.out;
+  // ... but present, they must be valid: a private pool's peak too.
+  j["devices"][0]["framework"] = {{"ooms", 0}, {"private_pools", {{{"pool", "0,1"}, {"reserved", {{"peak", -1}}}}}}};
+  std::ofstream(summary) << j.dump();
+  r = check({root, "--max-graph-memory", "1GiB"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err, "gpumemprof check: " + summary +
+                       ": devices[0].framework.private_pools[0].reserved.peak is -1, not a count\n");
+}
+
+// A job whose rank directories are named as `gpumemprof run` names them, owned by `owner`.
+std::string four_rank_job(const Sandbox& box, uid_t owner) {
+  const std::string root = box.dir() + "/job4";
+  fs::create_directory(root);
+  for (int rank = 0; rank < 4; ++rank) {
+    profile(box, root + "/rank" + std::to_string(rank) + ".prog_ops." + std::to_string(100 + rank),
+            {"alloc:" + std::to_string(rank + 1) + "M"}, rank);
+  }
+  for (const auto& e : fs::recursive_directory_iterator(root)) EXPECT_EQ(lchown(e.path().c_str(), owner, owner), 0);
+  EXPECT_EQ(lchown(root.c_str(), owner, owner), 0);
+  EXPECT_EQ(chmod(box.dir().c_str(), 0755), 0);
+  return root;
+}
+
+// One rank that cannot be read makes the whole job unreadable (docs/check.md): a gate that skipped
+// it would pass a four-rank job as two processes. Seen as a second user (nobody): a rank directory
+// of mode 000 and another user's; seen by anyone, a symlink loop where a rank should be.
+TEST(Check, ARankThatCannotBeReadMakesTheJobUnreadable) {
+  if (geteuid() != 0) GTEST_SKIP() << "reading as another user needs root";
+  const passwd* nobody = getpwnam("nobody");
+  if (nobody == nullptr) GTEST_SKIP() << "no user nobody";
+  const uid_t user = nobody->pw_uid;
+  Sandbox box;
+  const std::string root = four_rank_job(box, user);
+  ASSERT_EQ(chmod((root + "/rank2.prog_ops.102").c_str(), 0), 0);
+  for (const auto& e : fs::recursive_directory_iterator(root + "/rank3.prog_ops.103")) {
+    ASSERT_EQ(lchown(e.path().c_str(), 0, 0), 0);
+  }
+  ASSERT_EQ(lchown((root + "/rank3.prog_ops.103").c_str(), 0, 0), 0);
+  const std::string unreadable = "gpumemprof check: cannot read directory " + root +
+                                 "/rank2.prog_ops.102: Permission denied\n"
+                                 "gpumemprof check: cannot read directory " + root +
+                                 "/rank3.prog_ops.103: Permission denied\n";
+  RunResult r = run_tool_as(user, {"check", root, "--max-peak", "1GiB"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.err, unreadable);
+  // The job view reads what it can and names the ranks it could not.
+  r = run_tool_as(user, {"report", root});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("not read (2):\n  rank 2: cannot read directory " + root +
+                       "/rank2.prog_ops.102: Permission denied\n  rank 3: cannot read directory " + root +
+                       "/rank3.prog_ops.103: Permission denied\n"),
+            std::string::npos)
+      << r.out;
+  r = run_tool_as(user, {"check", root + "/rank3.prog_ops.103", "--no-oom"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err, "gpumemprof check: cannot read directory " + root + "/rank3.prog_ops.103: Permission denied\n");
+
+  // A symlink loop: root reads everything else, and still cannot tell what the loop is.
+  ASSERT_EQ(symlink("rank4.prog_ops.104", (root + "/rank4.prog_ops.104").c_str()), 0);
+  r = check({root, "--max-peak", "1GiB"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err, "gpumemprof check: cannot examine " + root +
+                       "/rank4.prog_ops.104: Too many levels of symbolic links\n");
+  ASSERT_EQ(unlink((root + "/rank4.prog_ops.104").c_str()), 0);
+  r = check({root, "--max-peak", "1GiB"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out.rfind("gpumemprof check: passed on " + root + " (4 processes, 4 per-process devices)", 0), 0u)
+      << r.out;
+}
+
+// A run still writing, whose oldest segments GPUMEMPROF_TRACE_MAX deleted (no summary.json yet, no
+// trace.gmpt): checked on the kept window, whatever the writer deletes meanwhile; and the words
+// name the segments kept, not a trace.gmpt that is not there.
+TEST(Check, ALiveRunWhoseOldestSegmentsWentIsCheckedOnTheKeptWindow) {
+  Sandbox box;
+  const std::string dir = box.dir() + "/live";
+  int out = -1;
+  const pid_t pid = box.spawn({Paths::bin("prog_ops"), "alloc:5M", "churn:1000000000"},
+                              {{"GPUMEMPROF_OUTPUT", dir}, {"GPUMEMPROF_TRACE_MAX", "1MiB"}, {"GPUMEMPROF_STACKS", "0"}},
+                              &out);
+  // Segment 0 (trace.gmpt) deleted: the writer keeps rotating from here on.
+  for (int waited = 0; waited < 3000 && (!exists(dir + "/manifest.json") || exists(dir + "/trace.gmpt")); ++waited) {
+    usleep(10'000);
+  }
+  ASSERT_TRUE(exists(dir + "/manifest.json") && !exists(dir + "/trace.gmpt"));
+  for (int i = 0; i < 40; ++i) {
+    RunResult r = check({dir, "--max-peak", "1GiB"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.out.find("gpumemprof check: passed on " + dir + " (1 process, 1 per-process device)"),
+              std::string::npos)
+        << r.out;
+  }
+  kill(pid, SIGKILL);
+  wait_for(pid, out, -1, 30);
+  close(out);
+  RunResult r = run_tool({"report", dir});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out.find("trace.gmpt"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(" events in trace.0"), std::string::npos) << r.out;
+}
+
 TEST(Check, BadOptionsAreRefusedBeforeAnythingIsRead) {
   const std::vector<std::pair<std::vector<std::string>, std::string>> rows = {
       {{"/nowhere", "--max-peak", "40 GB"},
@@ -166,11 +331,11 @@ TEST(Check, BadOptionsAreRefusedBeforeAnythingIsRead) {
       {{"/nowhere", "--baseline", "/b"},
        "--baseline without --max-growth; accepted: --baseline DIR --max-growth PERCENT, together"},
       {{"/nowhere", "--max-peek", "1G"},
-       "unknown option '--max-peek'; accepted: --max-peak, --max-reserved, --max-leak, --max-graph-memory, "
-       "--no-oom, --baseline, --max-growth, --help"},
+       "unknown option '--max-peek'; accepted: --max-peak, --max-reserved, --max-leak, --max-graph-memory, --no-oom, "
+       "--baseline, --max-growth, --help"},
       {{"/nowhere"},
-       "nothing to check; give at least one of --max-peak, --max-reserved, --max-leak, --max-graph-memory, "
-       "--no-oom, or --baseline DIR --max-growth PERCENT"},
+       "nothing to check; give at least one of --max-peak, --max-reserved, --max-leak, --max-graph-memory, --no-oom, "
+       "or --baseline DIR --max-growth PERCENT"},
       {{"--no-oom"},
        "no run directory or job root given; usage: gpumemprof check DIR_OR_ROOT LIMITS... (--help says more)"},
       {{"/a", "/b", "--no-oom"}, "one run directory or job root expected, got '/b' too"},

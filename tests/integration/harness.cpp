@@ -52,11 +52,17 @@ std::string slurp_fd(int fd) {
   return s;
 }
 
-pid_t start(const std::vector<std::string>& argv, const std::vector<std::string>& env, int out_fd, int err_fd) {
+// `as_user`: the uid (and gid) the program runs as, without supplementary groups; -1 for ours.
+pid_t start(const std::vector<std::string>& argv, const std::vector<std::string>& env, int out_fd, int err_fd,
+            uid_t as_user = static_cast<uid_t>(-1)) {
   pid_t pid = fork();
   if (pid == 0) {
     dup2(out_fd, 1);
     dup2(err_fd, 2);
+    if (as_user != static_cast<uid_t>(-1) &&
+        (setgroups(0, nullptr) != 0 || setgid(as_user) != 0 || setuid(as_user) != 0)) {
+      _exit(126);
+    }
     std::vector<char*> a, e;
     for (auto& s : argv) a.push_back(const_cast<char*>(s.c_str()));
     a.push_back(nullptr);
@@ -92,10 +98,16 @@ std::map<std::string, std::string> Sandbox::env(const std::map<std::string, std:
 
 RunResult Sandbox::run(const std::vector<std::string>& argv, const std::map<std::string, std::string>& extra,
                        int timeout_s, const std::string& stdout_path) const {
+  return run_as(static_cast<uid_t>(-1), argv, extra, timeout_s, stdout_path);
+}
+
+RunResult Sandbox::run_as(uid_t user, const std::vector<std::string>& argv,
+                          const std::map<std::string, std::string>& extra, int timeout_s,
+                          const std::string& stdout_path) const {
   const std::string out = stdout_path.empty() ? dir_ + "/.stdout" : stdout_path, err = dir_ + "/.stderr";
   int out_fd = open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
   int err_fd = open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-  pid_t pid = start(argv, build_env(env(extra)), out_fd, err_fd);
+  pid_t pid = start(argv, build_env(env(extra)), out_fd, err_fd, user);
   close(out_fd);
   close(err_fd);
   RunResult r = wait_for(pid, -1, -1, timeout_s);
@@ -220,10 +232,15 @@ ScopedColumns::ScopedColumns(const char* columns) {
 ScopedColumns::~ScopedColumns() { setenv("COLUMNS", kTestColumns, 1); }
 
 RunResult run_tool(const std::vector<std::string>& args, int timeout_s, const std::string& stdout_path) {
+  return run_tool_as(static_cast<uid_t>(-1), args, timeout_s, stdout_path);
+}
+
+RunResult run_tool_as(uid_t user, const std::vector<std::string>& args, int timeout_s,
+                      const std::string& stdout_path) {
   Sandbox scratch;
   std::vector<std::string> argv{Paths::tool()};
   argv.insert(argv.end(), args.begin(), args.end());
-  return scratch.run(argv, {{"LD_PRELOAD", "<unset>"}}, timeout_s, stdout_path);
+  return scratch.run_as(user, argv, {{"LD_PRELOAD", "<unset>"}}, timeout_s, stdout_path);
 }
 
 std::vector<std::string> test_pythons() {

@@ -40,6 +40,11 @@ class Sandbox {
   // `stdout_path`: where the program's stdout goes (captured in RunResult::out when empty).
   RunResult run(const std::vector<std::string>& argv, const std::map<std::string, std::string>& extra = {},
                 int timeout_s = 120, const std::string& stdout_path = {}) const;
+  // The same as another user (`user` as uid and gid, no supplementary groups; needs root): what
+  // that user may read of the files a test made. The output files are opened before the switch.
+  RunResult run_as(uid_t user, const std::vector<std::string>& argv,
+                   const std::map<std::string, std::string>& extra = {}, int timeout_s = 120,
+                   const std::string& stdout_path = {}) const;
   // Starts without waiting; stdout is a pipe the caller reads through read_line().
   pid_t spawn(const std::vector<std::string>& argv, const std::map<std::string, std::string>& extra, int* stdout_fd) const;
 
@@ -59,6 +64,9 @@ bool exists(const std::string& path);
 // Runs the gpumemprof command; returns its result. A run past `timeout_s` is killed and fails the
 // test; `stdout_path` as in Sandbox::run (e.g. "/dev/full").
 RunResult run_tool(const std::vector<std::string>& args, int timeout_s = 120, const std::string& stdout_path = {});
+// run_tool as another user (Sandbox::run_as).
+RunResult run_tool_as(uid_t user, const std::vector<std::string>& args, int timeout_s = 120,
+                      const std::string& stdout_path = {});
 
 // Another local user, for what one user can do to another's profiling (issue 28): `nobody`. Tests
 // that need it skip unless they run as root (CI does).

@@ -4,6 +4,7 @@
 // on stderr. It never crashes and never hangs: every run here is killed, and fails, after 20 s.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -286,7 +287,8 @@ TEST(HostileInput, BadCommandLinesAndForeignDirectoriesAreStatus2WithOneLine) {
 }
 
 // A field of the wrong type reads as absent: the command still does its job. One field per row, so
-// a failure names it.
+// a failure names it. The gate is the exception: a figure it reads that is not a count is
+// unreadable input to check, never a 0 that passes.
 TEST(HostileInput, FieldsOfTheWrongTypeReadAsAbsent) {
   Sandbox box;
   const std::string run = base_run(box);
@@ -295,6 +297,7 @@ TEST(HostileInput, FieldsOfTheWrongTypeReadAsAbsent) {
   struct Row {
     std::string file, pointer;  // file relative to the run directory; "BUNDLE/" is the bundle's
     nlohmann::json value;
+    bool gate = false;  // a figure check reads: unreadable there (docs/check.md), absent elsewhere
   };
   const nlohmann::json object = {{"x", 1}}, array = nlohmann::json::array({1}), text = "x", null = nullptr;
   const std::vector<Row> rows = {
@@ -319,12 +322,12 @@ TEST(HostileInput, FieldsOfTheWrongTypeReadAsAbsent) {
       {"manifest.json", "/config/sample_ms", text},
       {"summary.json", "/clean_exit", text},
       {"summary.json", "/terminated_by_signal", object},
-      {"summary.json", "/devices/0", text},
-      {"summary.json", "/devices/0/device", text},
+      {"summary.json", "/devices/0", text, true},
+      {"summary.json", "/devices/0/device", text, true},
       {"summary.json", "/devices/0/name", array},
-      {"summary.json", "/devices/0/allocated_bytes", text},
-      {"summary.json", "/devices/0/allocated_bytes/peak", -5},
-      {"summary.json", "/devices/0/by_kind", array},
+      {"summary.json", "/devices/0/allocated_bytes", text, true},
+      {"summary.json", "/devices/0/allocated_bytes/peak", -5, true},
+      {"summary.json", "/devices/0/by_kind", array, true},
       {"summary.json", "/events", array},
       {"summary.json", "/events/recorded", text},
       {"summary.json", "/events/lost", null},
@@ -332,13 +335,13 @@ TEST(HostileInput, FieldsOfTheWrongTypeReadAsAbsent) {
       {"summary.json", "/events/trace_error", 5},
       {"summary.json", "/trace_events_written", object},
       {"summary.json", "/host_pinned_bytes", 3},
-      {"summary.json", "/failed_allocations", object},
-      {"summary.json", "/failed_allocations/0", text},
+      {"summary.json", "/failed_allocations", object, true},
+      {"summary.json", "/failed_allocations/0", text, true},
       {"summary.json", "/failed_allocations/0/api", 3},
-      {"summary.json", "/failed_allocations/0/device", text},
+      {"summary.json", "/failed_allocations/0/device", text, true},
       {"summary.json", "/alerts", array},
-      {"summary.json", "/oom", text},
-      {"summary.json", "/oom/failures", null},
+      {"summary.json", "/oom", text, true},
+      {"summary.json", "/oom/failures", null, true},
       {"BUNDLE/manifest.json", "/pid", text},
       {"BUNDLE/manifest.json", "/created_at_utc", 5},
       {"BUNDLE/metadata.json", "/devices", text},
@@ -354,7 +357,16 @@ TEST(HostileInput, FieldsOfTheWrongTypeReadAsAbsent) {
     const bool in_bundle = row.file.rfind("BUNDLE/", 0) == 0;
     const std::string file = in_bundle ? only_bundle(dir) + "/" + row.file.substr(7) : dir + "/" + row.file;
     set_field(file, row.pointer, row.value);
-    for (const Args& args : all_commands(dir, scratch)) expect_done(args);
+    for (const Args& args : all_commands(dir, scratch)) {
+      if (row.gate && args[0] == "check") {
+        RunResult r = run_tool(args, kToolTimeoutS);
+        EXPECT_EQ(r.exit_code, 2) << r.err;
+        EXPECT_EQ(lines(r.err), 1u) << r.err;
+        EXPECT_EQ(r.err.rfind("gpumemprof check: " + dir + "/summary.json: ", 0), 0u) << r.err;
+      } else {
+        expect_done(args);
+      }
+    }
     if (in_bundle) {
       for (const Args& args : oom_commands(only_bundle(dir))) expect_done(args);
     }
@@ -421,6 +433,60 @@ TEST(HostileInput, AFailedWriteToStdoutIsStatus2WithOneLine) {
     const std::string prefix = args[0] == "--version" ? "gpumemprof: " : "gpumemprof " + args[0] + ": ";
     EXPECT_EQ(r.err, prefix + "cannot write to stdout: No space left on device\n");
   }
+}
+
+// An output file that cannot be written is a failure with one line, never "wrote". A device such as
+// /dev/full (here a node of the same device in the sandbox) is written in place: html used to write
+// a temporary file and rename it over the device, which succeeded and replaced the device.
+TEST(HostileInput, AFailedWriteToAnOutputFileIsStatus1WithOneLine) {
+  if (geteuid() != 0) GTEST_SKIP() << "mknod needs root";
+  Sandbox box;
+  const std::string run = base_run(box);
+  const std::string full = box.dir() + "/full";
+  ASSERT_EQ(mknod(full.c_str(), S_IFCHR | 0666, makedev(1, 7)), 0);
+  const std::vector<std::pair<Args, std::string>> rows = {
+      {{"export", run, "--format", "jsonl", "-o", full},
+       "gpumemprof export: writing " + full + " failed: No space left on device\n"},
+      {{"html", run, "-o", full}, "gpumemprof html: cannot write " + full + ": No space left on device\n"},
+  };
+  for (const auto& [args, message] : rows) {
+    SCOPED_TRACE(joined(args));
+    RunResult r = run_tool(args, kToolTimeoutS);
+    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_EQ(r.err, message);
+    struct stat st {};
+    ASSERT_EQ(lstat(full.c_str(), &st), 0);
+    EXPECT_TRUE(S_ISCHR(st.st_mode)) << "the device was replaced";
+  }
+}
+
+// Names from outside reach a terminal (docs/report.md, "Names from outside"): escape sequences in an
+// executable's path, a range's and a mark's name are shown as '?' in text, and kept in JSON.
+TEST(HostileInput, ControlSequencesInNamesAreShownAsQuestionMarks) {
+  Sandbox box;
+  const std::string exe = box.dir() + "/prog\x1b[2J";
+  fs::copy_file(Paths::bin("prog_ops"), exe);
+  const std::string range = "\x1b]0;owned\x07range", mark = "\x1b[31mred\xc2\x9b";
+  RunResult r = box.run({exe, "push:" + range, "alloc:1M", "pop", "mark:" + mark, "free_last"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string dir = box.only_run_dir();
+  r = run_tool({"report", dir});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  for (const char c : {'\x1b', '\x07'}) EXPECT_EQ(r.out.find(c), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("\xc2\x9b"), std::string::npos) << r.out;
+  for (const char* shown : {"?]0;owned?range", "?[31mred?"}) {
+    EXPECT_NE(r.out.find(shown), std::string::npos) << shown << " in " << r.out;
+  }
+  EXPECT_NE(r.out.find(box.dir() + "/prog?[2J (pid "), std::string::npos) << r.out;
+  // gpumemprof run's summary on stderr, by the same rule.
+  r = box.run(run_args(box.dir() + "/runs", {exe, "alloc:1M"}), tool_env());
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err.find('\x1b'), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find(box.dir() + "/prog?[2J (pid "), std::string::npos) << r.err;
+  // JSON is data: the names as recorded.
+  const auto doc = nlohmann::json::parse(run_tool({"report", dir, "--json"}).out);
+  EXPECT_EQ(doc["analysis"]["ranges"][0]["name"], range);
+  EXPECT_EQ(doc["analysis"]["marks"][0]["name"], mark);
 }
 
 // Bundles that cannot be read are skipped, the others explained, and the skipped ones summed up in

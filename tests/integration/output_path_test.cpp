@@ -55,6 +55,31 @@ TEST(OutputPath, AnotherUsersSymlinkInTheOomDirectoryPathWritesNoBundle) {
   EXPECT_EQ(read_json_file(box.only_run_dir() + "/summary.json")["oom"]["bundles_written"], 0);
 }
 
+// `gpumemprof run -o ROOT` through another user's symlink, to ROOT's parent or to ROOT itself: refused
+// before the command runs, as GPUMEMPROF_OUTPUT through it is (run used to resolve the link and hand
+// the processes a path without it, so the rule never saw the link). A link of our own is followed.
+TEST(OutputPath, RunRefusesARootThroughAnotherUsersSymlink) {
+  if (geteuid() != 0) GTEST_SKIP() << "lchown to another user needs root";
+  Sandbox box;
+  const std::string link = foreign_symlink(box), marker = box.dir() + "/ran";
+  for (const std::string& root : {link + "/runs", link}) {
+    SCOPED_TRACE(root);
+    RunResult r = box.run(run_args(root, {"/bin/touch", marker}), tool_env());
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_EQ(r.err, "gpumemprof run: cannot use -o " + root + ": '" + link +
+                         "' is a symlink owned by uid 4242, neither root nor uid 0; not following it\n");
+    EXPECT_FALSE(exists(marker)) << "the command ran";
+  }
+  EXPECT_EQ(rmdir((box.dir() + "/target").c_str()), 0) << "the symlink's target stayed empty";
+
+  ASSERT_EQ(mkdir((box.dir() + "/target").c_str(), 0755), 0);
+  ASSERT_EQ(symlink((box.dir() + "/target").c_str(), (box.dir() + "/own").c_str()), 0);
+  RunResult r = box.run(run_args(box.dir() + "/own/runs", {Paths::bin("prog_ops"), "alloc:1M"}), tool_env());
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("gpumemprof: 1 profiled process under " + box.dir() + "/target/runs\n"), std::string::npos)
+      << r.err;
+}
+
 TEST(OutputPath, AnUnknownTemplateSequenceIsKeptWithOneWarning) {
   Sandbox box;
   RunResult r = box.run({Paths::bin("prog_ops"), "alloc:1M"}, {{"GPUMEMPROF_OUTPUT", box.dir() + "/run.%z"}});

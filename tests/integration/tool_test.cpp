@@ -108,7 +108,7 @@ TEST(Tool, EveryOptionOfTheTablesIsInTheHelpAndTakenByTheParser) {
       }
     }
   }
-  EXPECT_EQ(options, 41u);  // --max-graph-memory in check and in run
+  EXPECT_EQ(options, 41u);  // --max-graph-memory in check's and run's tables
 }
 
 }  // namespace

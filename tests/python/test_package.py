@@ -71,6 +71,47 @@ def test_profiled_calls_are_ranges_in_the_report(tmp_path):
                     ("profile.<locals>.<lambda>", "1", "4.00 MiB", "4.00 MiB")]
 
 
+def test_query_api_limits(tmp_path):
+    out, _ = run("query_limits", tmp_path)
+    assert out["synced"] == [1] * 20  # UINT64_MAX waits as long as it takes, never "already past"
+    assert out["after_max"] == 0  # nothing comes after the highest seq (it used to wrap to the oldest)
+    assert out["after_zero"] == 40
+
+
+def test_windows_of_concurrent_threads_hold_their_own_allocations(tmp_path):
+    out, _ = run("threads", tmp_path)
+    assert out["results"] == 200
+    # Every one of a thread's 100 results counts its own allocation, freeing and peak.
+    assert out["short"] == {"a": 0, "b": 0}
+
+
+def test_a_forked_child_uses_the_package_whatever_locks_were_held(tmp_path):
+    out, _ = run("fork_child", tmp_path)
+    assert out["child"] == 0
+
+
+@pytest.mark.parametrize("value, expected", [("200MiB", 200 * MiB), ("1.5G", 3 << 29), ("512", 512),
+                                             ("0.5", 100 * MiB), ("1 G", 100 * MiB), ("16777216T", 100 * MiB)])
+def test_thresholds_read_sizes_as_the_profiler_does(tmp_path, value, expected):
+    out, _ = run("thresholds", tmp_path, GPUMEMPROF_LEAK_BYTES=value, GPUMEMPROF_WARN_PERCENT="90",
+                 GPUMEMPROF_CRITICAL_PERCENT="85")
+    # A critical threshold below the warning one: the profiler takes both defaults.
+    assert out == {"memory_warning_percent": 80.0, "memory_critical_percent": 95.0,
+                   "memory_leak_threshold": expected, "fragmentation_threshold": 0.3}
+
+
+@pytest.mark.parametrize("preload", [True, False])
+def test_a_context_name_is_taken_as_str_with_or_without_the_profiler(tmp_path, preload):
+    out, _ = run("odd_name", tmp_path, preload=preload)
+    assert out == {"name": "123", "allocated": MiB if preload else 0}
+
+
+def test_a_context_left_open_says_nothing_at_exit(tmp_path):
+    out, err = run("left_open", tmp_path)
+    assert out == {"results": 0}
+    assert err == ""
+
+
 def test_tracker_events_callbacks_and_exports(tmp_path):
     out, err = run("tracker", tmp_path, GPUMEMPROF_WARN_PERCENT="50", GPUMEMPROF_CRITICAL_PERCENT="75")
     assert "memory_warning_percent" not in err  # the same value as the profiler's: nothing to say

@@ -21,14 +21,21 @@ def _call(name, *args):
         raise RuntimeError(f"{name} returned {r}")
 
 
+_ctx = ctypes.c_void_p()
+
+
 def init():
     global _cuda
     _cuda = ctypes.CDLL("libcuda.so.1")
     _call("cuInit", 0)
     _call("cuDeviceGet", ctypes.byref(_device), 0)
-    ctx = ctypes.c_void_p()
-    _call("cuDevicePrimaryCtxRetain", ctypes.byref(ctx), _device)
-    _call("cuCtxSetCurrent", ctx)
+    _call("cuDevicePrimaryCtxRetain", ctypes.byref(_ctx), _device)
+    _call("cuCtxSetCurrent", _ctx)
+
+
+def use_context():
+    """The primary context current in this thread too (init() made it current in its own)."""
+    _call("cuCtxSetCurrent", _ctx)
 
 
 def alloc(n):
@@ -192,7 +199,118 @@ def torch_level():
                           torch_requested_current=stats["requested_bytes.all.current"])))
 
 
+def query_limits():
+    """The query API at the edges of its arguments: no timeout (UINT64_MAX) and nothing after the last seq."""
+    init()
+    lib = gpumemprof._native._lib
+    synced = []
+    for _ in range(20):  # each time with a reset and events the collector has yet to handle
+        free(alloc(MiB))
+        lib.gpumemprof_reset_peaks()
+        synced.append(lib.gpumemprof_sync(2**64 - 1))
+    buf = (gpumemprof._native.Record * 64)()
+    print(json.dumps(dict(synced=synced, after_max=lib.gpumemprof_recent(2**64 - 1, buf, 64),
+                          after_zero=lib.gpumemprof_recent(0, buf, 64))))
+
+
+def threads():
+    """Two threads profile their own steps at once: each window holds its own thread's allocation."""
+    import threading
+    init()
+    profiler = gpumemprof.GPUMemoryProfiler(device=0)
+    sizes = {"a": 3 * MiB, "b": 5 * MiB}
+    short = {}
+
+    def worker(name):
+        use_context()
+        n = sizes[name]
+        results = [profiler.profile_function(lambda: free(alloc(n))) for _ in range(100)]
+        short[name] = sum(1 for r in results if min(r.memory_allocated, r.memory_freed, r.peak_memory_usage()) < n)
+
+    ts = [threading.Thread(target=worker, args=(name,)) for name in sizes]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    print(json.dumps(dict(short=short, results=len(profiler.results))))
+
+
+def fork_child():
+    """A fork while another thread holds the package's locks (the tracker's thread may, at any
+    sampling): the child uses the package all the same."""
+    import threading
+    init()
+    t = gpumemprof.MemoryTracker(device=0, sampling_interval=0.001)
+    t.start_tracking()
+    profiler = gpumemprof.GPUMemoryProfiler(device=0)
+    held, release = threading.Event(), threading.Event()
+
+    def hold():
+        with t._lock, gpumemprof._window._lock:
+            held.set()
+            release.wait()
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    held.wait()
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            t.get_events()
+            t.get_statistics()
+            profiler.profile_function(lambda: free(alloc(MiB)))
+            t.stop_tracking()
+            code = 0 if not t.is_tracking else 3
+        finally:
+            os._exit(code)
+    release.set()
+    holder.join()
+    deadline = time.time() + 10
+    status = None
+    while time.time() < deadline:
+        done, st = os.waitpid(pid, os.WNOHANG)
+        if done:
+            status = os.waitstatus_to_exitcode(st)
+            break
+        time.sleep(0.01)
+    if status is None:
+        os.kill(pid, 9)
+        os.waitpid(pid, 0)
+        status = "hung"
+    t.stop_tracking()
+    print(json.dumps(dict(child=status)))
+
+
+def thresholds():
+    t = gpumemprof.MemoryTracker(device=0)
+    print(json.dumps(t.thresholds))
+
+
+def odd_name():
+    """profile_context's name as the seed package took it: anything, shown as str(name)."""
+    init()
+    profiler = gpumemprof.GPUMemoryProfiler(device=0)
+    with profiler.profile_context(name=123):
+        free(alloc(MiB))
+    print(json.dumps(dict(name=profiler.results[-1].function_name, allocated=profiler.results[-1].memory_allocated)))
+
+
+LEFT_OPEN = None
+
+
+def left_open():
+    """A context entered and never exited: collected at interpreter exit, it says nothing."""
+    global LEFT_OPEN
+    init()
+    profiler = gpumemprof.GPUMemoryProfiler(device=0)
+    LEFT_OPEN = (profiler, profiler.profile_context("never_closed"))
+    LEFT_OPEN[1].__enter__()
+    print(json.dumps(dict(results=len(profiler.results))))
+
+
 if __name__ == "__main__":
     {"profile": profile, "tracker": tracker, "watchdog": watchdog, "no_profiler": no_profiler,
-     "torch_level": torch_level}[sys.argv[1]]()
+     "torch_level": torch_level, "query_limits": query_limits, "threads": threads, "fork_child": fork_child,
+     "thresholds": thresholds, "odd_name": odd_name, "left_open": left_open}[sys.argv[1]]()
     sys.stdout.flush()

@@ -207,6 +207,18 @@ TEST(SummaryFigures, WithoutAFinalFlushLostEventsAreUnknown) {
   EXPECT_EQ(j["in_trace"], 1000);
 }
 
+// Once the oldest segments were deleted there is no trace.gmpt: the words name the kept segments.
+TEST(SummaryFigures, ATraceWhoseOldestSegmentsWentIsNamedByTheKeptOnes) {
+  const std::string kept = "trace.000003.gmpt to trace.000005.gmpt";
+  const EventCounts c = event_counts(nullptr, 1000, kept);
+  EXPECT_EQ(event_count_warnings(c),
+            (std::vector<std::string>{"the process ended without its final flush (no summary.json): events recorded after "
+                                      "the last trace write are missing and their number is unknown; figures are rebuilt "
+                                      "from the 1000 events in trace.000003.gmpt to trace.000005.gmpt"}));
+  EXPECT_EQ(event_counts_line(c), "1000 in trace.000003.gmpt to trace.000005.gmpt; lost and unwritten unknown (no final "
+                                  "flush)");
+}
+
 // Zeros where records should be (a file extended by hand, a crashed filesystem): a stretch of
 // them stops the reader with an error instead of reading on; a few are skipped and counted.
 TEST(TraceReaderCorruption, ALongRunOfZeroRecordsIsAnError) {

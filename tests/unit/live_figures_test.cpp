@@ -172,6 +172,42 @@ TEST(LiveFigures, AResetOpensAWindowAtTheFirstLaterEvent) {
   EXPECT_EQ(s.window_bytes_freed, 4 * MiB);
   EXPECT_EQ(s.window_alloc_count, 1u);
   EXPECT_EQ(s.window_free_count, 1u);
+  // The window the reset ended: the run up to it, and the levels at it.
+  EXPECT_EQ(s.reset_allocated, 2 * MiB);
+  EXPECT_EQ(s.reset_reserved, 2 * MiB);
+  EXPECT_EQ(s.closed_allocated_peak, 10 * MiB);
+  EXPECT_EQ(s.closed_bytes_allocated, 12 * MiB);
+  EXPECT_EQ(s.closed_bytes_freed, 10 * MiB);
+  EXPECT_EQ(s.closed_alloc_count, 2u);
+  EXPECT_EQ(s.closed_free_count, 1u);
+}
+
+// Events reach the collector after the reset was asked for, in the same pass as later ones (other
+// threads allocate while a reset is pending): each lands on its side of the reset's instant, so the
+// window a caller reads after its reset holds every event before it.
+TEST(LiveFigures, AResetCutsTheEventsAtItsInstant) {
+  Feed f;
+  f.t = now_ns() - 1'000'000'000;  // stamped before the reset
+  f.device(0, 1024 * MiB);
+  f.alloc(0x1000, 3 * MiB);
+  f.pass();
+  f.live.request_reset();
+  f.alloc(0x2000, 5 * MiB);  // stamped before the reset, handed over after it was asked for
+  f.free(0x2000);
+  f.t = now_ns() + 1'000'000'000;  // stamped after it
+  f.alloc(0x3000, 7 * MiB);
+  f.pass();
+  const gpumemprof_device_stats_t s = f.stats(0);
+  EXPECT_EQ(s.reset_allocated, 3 * MiB);
+  EXPECT_EQ(s.closed_allocated_peak, 8 * MiB);
+  EXPECT_EQ(s.closed_bytes_allocated, 8 * MiB);
+  EXPECT_EQ(s.closed_bytes_freed, 5 * MiB);
+  EXPECT_EQ(s.closed_alloc_count, 2u);
+  EXPECT_EQ(s.closed_free_count, 1u);
+  EXPECT_EQ(s.window_allocated_peak, 10 * MiB);
+  EXPECT_EQ(s.window_bytes_allocated, 7 * MiB);
+  EXPECT_EQ(s.window_bytes_freed, 0u);
+  EXPECT_EQ(s.window_alloc_count, 1u);
 }
 
 TEST(LiveFigures, AResetWithNoLaterEventOpensAnEmptyWindowOnceCaughtUp) {

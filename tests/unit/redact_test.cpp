@@ -95,6 +95,19 @@ TEST(Redact, SecretShapesInsideValues) {
        "-----BEGIN OPENSSH PRIVATE KEY-----<redacted>-----END OPENSSH PRIVATE KEY-----\n"},
       // options inside a longer value
       {"--password=hunter2 --user=bob", "--password=<redacted> --user=bob"},
+      {"mysql --pw hunter2 -h db", "mysql --pw <redacted> -h db"},
+      {"mysqladmin -u root password hunter2", "mysqladmin -u root password <redacted>"},
+      {"run --api-key FAKEkey --verbose", "run --api-key <redacted> --verbose"},
+      // configuration files' spaced pairs
+      {"[default]\naws_secret_access_key = FAKEsecret/FAKE+secret\nregion = x",
+       "[default]\naws_secret_access_key = <redacted>\nregion = x"},
+      // an access key id and its secret, the secret half too
+      {"AKIAFAKEFAKEFAKEFAKE:FAKEsecret/FAKE+secretFAKE0123456789abcd", "AKIA<redacted>:<redacted>"},
+      {"AKIAFAKEFAKEFAKEFAKE FAKEsecret", "AKIA<redacted> <redacted>"},
+      {"GOOG1EFAKEFAKEFAKEFAKEFAKEFAKEFAKEFAKE FAKEsecret+FAKE/secret=", "GOOG1<redacted> <redacted>"},
+      // a bot's token in a URL path
+      {"https://api.telegram.org/bot123456789:AAFAKE-fake_FAKE/sendMessage",
+       "https://api.telegram.org/bot123456789:<redacted>/sendMessage"},
   };
   ASSERT_GE(cases.size(), 30u);
   for (const auto& c : cases) {
@@ -120,6 +133,10 @@ TEST(Redact, LookAlikeValuesStayUntouched) {
            "--batch-size=32 --max-new-tokens=256",
            "tokenizer: gpt2",
            "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----",
+           "kubectl create secret generic app-config",
+           "--use-auth-token --fp16",
+           "x = 1, ratio = 0.5",
+           "https://ml.example.com/v1/projects/p/models/m:predict",
        }) {
     EXPECT_EQ(redact_text(v), v);
   }
@@ -131,14 +148,16 @@ TEST(Redact, SecretNames) {
         "AccountKey", "AWS_SECRET_ACCESS_KEY", "DJANGO_SECRET_KEY", "PGPASSWORD", "MYSQL_PWD", "DB_PASS", "DB_PASS2",
         "PASSWD", "GH_PAT", "COOKIE", "SENTRY_DSN", "SLACK_WEBHOOK_URL", "AZURE_STORAGE_CONNECTION_STRING",
         "ConnectionString", "GOOGLE_APPLICATION_CREDENTIALS", "SSH_AUTH_SOCK", "PRIVATE_KEY_PATH", "SSL_CERT_FILE",
-        "SESSION_ID", "sig", "X-Amz-Signature", "--db-password", "dbPassword", "-Djavax.net.ssl.keyStorePassword"}) {
+        "SESSION_ID", "sig", "X-Amz-Signature", "--db-password", "dbPassword", "-Djavax.net.ssl.keyStorePassword",
+        "--pw", "DB_PW"}) {
     EXPECT_TRUE(is_secret_name(name)) << name;
   }
   for (const char* name :
        {"PATH", "PWD", "OLDPWD", "LD_LIBRARY_PATH", "PYTHONPATH", "CUDA_VISIBLE_DEVICES", "TOKENIZERS_PARALLELISM",
         "HOME", "HOSTNAME", "PYTORCH_CUDA_ALLOC_CONF", "NCCL_SOCKET_IFNAME", "MASTER_ADDR", "MASTER_PORT", "WORLD_SIZE",
         "LOCAL_RANK", "KEYRING_BACKEND", "PIN_MEMORY", "SLURM_JOB_PARTITION", "AWS_ACCESS_KEY_ID", "BYPASS_CACHE",
-        "--batch-size", "--max-new-tokens", "--num-key-value-heads", "--sigma", "--keyword", "SharedAccessKeyName"}) {
+        "--batch-size", "--max-new-tokens", "--num-key-value-heads", "--sigma", "--keyword", "SharedAccessKeyName",
+        "PWR_LIMIT"}) {
     EXPECT_FALSE(is_secret_name(name)) << name;
   }
 }
@@ -169,6 +188,9 @@ TEST(Redact, CommandLines) {
       // a boolean secret-named flag: the next option is not its value
       {{"x", "--use-auth-token", "--fp16"}, {"x", "--use-auth-token", "--fp16"}},
       {{"x", "--password="}, {"x", "--password="}},
+      {{"x", "--pw", "hunter2"}, {"x", "--pw", "<redacted>"}},
+      {{"mysqladmin", "-u", "root", "password", "hunter2"}, {"mysqladmin", "-u", "root", "password", "<redacted>"}},
+      {{"sh", "-c", "mysql --pw hunter2"}, {"sh", "-c", "mysql --pw <redacted>"}},
   };
   for (const auto& [in, expected] : cases) EXPECT_EQ(redact_argv(in), expected) << in[1];
 }

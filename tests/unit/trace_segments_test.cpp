@@ -317,6 +317,31 @@ TEST(TraceSegments, ReadingStopsAtAMissingSegmentAndAtOneCutWhileStarting) {
   EXPECT_NE(gap.stopped_at().find("is missing"), std::string::npos) << gap.stopped_at();
 }
 
+// A running process deletes its oldest segments as it writes: once opened, the kept segments are
+// read whole even when their files go meanwhile (the reader used to open each again by its path).
+TEST(TraceSegments, SegmentsDeletedAfterTheyWereOpenedAreReadWhole) {
+  TempDir dir;
+  const auto events = varied_stream(40'000);
+  const Written w = write_trace(dir.path, events, 1 << 20);
+  reader::TraceReader r;
+  ASSERT_TRUE(r.open(dir.path)) << r.error();
+  ASSERT_GE(r.segments(), 4u);
+  for (const auto& entry : std::filesystem::directory_iterator(dir.path)) std::filesystem::remove(entry.path());
+  Accounting acc;
+  ASSERT_TRUE(r.seed(acc)) << r.error();
+  Event e;
+  uint64_t read = 0;
+  while (r.next(e)) {
+    acc.apply(e);
+    ++read;
+  }
+  EXPECT_FALSE(r.failed()) << r.error();
+  EXPECT_EQ(r.first_event() + read, events.size());
+  EXPECT_EQ(acc.save_checkpoint(), w.final_state);
+  EXPECT_EQ(r.files_text(), trace_segment_name(static_cast<uint32_t>(w.dropped_segments)) + " to " +
+                                trace_segment_name(static_cast<uint32_t>(w.segments - 1)));
+}
+
 TEST(TraceSegments, AVersion1TraceIsStillRead) {
   TempDir dir;
   TraceHeader h = make_trace_header(1, 0, kStartNs);

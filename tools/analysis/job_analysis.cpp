@@ -167,6 +167,7 @@ std::string member_label(const reader::JobMember& m) {
   const ManifestRecord* man = m.run ? &m.run->manifest : nullptr;
   if (man != nullptr && man->rank) return "rank " + std::to_string(*man->rank);
   if (man != nullptr && man->pid) return "pid " + std::to_string(*man->pid);
+  if (const auto rank = reader::rank_in_name(m.path)) return "rank " + std::to_string(*rank);
   return m.path.substr(m.path.rfind('/') + 1);
 }
 

@@ -78,7 +78,8 @@ std::optional<JobAnalysis> analyze_job(const std::string& root, std::string& err
 // The same over members already opened, in job order (the unit tests build them in memory).
 JobAnalysis analyze_job_members(const std::string& root, std::vector<reader::JobMember> members);
 
-// "rank 3" for a process with a rank, else "pid 1234" (else its directory's name).
+// "rank 3" for a process with a rank, else "pid 1234"; for a directory that could not be read, the
+// rank its name gives, else its name.
 std::string member_label(const reader::JobMember& m);
 
 // The --json form (docs/report.md §Jobs).

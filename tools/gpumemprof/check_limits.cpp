@@ -8,10 +8,12 @@
 #include <utility>
 
 #include "bytes_text.h"
+#include "check_figures.h"
 #include "command_args.h"
 #include "device_limit_spec.h"
 #include "event.h"
 #include "format.h"
+#include "run_directory_files.h"
 #include "value_text.h"
 
 namespace gmp::tool {
@@ -20,7 +22,8 @@ namespace {
 std::string prefix(const char* command) { return std::string("gpumemprof ") + command + ": "; }
 
 // Reads one run directory or a job root. nullopt after one line on stderr per directory that could
-// not be read: a gate that skipped one would pass on what it never saw.
+// not be read, or whose summary.json holds a figure that is not a count: a gate that skipped one,
+// or read such a figure as 0, would pass on what it never saw.
 std::optional<std::vector<reader::JobMember>> open_runs(const char* command, const char* what,
                                                         const std::string& path) {
   std::string error;
@@ -39,8 +42,12 @@ std::optional<std::vector<reader::JobMember>> open_runs(const char* command, con
   }
   bool readable = true;
   for (const reader::JobMember& m : *runs) {
-    if (m.run) continue;
-    std::fprintf(stderr, "%s%s%s\n", prefix(command).c_str(), what, m.error.c_str());
+    // A summary rebuilt from the trace is ours; summary.json as read must hold counts.
+    const std::optional<std::string> invalid =
+        m.run && !m.run->summary_rebuilt ? invalid_figure(m.run->summary) : std::nullopt;
+    if (m.run && !invalid) continue;
+    const std::string error = m.run ? m.path + "/" + kSummaryFile + ": " + *invalid : m.error;
+    std::fprintf(stderr, "%s%s%s\n", prefix(command).c_str(), what, error.c_str());
     readable = false;
   }
   if (!readable) return std::nullopt;

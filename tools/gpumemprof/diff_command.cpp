@@ -14,6 +14,7 @@
 #include "check_limits.h"
 #include "command_args.h"
 #include "commands.h"
+#include "output_streams.h"
 #include "format.h"
 #include "json_text.h"
 #include "run_analysis.h"
@@ -219,6 +220,7 @@ void diff(const analysis::RunAnalysis& a, const analysis::RunAnalysis& b, bool j
     out["process"] = rows_json(process);
     out["leaks_by_site"] = changes_json(leak_sites, "site");
     if (!limits.is_null()) out["limits"] = std::move(limits);
+    stdout_carries_data();
     std::printf("%s\n", json_text(out, 2).c_str());
   } else {
     std::printf("\nprocess\n");

@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "json_text.h"
+#include "output_streams.h"
 
 namespace gmp::tool::exporter {
 
@@ -17,6 +18,7 @@ Output::~Output() {
 
 bool Output::open(const std::string& path, std::string& error) {
   if (path.empty() || path == "-") {
+    stdout_carries_data();
     file_ = stdout;
     name_ = "stdout";
     return true;

@@ -1,5 +1,6 @@
 // `gpumemprof html DIR -o FILE`: one self-contained HTML page (charts, peak breakdown, leaks, OOMs,
 // alerts) for a run directory; docs/html-report.md. The page is built in html_report.cpp.
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -10,6 +11,7 @@
 #include "bytes_text.h"
 #include "command_args.h"
 #include "commands.h"
+#include "output_streams.h"
 #include "format.h"
 #include "html_report.h"
 #include "job_view.h"
@@ -29,14 +31,37 @@ int usage_error(const std::string& what) {
   return 2;
 }
 
+// Writes all of `text` to `f` and closes it; false with `error` naming `path` when any of it failed.
+bool write_and_close(FILE* f, const std::string& path, const std::string& text, std::string& error) {
+  const bool wrote = std::fwrite(text.data(), 1, text.size(), f) == text.size();
+  const int write_errno = errno;
+  if (std::fclose(f) != 0 || !wrote) {
+    error = "cannot write " + path + ": " + std::strerror(wrote ? errno : write_errno);
+    return false;
+  }
+  return true;
+}
+
 // Writes `text` to `path` ("-": stdout, which main.cpp checks for every command) through a
-// temporary file renamed into place, so a failed write never leaves a partial report. 0 when
-// written, else the exit status (2: it cannot be created, 1: writing failed midway) with a
+// temporary file renamed into place, so a failed write never leaves a partial report. A path that
+// is there and is no regular file (a device such as /dev/stdout or /dev/full, a FIFO) is written
+// in place: renaming over it would replace the device, and its write errors would go unseen. 0
+// when written, else the exit status (2: it cannot be created, 1: writing failed midway) with a
 // one-line `error`.
 int write_output(const std::string& path, const std::string& text, std::string& error) {
   if (path == "-") {
+    stdout_carries_data();
     std::fwrite(text.data(), 1, text.size(), stdout);
     return 0;
+  }
+  struct stat st {};
+  if (stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
+    FILE* f = std::fopen(path.c_str(), "wb");
+    if (f == nullptr) {
+      error = "cannot write " + path + ": " + std::strerror(errno);
+      return 2;
+    }
+    return write_and_close(f, path, text, error) ? 0 : 1;
   }
   const std::string tmp = path + ".tmp." + std::to_string(getpid());
   FILE* f = std::fopen(tmp.c_str(), "wb");
@@ -44,10 +69,7 @@ int write_output(const std::string& path, const std::string& text, std::string& 
     error = "cannot create " + path + ": " + std::strerror(errno);
     return 2;
   }
-  const bool wrote = std::fwrite(text.data(), 1, text.size(), f) == text.size();
-  const int write_errno = errno;
-  if (std::fclose(f) != 0 || !wrote) {
-    error = "cannot write " + path + ": " + std::strerror(wrote ? errno : write_errno);
+  if (!write_and_close(f, path, text, error)) {
     unlink(tmp.c_str());
     return 1;
   }

@@ -9,6 +9,7 @@
 #include "format.h"
 #include "job_view.h"
 #include "json_text.h"
+#include "output_streams.h"
 
 namespace gmp::tool {
 namespace {
@@ -103,7 +104,7 @@ void print_text(const JobAnalysis& job) {
   if (job.opened < job.members.size()) {
     std::printf("not read (%llu):\n", (ull)(job.members.size() - job.opened));
     for (const reader::JobMember& m : job.members) {
-      if (!m.run) std::printf("  %s\n", m.error.c_str());
+      if (!m.run) std::printf("  %s: %s\n", analysis::member_label(m).c_str(), m.error.c_str());
     }
   }
 }
@@ -206,8 +207,12 @@ std::vector<std::string> failed_first_lines(const JobAnalysis& job) {
 int report_job(const std::string& root, bool json) {
   auto job = open_job("report", root);
   if (!job) return 2;
-  if (json) std::printf("%s\n", json_text(analysis::job_json(*job), 2).c_str());
-  else print_text(*job);
+  if (json) {
+    stdout_carries_data();
+    std::printf("%s\n", json_text(analysis::job_json(*job), 2).c_str());
+  } else {
+    print_text(*job);
+  }
   return 0;
 }
 

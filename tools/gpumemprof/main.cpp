@@ -1,8 +1,5 @@
 // The gpumemprof command: a launcher and post-mortem tools over run directories written by
 // libgpumemprof.so.
-#include <unistd.h>
-
-#include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <exception>
@@ -10,6 +7,7 @@
 
 #include "command_options.h"
 #include "commands.h"
+#include "output_streams.h"
 
 namespace {
 
@@ -28,41 +26,14 @@ std::string prefix(const char* command) {
   return command == nullptr ? "gpumemprof: " : std::string("gpumemprof ") + command + ": ";
 }
 
-// Why a write to stdout failed. stdio keeps only an error flag, and a large fwrite() that fails
-// leaves nothing for the final fflush() to fail on, so stdout's writes go through this.
-int g_stdout_errno = 0;
-
-ssize_t write_stdout(void*, const char* buf, size_t size) {
-  size_t done = 0;
-  while (done < size) {
-    const ssize_t n = ::write(STDOUT_FILENO, buf + done, size - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      g_stdout_errno = n < 0 ? errno : EIO;
-      return done > 0 ? static_cast<ssize_t>(done) : -1;
-    }
-    done += static_cast<size_t>(n);
-  }
-  return static_cast<ssize_t>(size);
-}
-
-// glibc documents stdout as an ordinary variable that may be set.
-void route_stdout() {
-  if (FILE* f = fopencookie(nullptr, "w", cookie_io_functions_t{nullptr, write_stdout, nullptr, nullptr})) {
-    std::fflush(stdout);
-    if (isatty(STDOUT_FILENO)) setvbuf(f, nullptr, _IOLBF, 0);  // as stdio does for a terminal
-    stdout = f;
-  }
-}
-
 // Every command ends here, so that stdout is checked once for all of them: output that could not
 // be written (a full disk, /dev/full) is a failure with one line, not a silent success. A command
 // that already failed has said why in its own line.
 int finish(const char* command, int status) {
-  if (std::fflush(stdout) == 0 && !std::ferror(stdout)) return status;
-  if (status != 0) return status;
-  std::fprintf(stderr, "%scannot write to stdout: %s\n", prefix(command).c_str(),
-               std::strerror(g_stdout_errno != 0 ? g_stdout_errno : EIO));
+  const int error = gmp::tool::finish_output_streams();
+  if (error == 0 || status != 0) return status;
+  std::fprintf(stderr, "%scannot write to stdout: %s\n", prefix(command).c_str(), std::strerror(error));
+  std::fflush(stderr);
   return 2;
 }
 
@@ -101,6 +72,6 @@ int dispatch(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  route_stdout();
+  gmp::tool::route_output_streams();
   return dispatch(argc, argv);
 }

@@ -16,6 +16,7 @@
 #include "call_sites.h"
 #include "command_args.h"
 #include "commands.h"
+#include "output_streams.h"
 #include "format.h"
 #include "json_text.h"
 #include "oom_advice.h"
@@ -24,6 +25,7 @@
 #include "oom_render.h"
 #include "run_directory_reader.h"
 #include "symbolizer.h"
+#include "terminal_text.h"
 #include "run_directory_files.h"
 #include "trace_format.h"
 #include "trace_reader.h"
@@ -214,6 +216,7 @@ void print_json(const Result& r) {
     message = message.substr(0, message.find('\n'));
     out["message"] = message;
   }
+  stdout_carries_data();
   std::printf("%s\n", json_text(out, 2).c_str());
 }
 

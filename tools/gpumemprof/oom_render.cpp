@@ -6,6 +6,7 @@
 
 #include "bytes_text.h"
 #include "format.h"
+#include "terminal_text.h"
 
 namespace gmp::tool {
 namespace {
@@ -153,15 +154,6 @@ void framework_text(const OomExplanation& x, std::string& out) {
 }
 
 }  // namespace
-
-std::string printable(const std::string& s) {
-  std::string out = s;
-  for (char& c : out) {
-    const unsigned char uc = static_cast<unsigned char>(c);
-    if (uc < 0x20 || uc == 0x7f) c = '?';
-  }
-  return out;
-}
 
 std::string oom_explanation_text(const OomExplanation& x) {
   std::string out;

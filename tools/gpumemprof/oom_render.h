@@ -14,7 +14,4 @@ namespace gmp::tool {
 std::string oom_explanation_text(const OomExplanation& x);
 nlohmann::json oom_explanation_json(const OomExplanation& x);
 
-// Replaces control characters (a bundle's strings go to a terminal) with '?'.
-std::string printable(const std::string& s);
-
 }  // namespace gmp::tool

@@ -9,6 +9,7 @@
 #include "bytes_text.h"
 #include "command_args.h"
 #include "commands.h"
+#include "output_streams.h"
 #include "format.h"
 #include "framework_notes.h"
 #include "job_view.h"
@@ -379,6 +380,7 @@ int report_main(int argc, char** argv) {
     nlohmann::json out = run->run.summary;
     out["rebuilt_from_trace"] = run->run.summary_rebuilt;
     out["analysis"] = analysis::analysis_json(*run, false);
+    stdout_carries_data();
     std::printf("%s\n", json_text(out, 2).c_str());
   } else {
     print_text(*run);

@@ -9,6 +9,7 @@
 #include "commands.h"
 #include "config_rules.h"
 
+#include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -22,6 +23,7 @@
 #include <cstring>
 #include <ctime>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -29,6 +31,7 @@
 #include "job_directory.h"
 #include "process_facts.h"
 #include "trace_format.h"
+#include "trusted_dir.h"
 
 namespace gmp::tool {
 namespace {
@@ -72,6 +75,34 @@ std::string bootstrap_dir(const std::string& shim_path) {
 std::string absolute(const std::string& path) {
   char resolved[PATH_MAX];
   return realpath(path.c_str(), resolved) != nullptr ? resolved : path;
+}
+
+// ROOT reached, and created when missing, by the rules the processes reach their run directories
+// with (trusted_dir.h; docs/run-directory.md, "Symlinks and ownership"): another user's symlink on
+// the way is refused here, as GPUMEMPROF_OUTPUT through it would be. Resolving ROOT into a path
+// without links first would hide the link from those rules. Returns the absolute path of the
+// directory reached (what the processes are given), or nullopt with `error`; `created` when ROOT
+// itself was made now.
+std::optional<std::string> reach_root(const std::string& root, bool& created, std::string& error) {
+  const uid_t self = geteuid();
+  const PathParts parts = split_last_component(root);
+  const Fd parent = open_trusted_dir(parts.parent, self, error);
+  if (!parent) return std::nullopt;
+  struct stat st {};
+  created = fstatat(parent.get(), parts.name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 && errno == ENOENT &&
+            may_write_into(parent.get(), parts.parent, self, error) &&
+            mkdirat(parent.get(), parts.name.c_str(), 0777) == 0;
+  const Fd dir = open_trusted_dir(root, self, error);
+  if (!dir) return std::nullopt;
+  char path[PATH_MAX];
+  const std::string fd_link = "/proc/self/fd/" + std::to_string(dir.get());
+  if (const ssize_t n = readlink(fd_link.c_str(), path, sizeof path - 1); n > 0) {
+    return std::string(path, static_cast<size_t>(n));
+  }
+  // No /proc: the path as given, made absolute, which the processes then judge by the same rules.
+  char cwd[PATH_MAX];
+  if (root[0] == '/' || getcwd(cwd, sizeof cwd) == nullptr) return root;
+  return std::string(cwd) + "/" + root;
 }
 
 std::string utc_now() {
@@ -295,16 +326,22 @@ int run_main(int argc, char** argv) {
   const bool has_bootstrap = stat(bootstrap.c_str(), &bootstrap_st) == 0 && S_ISDIR(bootstrap_st.st_mode);
   const std::string pythonpath =
       bootstrap + (pythonpath_prev != nullptr && *pythonpath_prev != '\0' ? ":" + std::string(pythonpath_prev) : "");
-  // A ROOT that exists but is no directory would leave every process unprofiled, found out only
-  // once the command has run: refused before it starts.
-  const bool created_root = mkdir(root.c_str(), 0777) == 0;
+  // A ROOT that exists but is no directory, or that the processes would refuse, would leave every
+  // process unprofiled, found out only once the command has run: refused before it starts.
   struct stat root_st {};
-  if (!created_root && errno == EEXIST && (stat(root.c_str(), &root_st) != 0 || !S_ISDIR(root_st.st_mode))) {
+  if (stat(root.c_str(), &root_st) == 0 && !S_ISDIR(root_st.st_mode)) {
     std::fprintf(stderr, "gpumemprof run: -o %s is not a directory; give a directory (created if missing)\n",
                  root.c_str());
     return 2;
   }
-  root = absolute(root);
+  bool created_root = false;
+  std::string root_error;
+  const std::optional<std::string> reached = reach_root(root, created_root, root_error);
+  if (!reached) {
+    std::fprintf(stderr, "gpumemprof run: cannot use -o %s: %s\n", root.c_str(), root_error.c_str());
+    return 2;
+  }
+  root = *reached;
 
   struct sigaction sa {};
   sa.sa_handler = forward_signal;

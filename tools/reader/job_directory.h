@@ -3,6 +3,7 @@
 // process of anything else). Read by the job view (report, html, export of a ROOT) and `check`.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -23,12 +24,17 @@ bool looks_like_run_directory(const std::string& path);
 
 // The run directories under `root`, searched down to kJobSearchDepth levels without descending into
 // a run directory (so a run's oom/ is never taken for a run), each opened, in the order of rank
-// (processes without one after those with one), then host, then pid, then path. nullopt with
-// `error` (one line) when `root` is not a readable directory or holds no run directory.
+// (processes without one after those with one), then host, then pid, then path. What the search
+// cannot examine (a directory it may not read or enter, a symlink loop) is a member that could not
+// be read, never skipped: one unreadable rank makes a gate's input unreadable (docs/check.md).
+// nullopt with `error` (one line) when `root` is not a readable directory or holds no run directory.
 inline constexpr int kJobSearchDepth = 3;
 std::optional<std::vector<JobMember>> open_job_directory(const std::string& root, std::string& error);
-// The paths open_job_directory() would open, unopened and in name order (none when `root` is not a
-// directory): whether a directory holds a job at all.
-std::vector<std::string> find_run_directories(const std::string& root);
+// The members open_job_directory() would open, unopened (`error` set for those it could not
+// examine) and in name order; none when `root` is not a directory: whether a directory holds a job.
+std::vector<JobMember> find_run_directories(const std::string& root);
+// The rank a run directory's name gives (`rank3.train.py.4242`, docs/run-directory.md#naming): how
+// a directory whose manifest could not be read is named and ordered.
+std::optional<uint64_t> rank_in_name(const std::string& path);
 
 }  // namespace gmp::reader

@@ -73,7 +73,7 @@ std::optional<RunDirectory> open_run_directory(const std::string& path, std::str
   // A summary.json that is not an object says nothing: as if there were none.
   std::optional<Summary> read;
   if (summary && summary->is_object()) read = summary_from_json(*summary);
-  run.events = event_counts(read ? &*read : nullptr, trace.records_in_file());
+  run.events = event_counts(read ? &*read : nullptr, trace.records_in_file(), trace.files_text());
   if (read && read->devices_listed) {
     run.summary = std::move(*summary);
     run.figures = std::move(*read);

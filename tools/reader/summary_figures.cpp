@@ -15,9 +15,10 @@ std::string one_line(std::string s) {
 
 }  // namespace
 
-EventCounts event_counts(const Summary* summary, uint64_t records_in_trace) {
+EventCounts event_counts(const Summary* summary, uint64_t records_in_trace, const std::string& trace_files) {
   EventCounts c;
   c.in_trace = records_in_trace;
+  c.trace_files = trace_files;
   if (summary == nullptr) {
     c.final_flush = false;
     return c;
@@ -34,24 +35,26 @@ EventCounts event_counts(const Summary* summary, uint64_t records_in_trace) {
 
 std::vector<std::string> event_count_warnings(const EventCounts& c) {
   const std::string in_trace = std::to_string(c.in_trace);
+  const std::string& files = c.trace_files;
   if (!c.final_flush) {
     return {
         "the process ended without its final flush (no summary.json): events recorded after the last trace write "
         "are missing and their number is unknown; figures are rebuilt from the " +
-        in_trace + " events in trace.gmpt"};
+        in_trace + " events in " + files};
   }
   std::vector<std::string> out;
   if (c.unwritten > 0) {
     out.push_back("trace incomplete: " + std::to_string(c.unwritten) + " of " + std::to_string(c.recorded) +
-                  " events were not written to trace.gmpt" + (c.trace_error.empty() ? "" : " (" + c.trace_error + ")"));
+                  " events were not written to " + files + (c.trace_error.empty() ? "" : " (" + c.trace_error + ")"));
   }
   if (const uint64_t missing = c.missing_from_file()) {
-    out.push_back("trace truncated: trace.gmpt holds " + in_trace + " events, " + std::to_string(missing) +
-                  " fewer than the " + std::to_string(*c.written) + " summary.json says were written");
+    out.push_back("trace truncated: " + files + (files.find(" to ") == std::string::npos ? " holds " : " hold ") +
+                  in_trace + " events, " + std::to_string(missing) + " fewer than the " + std::to_string(*c.written) +
+                  " summary.json says were written");
   }
   if (c.trace_incomplete()) {
     out.push_back("totals and peaks come from summary.json; what was live at the peaks and at exit, call sites and "
-                  "timelines from the " + in_trace + " events in trace.gmpt");
+                  "timelines from the " + in_trace + " events in " + files);
   }
   if (c.lost > 0) {
     out.push_back(std::to_string(c.lost) + " events were lost: claimed in the ring but never published before the exit "
@@ -61,7 +64,7 @@ std::vector<std::string> event_count_warnings(const EventCounts& c) {
 }
 
 std::string event_counts_line(const EventCounts& c) {
-  const std::string in_trace = std::to_string(c.in_trace) + " in trace.gmpt";
+  const std::string in_trace = std::to_string(c.in_trace) + " in " + c.trace_files;
   if (!c.final_flush) return in_trace + "; lost and unwritten unknown (no final flush)";
   return std::to_string(c.recorded) + " recorded, " + std::to_string(c.lost) + " lost, " + std::to_string(c.unwritten) +
          " unwritten, " + in_trace + ", " + std::to_string(c.producer_waits) + " producer waits";

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "summary.h"
+#include "trace_format.h"
 
 namespace gmp::reader {
 
@@ -25,7 +26,8 @@ struct EventCounts {
   uint64_t producer_waits = 0;  // events.producer_waits
   std::string trace_error;      // events.trace_error: why a trace write failed (one line); empty when none did
   std::optional<uint64_t> written;  // trace_events_written; absent in runs older than the field
-  uint64_t in_trace = 0;            // whole records trace.gmpt holds
+  uint64_t in_trace = 0;            // whole records the trace holds
+  std::string trace_files = kTraceFileName;  // where they are (TraceReader::files_text())
 
   // Events summary.json says were written but the file does not hold (it was cut short since).
   uint64_t missing_from_file() const { return written && *written > in_trace ? *written - in_trace : 0; }
@@ -33,8 +35,10 @@ struct EventCounts {
   bool trace_incomplete() const { return final_flush && (unwritten > 0 || missing_from_file() > 0); }
 };
 
-// `summary` nullptr when there is no summary.json (final_flush false).
-EventCounts event_counts(const Summary* summary, uint64_t records_in_trace);
+// `summary` nullptr when there is no summary.json (final_flush false); `trace_files` as
+// TraceReader::files_text() names them.
+EventCounts event_counts(const Summary* summary, uint64_t records_in_trace,
+                         const std::string& trace_files = kTraceFileName);
 
 // What the counts mean, one line each, said the same way by the report, the HTML page and
 // `gpumemprof run`: nothing when the trace is whole and nothing was lost.

@@ -42,6 +42,12 @@ bool is_directory(const std::string& path) {
 
 bool has_trace(const std::string& dir) { return !segment_files(dir).empty(); }
 
+std::string TraceReader::files_text() const {
+  if (segments_.empty()) return kTraceFileName;
+  const auto name = [](const Segment& s) { return s.path.substr(s.path.rfind('/') + 1); };
+  return segments_.size() == 1 ? name(segments_.front()) : name(segments_.front()) + " to " + name(segments_.back());
+}
+
 TraceReader::~TraceReader() {
   if (file_ != nullptr) fclose(file_);
 }
@@ -50,6 +56,7 @@ bool TraceReader::add_segment(const std::string& path, bool first) {
   InputFile input;
   if (!input.open(path)) {
     error_ = input.error();
+    vanished_ = input.missing();
     return false;
   }
   Segment s{path, {}, 0, input.size()};
@@ -91,7 +98,32 @@ bool TraceReader::add_segment(const std::string& path, bool first) {
     }
   }
   records_in_file_ += (s.size - s.events_offset) / sizeof(Event);
+  s.file = std::move(input);
   segments_.push_back(std::move(s));
+  return true;
+}
+
+bool TraceReader::open_segments(const std::string& dir) {
+  const auto files = segment_files(dir);
+  if (files.empty()) {
+    error_ = dir + " holds no trace (" + kTraceFileName + ")";
+    return false;
+  }
+  for (size_t i = 0; i < files.size() && stopped_at_.empty(); ++i) {
+    const std::string file = dir + "/" + files[i].second;
+    if (i > 0 && files[i].first != files[i - 1].first + 1) {
+      stopped_at_ = dir + "/" + trace_segment_name(files[i - 1].first + 1) + " is missing; reading stops before it";
+      break;
+    }
+    if (add_segment(file, i == 0)) continue;
+    // The writer was killed while starting its last segment: the events before it are whole.
+    if (i > 0 && i + 1 == files.size() && error_.find(" is truncated") != std::string::npos) {
+      stopped_at_ = error_;
+      error_.clear();
+      break;
+    }
+    return false;
+  }
   return true;
 }
 
@@ -99,25 +131,17 @@ bool TraceReader::open(const std::string& path) {
   if (!is_directory(path)) {
     if (!add_segment(path, true)) return false;
   } else {
-    const auto files = segment_files(path);
-    if (files.empty()) {
-      error_ = path + " holds no trace (" + kTraceFileName + ")";
-      return false;
-    }
-    for (size_t i = 0; i < files.size() && stopped_at_.empty(); ++i) {
-      const std::string file = path + "/" + files[i].second;
-      if (i > 0 && files[i].first != files[i - 1].first + 1) {
-        stopped_at_ = path + "/" + trace_segment_name(files[i - 1].first + 1) + " is missing; reading stops before it";
-        break;
-      }
-      if (add_segment(file, i == 0)) continue;
-      // The writer was killed while starting its last segment: the events before it are whole.
-      if (i > 0 && i + 1 == files.size() && error_.find(" is truncated") != std::string::npos) {
-        stopped_at_ = error_;
-        error_.clear();
-        break;
-      }
-      return false;
+    // A running process deletes its oldest segments as it writes (GPUMEMPROF_TRACE_MAX): one listed
+    // and gone before it was opened means the kept window moved on. Listed again, it is read as it
+    // is then; the segments opened stay readable whatever is deleted afterwards.
+    constexpr int kAttempts = 20;
+    for (int attempt = 1; !open_segments(path); ++attempt) {
+      if (!vanished_ || attempt == kAttempts) return false;
+      segments_.clear();
+      records_in_file_ = 0;
+      stopped_at_.clear();
+      error_.clear();
+      vanished_ = false;
     }
   }
   header_ = segments_.front().header;
@@ -129,17 +153,13 @@ bool TraceReader::open_segment(size_t i) {
   file_ = nullptr;
   const Segment& s = segments_[i];
   path_ = s.path;
-  InputFile input;
-  if (!input.open(s.path)) {
-    error_ = input.error();
-    return false;
-  }
-  file_ = fdopen(input.fd(), "rb");
+  const int fd = dup(s.file.fd());  // the stream's own, closed with it
+  file_ = fd >= 0 ? fdopen(fd, "rb") : nullptr;
   if (file_ == nullptr) {
     error_ = "cannot read " + s.path + ": " + std::strerror(errno);
+    if (fd >= 0) close(fd);
     return false;
   }
-  input.release();  // file_ owns it now
   if (fseeko(file_, static_cast<off_t>(s.events_offset), SEEK_SET) != 0) {
     error_ = s.path + ": cannot skip the header";
     return false;
@@ -154,12 +174,7 @@ bool TraceReader::seed(Accounting& acc) {
   const Segment& s = segments_.front();
   if (s.header.checkpoint_size == 0) return true;
   std::string bytes(s.header.checkpoint_size, '\0');
-  InputFile input;
-  if (!input.open(s.path)) {
-    error_ = input.error();
-    return false;
-  }
-  const ssize_t got = pread(input.fd(), bytes.data(), bytes.size(), s.header.header_size);
+  const ssize_t got = pread(s.file.fd(), bytes.data(), bytes.size(), s.header.header_size);
   if (got != static_cast<ssize_t>(bytes.size()) || !acc.restore_checkpoint(bytes.data(), bytes.size())) {
     error_ = s.path + ": the checkpoint at its start (" + std::to_string(bytes.size()) +
              " bytes) is corrupt; the events after it cannot be accounted for";

@@ -15,6 +15,7 @@
 
 #include "accounting.h"
 #include "event.h"
+#include "input_file.h"
 #include "trace_format.h"
 
 namespace gmp::reader {
@@ -31,7 +32,8 @@ class TraceReader {
 
   // `path`: a run directory (every kept segment, oldest first) or one trace file. False with
   // error() set when there is no trace, or a file is not a regular file, sparse, not a trace, of
-  // an unknown version, or not a segment of the same run as the first.
+  // an unknown version, or not a segment of the same run as the first. Of a running process's
+  // trace, the segments kept when it is opened are read whole, whatever it deletes afterwards.
   bool open(const std::string& path);
   const TraceHeader& header() const { return header_; }  // the first kept segment's
   const std::string& error() const { return error_; }
@@ -46,6 +48,9 @@ class TraceReader {
   // Records the run's trace held before the first one read (in deleted segments).
   uint64_t first_event() const { return header_.first_event; }
   size_t segments() const { return segments_.size(); }
+  // Where the events are, as messages name them: "trace.gmpt", or once the oldest segments were
+  // deleted the kept ones' ("trace.000003.gmpt", "trace.000003.gmpt to trace.000005.gmpt").
+  std::string files_text() const;
   // A later segment that does not continue the one before it (a file deleted by hand in the
   // middle, or of another run): reading stops before it. "" when none.
   const std::string& stopped_at() const { return stopped_at_; }
@@ -74,8 +79,14 @@ class TraceReader {
     TraceHeader header;
     uint64_t events_offset;  // where the records start
     uint64_t size;           // at open
+    // Open from the listing on: a running process deletes its oldest segments as it writes
+    // (GPUMEMPROF_TRACE_MAX), and a segment read by its path later could be gone by then.
+    InputFile file;
   };
+  // False with error_; `vanished_` when the file was deleted since it was listed.
   bool add_segment(const std::string& path, bool first);
+  // Every segment of directory `dir`, oldest first; false with error_ (and vanished_).
+  bool open_segments(const std::string& dir);
   bool open_segment(size_t i);
   bool refill();
 
@@ -90,6 +101,7 @@ class TraceReader {
   uint64_t records_in_file_ = 0;
   uint64_t invalid_run_ = 0;  // invalid records in a row
   bool failed_ = false;
+  bool vanished_ = false;
   std::vector<Event> block_;
   size_t pos_ = 0;
   uint64_t read_ = 0;

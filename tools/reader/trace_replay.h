@@ -60,6 +60,7 @@ class TraceReplay {
   uint64_t truncated_bytes() const { return trace_.truncated_bytes(); }
   const std::string& trace_path() const { return trace_.path(); }  // the segment read last
   uint64_t records_in_file() const { return trace_.records_in_file(); }
+  std::string files_text() const { return trace_.files_text(); }
 
  private:
   bool read(Event& e);
