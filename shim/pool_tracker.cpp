@@ -19,6 +19,10 @@ struct KnownPool {
   // less every allocation since (frees are not added back: the figure only errs low). Negative:
   // unknown, or used up, and the next allocation reads the pool.
   alignas(64) std::atomic<int64_t> headroom{-1};
+  // The driver counts a failed request's attempt in RESERVED_MEM_HIGH (seen on an H200: ~139 GiB
+  // after a request of twice the device, nothing reserved): the high read just after a failure,
+  // which says nothing until the program resets it below that.
+  std::atomic<uint64_t> tainted_high{0};
 };
 
 constexpr int kMaxPools = 512;
@@ -106,6 +110,15 @@ uint64_t read_reserved(CUmemoryPool pool, int device) {
   return v;
 }
 
+void failed_allocation(CUmemoryPool pool, int device) {
+  uint64_t reserved = 0, high = 0;
+  if (!driver_figures(pool, &reserved, &high)) return;
+  if (KnownPool* k = find_or_add(reinterpret_cast<uint64_t>(pool), device)) {
+    if (high > reserved) k->tainted_high.store(high, std::memory_order_relaxed);
+    k->headroom.store(-1, std::memory_order_relaxed);
+  }
+}
+
 uint64_t read_after_allocation(CUmemoryPool pool, int device, uint64_t size) {
   // The thread's last pool: most programs allocate from one pool per device.
   thread_local KnownPool* last = nullptr;
@@ -157,12 +170,22 @@ void trimmed(CUmemoryPool pool) {
   }
 }
 
+// The high watermark a reading may use: 0 while it is still the one a failed request left.
+uint64_t usable_high(KnownPool& k, uint64_t high) {
+  const uint64_t tainted = k.tainted_high.load(std::memory_order_relaxed);
+  if (tainted == 0) return high;
+  if (high >= tainted) return 0;
+  k.tainted_high.store(0, std::memory_order_relaxed);  // the program reset it: trusted again
+  return high;
+}
+
 bool read_with_high(CUmemoryPool pool, int device, PoolReading* out) {
   trimmed(pool);  // a trim or a destruction follows or came before: the headroom is gone
   uint64_t reserved = 0, high = 0;
   if (!driver_figures(pool, &reserved, &high)) return false;
   const auto handle = reinterpret_cast<uint64_t>(pool);
   if (KnownPool* k = find_or_add(handle, device)) {
+    high = usable_high(*k, high);
     k->reserved.store(reserved, std::memory_order_relaxed);
     k->high.store(high, std::memory_order_relaxed);
     if (device < 0) device = k->device.load(std::memory_order_relaxed);
@@ -179,6 +202,7 @@ size_t read_all(PoolReading* out, size_t max) {
     const uint64_t handle = k.handle.load(std::memory_order_acquire);
     uint64_t reserved = 0, high = 0;
     if (handle == 0 || !driver_figures(reinterpret_cast<CUmemoryPool>(handle), &reserved, &high)) continue;
+    high = usable_high(k, high);
     // Only what no record carries yet: the allocation path's readings and the refreshes store what
     // they recorded, so a pool that did not change since costs no event.
     if (reserved == k.reserved.load(std::memory_order_relaxed) && high <= k.high.load(std::memory_order_relaxed)) {
@@ -210,6 +234,7 @@ void refresh_all() {
     const uint64_t handle = g_known[i].handle.load(std::memory_order_acquire);
     uint64_t now = 0, high = 0;
     if (handle == 0 || !driver_figures(reinterpret_cast<CUmemoryPool>(handle), &now, &high)) continue;
+    high = usable_high(g_known[i], high);
     // A synchronisation can give memory back: what was known to be free may be gone.
     g_known[i].headroom.store(-1, std::memory_order_relaxed);
     const bool same_high = g_known[i].high.exchange(high, std::memory_order_relaxed) == high;

@@ -29,6 +29,10 @@ uint64_t read_reserved(CUmemoryPool pool, int device);
 // unseen until the next reading, whose high watermark still gives the pool's peak.
 uint64_t read_after_allocation(CUmemoryPool pool, int device, uint64_t size);
 
+// An allocation from the pool failed: the driver counted its attempt in RESERVED_MEM_HIGH, which
+// readings then ignore until the program resets it below that.
+void failed_allocation(CUmemoryPool pool, int device);
+
 // The pool gave memory back (a trim): the headroom known for it is gone.
 void trimmed(CUmemoryPool pool);
 

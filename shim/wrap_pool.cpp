@@ -28,7 +28,12 @@ void record_pool_alloc(Api api, CUresult r, CUdeviceptr* dptr, size_t size, CUst
   // allocation is read at once: its OOM bundle says what the pool held.
   uint64_t reserved = kNoReading;
   if (pool != nullptr) {
-    reserved = r == CUDA_SUCCESS ? pools::read_after_allocation(pool, device, size) : pools::read_reserved(pool, device);
+    if (r == CUDA_SUCCESS) {
+      reserved = pools::read_after_allocation(pool, device, size);
+    } else {
+      pools::failed_allocation(pool, device);
+      reserved = pools::read_reserved(pool, device);
+    }
   }
   record_alloc(api, Kind::Pool, r, dptr ? *dptr : 0, size, device, reinterpret_cast<uint64_t>(stream),
                reinterpret_cast<uint64_t>(pool), reserved);

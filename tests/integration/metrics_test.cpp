@@ -548,7 +548,8 @@ TEST(MetricsNodeExporter, ServesOurGaugesAndPromtoolAcceptsTheFile) {
   EXPECT_EQ(samples(scraped, "gpumemprof_"), ours);
   const auto m = read_json_file(box.only_run_dir() + "/manifest.json");
   const std::string L = "{device=\"0\",executable=\"prog_ops\",host=\"" + m["host"].get<std::string>() +
-                        "\",job_id=\"4711\",pid=\"" + std::to_string(m["pid"].get<int>()) + "\",rank=\"3\",}";
+                        "\",job_id=\"4711\",pid=\"" + std::to_string(m["pid"].get<int>()) + "\",pid_namespace=\"" +
+                        pid_namespace() + "\",rank=\"3\",}";
   EXPECT_EQ(ours.at("gpumemprof_allocated_bytes" + L), 110.0 * MiB);
   EXPECT_EQ(ours.at("gpumemprof_reserved_peak_bytes" + L), 130.0 * MiB);
   EXPECT_EQ(ours.at("gpumemprof_failed_allocations_total" + L), 1.0);
