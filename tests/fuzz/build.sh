@@ -25,7 +25,7 @@ flags=(-std=c++20 -gline-tables-only -O1 -fsanitize=fuzzer,address,undefined -fn
        -D_GLIBCXX_ASSERTIONS -DGMP_READER_NO_BACKSTOP -DSPDLOG_FMT_EXTERNAL -DFMT_HEADER_ONLY=1
        '-DGPUMEMPROF_VERSION="fuzz"' -Wall -Wextra -Wno-missing-field-initializers
        -Iformat -Icollector -Itools/reader -Itools/analysis -Itools/gpumemprof)
-core=(format/event.cpp format/accounting.cpp format/accounting_checkpoint.cpp format/framework_accounting.cpp format/value_text.cpp format/device_figures.cpp
+core=(format/event.cpp format/accounting.cpp format/accounting_checkpoint.cpp format/framework_accounting.cpp format/graph_accounting.cpp format/value_text.cpp format/device_figures.cpp
       format/summary.cpp format/json_views.cpp format/json_fields.cpp format/oom_bundle_schema.cpp format/event_fields.cpp format/attribution_records.cpp
       format/manifest_record.cpp format/config_record.cpp format/config_rules.cpp format/bytes_text.cpp format/program_name.cpp
       format/device_limit_spec.cpp
@@ -38,7 +38,8 @@ sources_fuzz_oom_bundle=("${core[@]}" tools/reader/oom_bundle_reader.cpp tools/r
 sources_fuzz_json_writers=("${core[@]}" collector/config.cpp collector/manifest.cpp collector/process_info.cpp collector/launcher_env.cpp
                            collector/oom_bundle.cpp collector/file_io.cpp collector/pyframe_entry.cpp
                            collector/alert_actions.cpp collector/hidden_child.cpp collector/log.cpp
-                           collector/owned_file.cpp collector/redact.cpp format/trusted_dir.cpp)
+                           collector/owned_file.cpp collector/owned_dir.cpp collector/high_fd.cpp collector/bounded_call.cpp
+                           collector/redact.cpp format/trusted_dir.cpp)
 sources_fuzz_redact=(collector/redact.cpp)
 
 build() {
