@@ -66,6 +66,25 @@ uint64_t key(const void* p) { return reinterpret_cast<uint64_t>(p); }
 
 void note_graph(CUgraph graph, int device, uint64_t bytes) { insert(g_graphs, key(graph), device, bytes); }
 
+void record_node(Op op, Api api, CUgraph graph, uint64_t capture_id, CUstream stream, uint64_t address,
+                 uint64_t size, int device) {
+  ErrnoKeeper keep;
+  note_graph(graph, device, size);
+  uint32_t stack = 0;
+  if (op == Op::GraphAllocNode) prepare_allocation_event(&stack);
+  session_record(device, [&](Event& e) {
+    e.op = op;
+    e.api = api;
+    e.kind = Kind::Graph;
+    e.object = key(graph);
+    e.address = address;
+    e.size = size;
+    e.stream = reinterpret_cast<uint64_t>(stream);
+    e.value = capture_id;
+    e.stack_id = stack;
+  });
+}
+
 void note_exec(CUgraphExec exec, CUgraph graph) {
   if (const Slot* g = find(g_graphs, key(graph))) {
     insert(g_execs, key(exec), g->device.load(std::memory_order_relaxed), g->bytes.load(std::memory_order_relaxed));

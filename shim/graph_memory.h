@@ -8,7 +8,15 @@
 
 #include <cstdint>
 
+#include "event.h"
+
 namespace gmp::shim::graph_memory {
+
+// A memory node added to `graph` (GraphAllocNode or GraphFreeNode): noted as above and recorded,
+// with the call stack of an allocation node. `stream` and `capture_id` are the capture's (0 for a
+// node added with cuGraphAdd*).
+void record_node(Op op, Api api, CUgraph graph, uint64_t capture_id, CUstream stream, uint64_t address,
+                 uint64_t size, int device);
 
 // A graph with an allocation node of `bytes` (0: a free node), on `device` (-1: not known).
 void note_graph(CUgraph graph, int device, uint64_t bytes);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <initializer_list>
 
 #include "../collector/device_table.h"
 #include "capture.h"
@@ -54,31 +55,41 @@ KnownPool* find_or_add(uint64_t handle, int device) {
   return &g_known[i];
 }
 
-// RESERVED_MEM_CURRENT and RESERVED_MEM_HIGH, in relaxed capture mode; false when the driver cannot say.
-bool driver_figures(CUmemoryPool pool, uint64_t* reserved, uint64_t* high) {
+// The pool's attributes `attrs` into `out`, in one relaxed capture-mode scope (reading them is
+// unsafe during a capture in global mode: capture.h); false when the driver cannot say.
+bool driver_attributes(CUmemoryPool pool, std::initializer_list<CUmemPool_attribute> attrs, uint64_t* out) {
   auto get = GMP_REAL(cuMemPoolGetAttribute);
   if (pool == nullptr || get == nullptr) return false;
-  capture::Relaxed relaxed;  // unsafe during a capture in global mode (capture.h)
-  cuuint64_t r = 0, h = 0;
-  if (get(pool, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT, &r) != CUDA_SUCCESS ||
-      get(pool, CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH, &h) != CUDA_SUCCESS) {
-    return false;
+  capture::Relaxed relaxed;
+  for (const CUmemPool_attribute a : attrs) {
+    cuuint64_t v = 0;
+    if (get(pool, a, &v) != CUDA_SUCCESS) return false;
+    *out++ = v;
   }
-  *reserved = r;
-  *high = h;
   return true;
+}
+
+// RESERVED_MEM_CURRENT and RESERVED_MEM_HIGH.
+bool driver_figures(CUmemoryPool pool, uint64_t* reserved, uint64_t* high) {
+  uint64_t v[2];
+  if (!driver_attributes(pool, {CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT, CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH}, v)) return false;
+  *reserved = v[0];
+  *high = v[1];
+  return true;
+}
+
+// Remembers `v` as the pool's last reading. Written only when it changed: most allocations leave the
+// pool as it was, and a line every allocating thread writes would bounce between their cores.
+void remember_reserved(KnownPool* k, uint64_t v) {
+  if (k != nullptr && k->reserved.load(std::memory_order_relaxed) != v) k->reserved.store(v, std::memory_order_relaxed);
 }
 
 }  // namespace
 
 std::optional<uint64_t> driver_reserved(CUmemoryPool pool) {
-  auto get = GMP_REAL(cuMemPoolGetAttribute);
-  cuuint64_t v = 0;
-  capture::Relaxed relaxed;  // unsafe during a capture in global mode (capture.h)
-  if (pool == nullptr || get == nullptr || get(pool, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT, &v) != CUDA_SUCCESS) {
-    return std::nullopt;
-  }
-  return v;
+  uint64_t reserved = 0;
+  if (!driver_attributes(pool, {CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT}, &reserved)) return std::nullopt;
+  return reserved;
 }
 
 CUmemoryPool current_pool(int device) {
@@ -99,24 +110,21 @@ void set_current_pool(int device, CUmemoryPool pool) {
 }
 
 uint64_t read_reserved(CUmemoryPool pool, int device) {
-  const auto handle = reinterpret_cast<uint64_t>(pool);
   const std::optional<uint64_t> reading = driver_reserved(pool);
   if (!reading) return 0;
-  const uint64_t v = *reading;
-  // Written only when it changed: most allocations leave the pool as it was, and a line every
-  // allocating thread writes would bounce between their cores.
-  KnownPool* k = find_or_add(handle, device);
-  if (k != nullptr && k->reserved.load(std::memory_order_relaxed) != v) k->reserved.store(v, std::memory_order_relaxed);
-  return v;
+  remember_reserved(find_or_add(reinterpret_cast<uint64_t>(pool), device), *reading);
+  return *reading;
 }
 
-void failed_allocation(CUmemoryPool pool, int device) {
+uint64_t failed_allocation(CUmemoryPool pool, int device) {
   uint64_t reserved = 0, high = 0;
-  if (!driver_figures(pool, &reserved, &high)) return;
+  if (!driver_figures(pool, &reserved, &high)) return 0;
   if (KnownPool* k = find_or_add(reinterpret_cast<uint64_t>(pool), device)) {
+    remember_reserved(k, reserved);
     if (high > reserved) k->tainted_high.store(high, std::memory_order_relaxed);
     k->headroom.store(-1, std::memory_order_relaxed);
   }
+  return reserved;
 }
 
 uint64_t read_after_allocation(CUmemoryPool pool, int device, uint64_t size) {
@@ -129,20 +137,13 @@ uint64_t read_after_allocation(CUmemoryPool pool, int device, uint64_t size) {
   // What the driver hands out for `size`, or more: pool blocks are at least 512-byte aligned.
   const auto taken = static_cast<int64_t>((size + 511) / 512 * 512);
   if (k != nullptr && k->headroom.fetch_sub(taken, std::memory_order_relaxed) >= taken) return kNoReading;
-  uint64_t reserved = 0, used = 0;
-  {
-    auto get = GMP_REAL(cuMemPoolGetAttribute);
-    capture::Relaxed relaxed;  // unsafe during a capture in global mode (capture.h)
-    cuuint64_t r = 0, u = 0;
-    if (get == nullptr || get(pool, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT, &r) != CUDA_SUCCESS ||
-        get(pool, CU_MEMPOOL_ATTR_USED_MEM_CURRENT, &u) != CUDA_SUCCESS) {
-      return kNoReading;
-    }
-    reserved = r;
-    used = u;
+  uint64_t v[2];
+  if (!driver_attributes(pool, {CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT, CU_MEMPOOL_ATTR_USED_MEM_CURRENT}, v)) {
+    return kNoReading;
   }
+  const uint64_t reserved = v[0], used = v[1];
   if (k != nullptr) {
-    if (k->reserved.load(std::memory_order_relaxed) != reserved) k->reserved.store(reserved, std::memory_order_relaxed);
+    remember_reserved(k, reserved);
     if (k->high.load(std::memory_order_relaxed) < reserved) k->high.store(reserved, std::memory_order_relaxed);
     k->headroom.store(static_cast<int64_t>(reserved) - static_cast<int64_t>(std::min(used, reserved)),
                       std::memory_order_relaxed);

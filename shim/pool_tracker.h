@@ -30,8 +30,9 @@ uint64_t read_reserved(CUmemoryPool pool, int device);
 uint64_t read_after_allocation(CUmemoryPool pool, int device, uint64_t size);
 
 // An allocation from the pool failed: the driver counted its attempt in RESERVED_MEM_HIGH, which
-// readings then ignore until the program resets it below that.
-void failed_allocation(CUmemoryPool pool, int device);
+// readings then ignore until the program resets it below that. Returns the pool's reserved bytes
+// (0 when the driver cannot say), for the failure's record.
+uint64_t failed_allocation(CUmemoryPool pool, int device);
 
 // The pool gave memory back (a trim): the headroom known for it is gone.
 void trimmed(CUmemoryPool pool);

@@ -93,20 +93,7 @@ CUresult end_capture(Api api, Real real, CUstream stream, CUgraph* graph) {
 }
 
 void record_node(Op op, Api api, CUresult r, CUgraph graph, uint64_t address, uint64_t size, int device) {
-  if (r != CUDA_SUCCESS || !recording()) return;
-  ErrnoKeeper keep;
-  graph_memory::note_graph(graph, device, size);
-  uint32_t stack = 0;
-  if (op == Op::GraphAllocNode) prepare_allocation_event(&stack);
-  session_record(device, [&](Event& e) {
-    e.op = op;
-    e.api = api;
-    e.kind = Kind::Graph;
-    e.object = handle(graph);
-    e.address = address;
-    e.size = size;
-    e.stack_id = stack;
-  });
+  if (r == CUDA_SUCCESS && recording()) graph_memory::record_node(op, api, graph, 0, nullptr, address, size, device);
 }
 
 // What a generic node adds: a memory node, or a child graph whose memory nodes the parent now owns.
@@ -147,6 +134,15 @@ void record_instantiate(Api api, CUresult r, CUgraphExec* exec, CUgraph graph, u
     e.address = x;
     e.value = flags;
   });
+}
+
+// Every instantiate ABI: forwarded, then the executable noted and recorded with its flags.
+template <typename Real, typename... Args>
+CUresult instantiate(Api api, Real real, uint64_t flags, CUgraphExec* exec, CUgraph graph, Args... args) {
+  if (real == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
+  const CUresult r = real(exec, graph, args...);
+  record_instantiate(api, r, exec, graph, flags);
+  return r;
 }
 
 template <typename Real>
@@ -240,42 +236,25 @@ GMP_EXPORT CUresult cuGraphAddNode_v2(CUgraphNode* node, CUgraph graph, const CU
 }
 
 GMP_EXPORT CUresult cuGraphInstantiate(CUgraphExec* exec, CUgraph graph, CUgraphNode* err, char* log, size_t len) {
-  auto real = GMP_REAL(cuGraphInstantiate);
-  if (real == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
-  const CUresult r = real(exec, graph, err, log, len);
-  record_instantiate(Api::cuGraphInstantiate, r, exec, graph, 0);
-  return r;
+  return instantiate(Api::cuGraphInstantiate, GMP_REAL(cuGraphInstantiate), 0, exec, graph, err, log, len);
 }
 GMP_EXPORT CUresult cuGraphInstantiate_v2(CUgraphExec* exec, CUgraph graph, CUgraphNode* err, char* log,
                                           size_t len) {
-  auto real = GMP_REAL(cuGraphInstantiate_v2);
-  if (real == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
-  const CUresult r = real(exec, graph, err, log, len);
-  record_instantiate(Api::cuGraphInstantiate_v2, r, exec, graph, 0);
-  return r;
+  return instantiate(Api::cuGraphInstantiate_v2, GMP_REAL(cuGraphInstantiate_v2), 0, exec, graph, err, log, len);
 }
 GMP_EXPORT CUresult cuGraphInstantiateWithFlags(CUgraphExec* exec, CUgraph graph, unsigned long long flags) {
-  auto real = GMP_REAL(cuGraphInstantiateWithFlags);
-  if (real == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
-  const CUresult r = real(exec, graph, flags);
-  record_instantiate(Api::cuGraphInstantiateWithFlags, r, exec, graph, flags);
-  return r;
+  return instantiate(Api::cuGraphInstantiateWithFlags, GMP_REAL(cuGraphInstantiateWithFlags), flags, exec, graph,
+                     flags);
 }
 GMP_EXPORT CUresult cuGraphInstantiateWithParams(CUgraphExec* exec, CUgraph graph,
                                                  CUDA_GRAPH_INSTANTIATE_PARAMS* params) {
-  auto real = GMP_REAL(cuGraphInstantiateWithParams);
-  if (real == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
-  const CUresult r = real(exec, graph, params);
-  record_instantiate(Api::cuGraphInstantiateWithParams, r, exec, graph, params != nullptr ? params->flags : 0);
-  return r;
+  return instantiate(Api::cuGraphInstantiateWithParams, GMP_REAL(cuGraphInstantiateWithParams),
+                     params != nullptr ? params->flags : 0, exec, graph, params);
 }
 GMP_EXPORT CUresult cuGraphInstantiateWithParams_ptsz(CUgraphExec* exec, CUgraph graph,
                                                       CUDA_GRAPH_INSTANTIATE_PARAMS* params) {
-  auto real = GMP_REAL(cuGraphInstantiateWithParams_ptsz);
-  if (real == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
-  const CUresult r = real(exec, graph, params);
-  record_instantiate(Api::cuGraphInstantiateWithParams_ptsz, r, exec, graph, params != nullptr ? params->flags : 0);
-  return r;
+  return instantiate(Api::cuGraphInstantiateWithParams_ptsz, GMP_REAL(cuGraphInstantiateWithParams_ptsz),
+                     params != nullptr ? params->flags : 0, exec, graph, params);
 }
 
 GMP_EXPORT CUresult cuGraphLaunch(CUgraphExec exec, CUstream s) {

@@ -31,8 +31,7 @@ void record_pool_alloc(Api api, CUresult r, CUdeviceptr* dptr, size_t size, CUst
     if (r == CUDA_SUCCESS) {
       reserved = pools::read_after_allocation(pool, device, size);
     } else {
-      pools::failed_allocation(pool, device);
-      reserved = pools::read_reserved(pool, device);
+      reserved = pools::failed_allocation(pool, device);
     }
   }
   record_alloc(api, Kind::Pool, r, dptr ? *dptr : 0, size, device, reinterpret_cast<uint64_t>(stream),
@@ -46,20 +45,7 @@ void record_captured(Op op, Api api, CUresult r, const capture::Info& info, uint
   if (r != CUDA_SUCCESS || !recording()) return;
   ErrnoKeeper keep;
   if (device < 0) device = only_device() >= 0 ? only_device() : current_device();
-  graph_memory::note_graph(info.graph, device, size);
-  uint32_t stack = 0;
-  if (op == Op::GraphAllocNode) prepare_allocation_event(&stack);
-  session_record(device, [&](Event& e) {
-    e.op = op;
-    e.api = api;
-    e.kind = Kind::Graph;
-    e.address = address;
-    e.size = size;
-    e.stream = reinterpret_cast<uint64_t>(stream);
-    e.object = reinterpret_cast<uint64_t>(info.graph);
-    e.value = info.id;
-    e.stack_id = stack;
-  });
+  graph_memory::record_node(op, api, info.graph, info.id, stream, address, size, device);
 }
 
 template <typename Real>
