@@ -14,6 +14,11 @@ constexpr uint64_t kFragmentationFloor = 1ull << 30;  // reserved must reach min
 AlertEngine::AlertEngine(const Config& config)
     : config_(config), window_ns_((config.sample_ms == 0 ? 100 : config.sample_ms) * 10ull * 1'000'000ull) {}
 
+AlertEngine::State& AlertEngine::state(int device) {
+  if (static_cast<size_t>(device) >= states_.size()) states_.resize(static_cast<size_t>(device) + 1);
+  return states_[static_cast<size_t>(device)];
+}
+
 void AlertEngine::edge(State& s, AlertType t, bool on, bool off, uint64_t fire_after, uint64_t clear_after,
                        const Alert& base, std::vector<Alert>& out) {
   const int i = static_cast<int>(t);
@@ -38,7 +43,7 @@ void AlertEngine::edge(State& s, AlertType t, bool on, bool off, uint64_t fire_a
 
 void AlertEngine::evaluate(const DeviceStats& d, uint64_t now_ns, std::vector<Alert>& out) {
   if (d.device < 0) return;
-  State& s = states_[d.device];
+  State& s = state(d.device);
   const uint64_t allocated = d.allocated.current, reserved = d.reserved.current;
   Alert base{AlertType::Warning, true, d.device, now_ns, allocated, reserved, d.total_bytes, 0, 0, 0.0};
   growth(s, d, now_ns, base, out);
@@ -48,12 +53,19 @@ void AlertEngine::evaluate(const DeviceStats& d, uint64_t now_ns, std::vector<Al
   // clears only once its end has lasted a window. Together with the bands this keeps a training
   // loop whose peak crosses a threshold every step from firing every step.
   if (d.total_bytes > 0) {
-    for (auto [type, percent] : {std::pair{AlertType::Warning, config_.warn_percent},
-                                 std::pair{AlertType::Critical, config_.critical_percent}}) {
-      const auto threshold = static_cast<uint64_t>(static_cast<double>(d.total_bytes) * percent / 100.0);
-      base.threshold_bytes = threshold;
-      edge(s, type, allocated >= threshold, static_cast<double>(allocated) < threshold * kClearFraction, 0, window_ns_,
-           base, out);
+    // Every event comes here: the byte thresholds are worked out once per device size.
+    if (s.thresholds_of != d.total_bytes) {
+      s.thresholds_of = d.total_bytes;
+      const double percents[2] = {config_.warn_percent, config_.critical_percent};
+      for (int k = 0; k < 2; ++k) {
+        s.threshold[k] = static_cast<uint64_t>(static_cast<double>(d.total_bytes) * percents[k] / 100.0);
+        s.clear_below[k] = static_cast<double>(s.threshold[k]) * kClearFraction;
+      }
+    }
+    for (int k = 0; k < 2; ++k) {
+      base.threshold_bytes = s.threshold[k];
+      edge(s, k == 0 ? AlertType::Warning : AlertType::Critical, allocated >= s.threshold[k],
+           static_cast<double>(allocated) < s.clear_below[k], 0, window_ns_, base, out);
     }
   }
   // Inside a framework the unallocated part of reserved is its cache of free blocks.

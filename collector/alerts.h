@@ -48,7 +48,11 @@ class AlertEngine {
     bool has_baseline = false;
     bool framework = false;  // growth watches the framework's allocated bytes
     uint64_t warmup_windows = 0, previous_floor = 0;
+    uint64_t thresholds_of = 0;  // the device size threshold[] and clear_below[] were worked out for
+    uint64_t threshold[2] = {};  // warning, critical: bytes
+    double clear_below[2] = {};
   };
+  State& state(int device);  // indexed by device ordinal: evaluate() runs once per event
   // Fires once `on` has held for `fire_after` ns and clears once `off` has held for `clear_after`.
   void edge(State& s, AlertType t, bool on, bool off, uint64_t fire_after, uint64_t clear_after, const Alert& base,
             std::vector<Alert>& out);
@@ -58,7 +62,7 @@ class AlertEngine {
 
   Config config_;
   uint64_t window_ns_;
-  std::map<int, State> states_;
+  std::vector<State> states_;
 };
 
 }  // namespace gmp

@@ -50,6 +50,7 @@ Config parse_config(const EnvLookup& env) {
   r.read(settings::trace_max, c.trace_max);
   r.read(settings::stacks, c.stacks);
   r.read(settings::python_stacks, c.python_stacks);
+  r.read(settings::tensor_stacks, c.tensor_stacks);
   r.read(settings::framework, c.framework);
   r.read(settings::sample_ms, c.sample_ms);
   r.read(settings::warn_percent, c.warn_percent);
@@ -88,6 +89,7 @@ ConfigRecord config_record(const Config& c) {
   r.trace_max = c.trace_max;
   r.stacks = c.stacks;
   r.python_stacks = c.python_stacks;
+  r.tensor_stacks = kTensorStacksNames[static_cast<size_t>(c.tensor_stacks)];
   r.sample_ms = c.sample_ms;
   r.warn_percent = c.warn_percent;
   r.critical_percent = c.critical_percent;

@@ -17,6 +17,10 @@ namespace gmp {
 enum class LogLevel { Trace, Debug, Info, Warn, Error, Critical, Off };
 // GPUMEMPROF_FRAMEWORK (docs/framework-bridge.md): whether the bridge attaches to PyTorch's allocator.
 enum class FrameworkMode { Auto, Unverified, Off };
+// GPUMEMPROF_TENSOR_STACKS: what a PyTorch tensor's allocation records. Python frames by default (as
+// PyTorch's own memory history): the native frames under a tensor are PyTorch's dispatcher and
+// allocator, the same for every tensor, and walking them costs more than the rest of the event.
+enum class TensorStacks { Python, All };
 
 struct Config {
   bool enable = true;
@@ -26,6 +30,7 @@ struct Config {
   uint64_t trace_max = 1ull << 30;  // bytes of trace kept on disk; 0: unbounded (docs/configuration.md)
   uint32_t stacks = 16;       // return addresses per allocation event; 0: no stacks
   bool python_stacks = true;  // Python frames too, where the allocating thread holds the GIL
+  TensorStacks tensor_stacks = TensorStacks::Python;
   FrameworkMode framework = FrameworkMode::Auto;
   uint32_t sample_ms = 100;
   double warn_percent = 80;

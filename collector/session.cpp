@@ -175,6 +175,7 @@ bool session_enabled() {
 
 std::atomic<uint32_t> g_stack_depth{0};
 std::atomic<bool> g_python_stacks{false};
+std::atomic<bool> g_tensor_native_stacks{false};
 std::atomic<int> g_framework_mode{static_cast<int>(FrameworkMode::Auto)};
 
 Session* session_start() {
@@ -214,6 +215,7 @@ Session* session_start() {
   log::info("recording to {}", s->collector.run_dir());
   g_stack_depth.store(config.stacks, std::memory_order_relaxed);
   g_python_stacks.store(config.python_stacks, std::memory_order_relaxed);
+  g_tensor_native_stacks.store(config.tensor_stacks == TensorStacks::All, std::memory_order_relaxed);
   g_framework_mode.store(static_cast<int>(config.framework), std::memory_order_relaxed);
   g_state.store(kRunning, std::memory_order_release);
   g_active_session.store(s, std::memory_order_release);

@@ -72,6 +72,7 @@ inline Session* session_get() {
 // set before the session is published.
 extern std::atomic<uint32_t> g_stack_depth;      // GPUMEMPROF_STACKS
 extern std::atomic<bool> g_python_stacks;        // GPUMEMPROF_PYTHON_STACKS
+extern std::atomic<bool> g_tensor_native_stacks; // GPUMEMPROF_TENSOR_STACKS=all
 extern std::atomic<int> g_framework_mode;        // GPUMEMPROF_FRAMEWORK, a FrameworkMode
 
 // True once a session is running in this process (pool refreshes at sync points need no start).

@@ -23,6 +23,7 @@ json to_json(const ConfigRecord& c) {
       {"trace_max", c.trace_max},
       {"stacks", c.stacks},
       {"python_stacks", c.python_stacks},
+      {"tensor_stacks", c.tensor_stacks},
       {"sample_ms", c.sample_ms},
       {"warn_percent", c.warn_percent},
       {"critical_percent", c.critical_percent},
@@ -50,6 +51,7 @@ ConfigRecord config_record_from_json(const json* j) {
   c.trace_max = reader::u64_or(member(j, "trace_max"));
   c.stacks = reader::u64_or(member(j, "stacks"));
   c.python_stacks = reader::as_bool(member(j, "python_stacks")).value_or(c.python_stacks);
+  c.tensor_stacks = reader::as_string(member(j, "tensor_stacks")).value_or(c.tensor_stacks);
   c.sample_ms = reader::u64_or(member(j, "sample_ms"));
   c.warn_percent = number_or(member(j, "warn_percent"), c.warn_percent);
   c.critical_percent = number_or(member(j, "critical_percent"), c.critical_percent);

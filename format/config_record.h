@@ -20,6 +20,7 @@ struct ConfigRecord {
   uint64_t trace_max = 0;  // GPUMEMPROF_TRACE_MAX in bytes; 0: unbounded (also in runs older than it)
   uint64_t stacks = 0;
   bool python_stacks = true;
+  std::string tensor_stacks = "python";  // GPUMEMPROF_TENSOR_STACKS by name (runs older than it: python)
   uint64_t sample_ms = 0;
   double warn_percent = 0;
   double critical_percent = 0;

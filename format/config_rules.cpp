@@ -57,6 +57,14 @@ std::optional<SettingValue> log_level(std::string_view s) {
   return std::nullopt;
 }
 
+std::optional<SettingValue> tensor_stacks_mode(std::string_view s) {
+  const std::string v = lower(s);
+  for (size_t i = 0; i < std::size(kTensorStacksNames); ++i) {
+    if (v == kTensorStacksNames[i]) return uint64_t{i};
+  }
+  return std::nullopt;
+}
+
 std::optional<SettingValue> framework_mode(std::string_view s) {
   for (size_t i = 0; i < std::size(kFrameworkModeNames); ++i) {
     if (s == kFrameworkModeNames[i]) return uint64_t{i};
@@ -111,6 +119,7 @@ const SettingRule trace_max{"GPUMEMPROF_TRACE_MAX", "1GiB",
                             "0 (unbounded) or a size of at least 1MiB such as 512M, 1GiB or 20G", gmp::trace_max};
 const SettingRule stacks{"GPUMEMPROF_STACKS", "16", "an integer from 0 (off) to 128", uint_in<0, 128>};
 const SettingRule python_stacks{"GPUMEMPROF_PYTHON_STACKS", "1", kBoolForm, boolean};
+const SettingRule tensor_stacks{"GPUMEMPROF_TENSOR_STACKS", "python", "python or all", tensor_stacks_mode};
 const SettingRule framework{"GPUMEMPROF_FRAMEWORK", "auto", "auto, unverified or off", framework_mode};
 const SettingRule sample_ms{"GPUMEMPROF_SAMPLE_MS", "100", "an integer from 0 (off) to 3600000",
                             uint_in<0, 3'600'000>};

@@ -26,9 +26,11 @@ struct SettingRule {
 // In the order of the collector's LogLevel and FrameworkMode (collector/config.h).
 inline constexpr const char* kLogLevelNames[] = {"trace", "debug", "info", "warn", "error", "critical", "off"};
 inline constexpr const char* kFrameworkModeNames[] = {"auto", "unverified", "off"};
+// GPUMEMPROF_TENSOR_STACKS, named as PyTorch's _record_memory_history(stacks=...) names them.
+inline constexpr const char* kTensorStacksNames[] = {"python", "all"};
 
 namespace settings {
-extern const SettingRule enable, output, log_level, ring_events, trace_max, stacks, python_stacks, framework,
+extern const SettingRule enable, output, log_level, ring_events, trace_max, stacks, python_stacks, tensor_stacks, framework,
     sample_ms, warn_percent, critical_percent, fragmentation, leak_bytes, on_alert, oom_dir, oom_events,
     oom_max_dumps, oom_max_total_mb, oom_wait_ms, metrics_dir, metrics_interval_ms, watchdog, watchdog_min_interval_ms,
     device_limit;

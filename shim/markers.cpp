@@ -108,7 +108,10 @@ bool prepare_framework_event(uint32_t* stack) {
   *stack = 0;
   Session* s;
   if (!prepare_event(&s)) return false;
-  if (s != nullptr && g_python_stacks.load(std::memory_order_relaxed)) {
+  if (s != nullptr && g_tensor_native_stacks.load(std::memory_order_relaxed)) {  // GPUMEMPROF_TENSOR_STACKS=all
+    *stack = capture_stack(g_stack_depth.load(std::memory_order_relaxed),
+                           g_python_stacks.load(std::memory_order_relaxed));
+  } else if (s != nullptr && g_python_stacks.load(std::memory_order_relaxed)) {
     *stack = capture_python_stack(g_stack_depth.load(std::memory_order_relaxed));
   }
   return true;

@@ -19,7 +19,8 @@ void set_paused(Api source, bool paused);
 // Otherwise replays the thread's ranges if the session has not seen them, and sets *stack to the
 // thread's call stack id (0 when stacks are off).
 bool prepare_allocation_event(uint32_t* stack);
-// The same for a framework's allocation (a tensor, a segment): its stack is the Python frames only.
+// The same for a framework's allocation (a tensor, a segment): its stack is the Python frames only,
+// or native and Python frames with GPUMEMPROF_TENSOR_STACKS=all.
 bool prepare_framework_event(uint32_t* stack);
 
 }  // namespace gmp::shim

@@ -12,10 +12,14 @@
 // 750 ns in one process and 1,550 ns in the next on an H200 host) cancel out. `--pairs N` sets the
 // block (200,000), `--only async|sync` times one kind of pair. `--shim PATH` times another build of
 // the shim, and `--second PATH` makes the second copy another build (with GMP_BENCH_STACKS=0, an
-// A/B of two builds in one process).
+// A/B of two builds in one process). Each round also reports the collectors' CPU per event: what
+// the process's other threads ran (/proc/self/task/*/schedstat) over a shimmed block and its drain,
+// less the same over the direct block.
 #include <benchmark/benchmark.h>
 #include <cuda.h>
+#include <dirent.h>
 #include <dlfcn.h>
+#include <sys/syscall.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -133,10 +137,40 @@ void RingPush(benchmark::State& state) {
   consumer.join();
 }
 
-double ns_per_pair(void (*pair)(const Api&), const Api& api, int pairs) {
+// CPU time (ns) of every thread of this process but the calling one: the two shims' collectors
+// (and the benchmark library's idle threads, if any), from /proc's per-task scheduler figures.
+double other_threads_cpu_ns() {
+  const long self = syscall(SYS_gettid);
+  double total = 0;
+  DIR* d = opendir("/proc/self/task");
+  if (d == nullptr) return 0;
+  while (dirent* t = readdir(d)) {
+    const long tid = std::atol(t->d_name);
+    if (tid <= 0 || tid == self) continue;
+    FILE* f = std::fopen(("/proc/self/task/" + std::string(t->d_name) + "/schedstat").c_str(), "r");
+    unsigned long long on_cpu = 0;
+    if (f != nullptr && std::fscanf(f, "%llu", &on_cpu) == 1) total += static_cast<double>(on_cpu);
+    if (f != nullptr) std::fclose(f);
+  }
+  closedir(d);
+  return total;
+}
+
+struct Block {
+  double ns_per_pair;
+  double other_cpu_ns;  // what the other threads ran during the block and the drain after it
+};
+
+// A block of pairs, then a wait long enough for the collector to drain them (its busy sleep is
+// 200 us, its idle one 1 ms), so that the other threads' CPU over the block is the cost of these
+// events.
+Block timed_block(void (*pair)(const Api&), const Api& api, int pairs) {
+  const double cpu0 = other_threads_cpu_ns();
   const auto t0 = std::chrono::steady_clock::now();
   for (int i = 0; i < pairs; ++i) pair(api);
-  return std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count() / pairs;
+  const double ns = std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count() / pairs;
+  std::this_thread::sleep_for(std::chrono::milliseconds(30));
+  return {ns, other_threads_cpu_ns() - cpu0};
 }
 
 void sync_pair(const Api& api) {
@@ -159,21 +193,29 @@ void interleaved_rounds(int rounds, int block, const std::string& only) {
   } pairs[] = {{"cuMemAlloc_v2+cuMemFree_v2", sync_pair}, {"cuMemAllocAsync+cuMemFreeAsync", async_pair}};
   for (const auto& kind : pairs) {
     if (!only.empty() && std::string(kind.name).find(only == "async" ? "Async" : "_v2") == std::string::npos) continue;
-    std::vector<double> direct, cost[3];
+    std::vector<double> direct, cost[3], collector[3];
     for (int r = 0; r < rounds; ++r) {
-      double ns[3];
+      Block b[3];
       for (int k = 0; k < 3; ++k) {
         const int v = (r + k) % 3;
-        ns[v] = ns_per_pair(kind.pair, *apis[v], block);
+        b[v] = timed_block(kind.pair, *apis[v], block);
       }
-      direct.push_back(ns[0]);
-      for (int v = 1; v < 3; ++v) cost[v].push_back((ns[v] - ns[0]) / 2);
+      direct.push_back(b[0].ns_per_pair);
+      // The collectors' CPU per event: what the other threads ran in a shimmed block less what
+      // they ran (idle wake-ups) in the direct one, over the block's 2 events per pair.
+      for (int v = 1; v < 3; ++v) {
+        cost[v].push_back((b[v].ns_per_pair - b[0].ns_per_pair) / 2);
+        collector[v].push_back((b[v].other_cpu_ns - b[0].other_cpu_ns) / (2.0 * block));
+      }
     }
     const auto d = gmp::bench::spread(direct), off = gmp::bench::spread(cost[1]), on = gmp::bench::spread(cost[2]);
+    const auto coff = gmp::bench::spread(collector[1]), con = gmp::bench::spread(collector[2]);
     std::printf("%s, %d rounds of %d pairs: direct %.1f ns/pair (%.1f-%.1f); recording per event: stacks off "
-                "%.1f ns (%.1f-%.1f), stacks on %.1f ns (%.1f-%.1f); pair ratio: stacks off %.3f, on %.3f\n",
+                "%.1f ns (%.1f-%.1f), stacks on %.1f ns (%.1f-%.1f); pair ratio: stacks off %.3f, on %.3f; "
+                "collector CPU per event: stacks off %.1f ns (%.1f-%.1f), stacks on %.1f ns (%.1f-%.1f)\n",
                 kind.name, rounds, block, d.median, d.min, d.max, off.median, off.min, off.max, on.median, on.min,
-                on.max, (d.median + 2 * off.median) / d.median, (d.median + 2 * on.median) / d.median);
+                on.max, (d.median + 2 * off.median) / d.median, (d.median + 2 * on.median) / d.median, coff.median,
+                coff.min, coff.max, con.median, con.min, con.max);
   }
 }
 

@@ -14,6 +14,7 @@
 
 #include "../../shim/torch_layouts.h"
 #include "harness.h"
+#include "trace_reader.h"
 
 namespace gmp::test {
 namespace {
@@ -287,6 +288,53 @@ TEST_F(FrameworkBridge, SeedsWhatExistedBeforeALateAttach) {
   EXPECT_EQ(fake(r, "requested_bytes.all.peak"), 1000 + 5 * kMiB + 3000 + 6 * kMiB);
   EXPECT_EQ(r.summary["framework"]["tensors_at_exit"], (nlohmann::json{{"count", 2}, {"bytes", 1000 + 5 * kMiB}}));
   EXPECT_EQ(r.summary["live_at_exit"]["count"], 2);
+}
+
+// Each tensor allocation's frames in the trace, by kind: Python frames ("py:<id>") and native ones
+// (return addresses, "0x...") as attribution.jsonl spells them.
+struct TensorFrames {
+  size_t tensors = 0, native = 0, python = 0;
+};
+TensorFrames tensor_frames(const std::string& dir) {
+  std::map<uint32_t, nlohmann::json> stacks;
+  std::ifstream in(dir + "/attribution.jsonl");
+  for (std::string line; std::getline(in, line);) {
+    const auto j = nlohmann::json::parse(line, nullptr, false);
+    if (j.is_object() && j.value("type", "") == "stack") stacks[j["id"].get<uint32_t>()] = j;
+  }
+  reader::TraceReader trace;
+  EXPECT_TRUE(trace.open(dir + "/trace.gmpt")) << trace.error();
+  TensorFrames t;
+  Event e;
+  while (trace.next(e)) {
+    if (e.op != Op::TensorAlloc) continue;
+    ++t.tensors;
+    if (e.stack_id == 0 || stacks.count(e.stack_id) == 0) continue;
+    for (const auto& f : stacks[e.stack_id]["frames"]) {
+      const std::string s = f;
+      ++(s.rfind("py:", 0) == 0 ? t.python : t.native);
+    }
+  }
+  return t;
+}
+
+// PyTorch's own default for its memory history: a tensor carries its Python frames, not the native
+// frames of PyTorch's dispatcher and allocator under them; GPUMEMPROF_TENSOR_STACKS=all adds those.
+TEST_F(FrameworkBridge, TensorsCarryPythonFramesOnlyUnlessAllAreAskedFor) {
+  const TorchRun python = run_torch(box, "basic");
+  expect_attached(python);
+  const TensorFrames p = tensor_frames(python.dir);
+  EXPECT_GT(p.tensors, 0u);
+  EXPECT_GE(p.python, p.tensors);  // at least the allocating line of each
+  EXPECT_EQ(p.native, 0u);
+  Sandbox other;
+  const TorchRun all = run_torch(other, "basic", {.env = {{"GPUMEMPROF_TENSOR_STACKS", "all"}}});
+  expect_attached(all);
+  const TensorFrames a = tensor_frames(all.dir);
+  EXPECT_EQ(a.tensors, p.tensors);
+  EXPECT_EQ(a.python, p.python);
+  EXPECT_GE(a.native, a.tensors);
+  EXPECT_EQ(read_json_file(all.dir + "/manifest.json")["config"]["tensor_stacks"], "all");
 }
 
 // The seeded segments describe one instant: between two of them nothing was outside PyTorch.

@@ -185,6 +185,10 @@ TEST(Config, EveryKindOfValueIsStrict) {
       {"GPUMEMPROF_PYTHON_STACKS", "off ", nullptr, nullptr},
       {"GPUMEMPROF_LOG_LEVEL", "Warning", "log_level", "warn"},
       {"GPUMEMPROF_LOG_LEVEL", "info ", nullptr, nullptr},
+      {"GPUMEMPROF_TENSOR_STACKS", "all", "tensor_stacks", "all"},
+      {"GPUMEMPROF_TENSOR_STACKS", "Python", "tensor_stacks", "python"},
+      {"GPUMEMPROF_TENSOR_STACKS", "native", nullptr, nullptr},
+      {"GPUMEMPROF_TENSOR_STACKS", "", nullptr, nullptr},
       // paths: anything but nothing
       {"GPUMEMPROF_OUTPUT", " run.%p", "output", " run.%p"},
       {"GPUMEMPROF_OUTPUT", "", nullptr, nullptr},

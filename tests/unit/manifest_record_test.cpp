@@ -54,7 +54,7 @@ TEST(ManifestRecord, Text) {
             R"("fragmentation":0.0,"leak_bytes":0,"log_level":"warn","metrics_dir":"/var/lib/node_exporter","metrics_interval_ms":5000,)"
             R"("on_alert":null,"oom_dir":"/scratch/oom","oom_events":0,)"
             R"("oom_max_dumps":0,"oom_max_total_mb":0,"oom_wait_ms":0,"output":"runs/%p","python_stacks":true,)"
-            R"("ring_events":0,"sample_ms":100,"stacks":0,"trace_max":0,"warn_percent":80.0},"cuda_driver_version":12040,)"
+            R"("ring_events":0,"sample_ms":100,"stacks":0,"tensor_stacks":"python","trace_max":0,"warn_percent":80.0},"cuda_driver_version":12040,)"
             R"("cwd":"/work","devices":[{"name":"Fake CUDA Device 0","ordinal":0,"total_bytes":17179869184},)"
             R"({"name":"Fake CUDA Device 2","ordinal":2,"total_bytes":1073741824}],"exe":"/usr/bin/python3",)"
             R"("host":"node7","job_id":"job-17","launcher":"torchrun","local_rank":1,"pid":4242,"ppid":1,"rank":3,)"
@@ -129,7 +129,7 @@ TEST(ConfigRecord, WrongTypesReadAsDefaults) {
       "python_stacks":0,"sample_ms":250,"warn_percent":"80","critical_percent":97.5,"fragmentation":null,
       "leak_bytes":1024,"on_alert":["x"],"oom_dir":"oom","oom_events":10,"oom_max_dumps":2.5,
       "oom_max_total_mb":64,"oom_wait_ms":true,"metrics_dir":false,"metrics_interval_ms":2000,
-      "device_limit":"0:24GiB"})");
+      "device_limit":"0:24GiB","tensor_stacks":3})");
   ConfigRecord want;
   want.enable = false;
   want.log_level = "info";
