@@ -9,6 +9,25 @@ constexpr double kClearFraction = 0.95;          // warning/critical clear below
 constexpr double kFragmentationClear = 0.9;      // ... fragmentation below 90% of its ratio
 constexpr uint64_t kFragmentationFloor = 1ull << 30;  // reserved must reach min(1 GiB, 10% of total)
 
+// Fragmentation's figures: inside a framework the unallocated part of reserved is its cache of
+// free blocks.
+struct Fragmentation {
+  uint64_t reserved, unallocated, floor;
+  double ratio;
+};
+
+Fragmentation fragmentation_of(const DeviceStats& d) {
+  const FrameworkStats& fw = d.framework;
+  Fragmentation f{};
+  f.reserved = fw.attached ? fw.reserved.current : d.reserved.current;
+  f.unallocated = fw.attached ? fw.cached() : d.reserved.current - std::min(d.allocated.current, d.reserved.current);
+  f.floor = d.total_bytes > 0 ? std::min(kFragmentationFloor, d.total_bytes / 10) : kFragmentationFloor;
+  f.ratio = f.reserved > 0 ? static_cast<double>(f.unallocated) / f.reserved : 0.0;
+  return f;
+}
+
+bool fragmented(const Fragmentation& f, double threshold) { return f.reserved >= f.floor && f.ratio > threshold; }
+
 }  // namespace
 
 AlertEngine::AlertEngine(const Config& config)
@@ -41,9 +60,26 @@ void AlertEngine::edge(State& s, AlertType t, bool on, bool off, uint64_t fire_a
   out.push_back(a);
 }
 
+
+bool AlertEngine::quiet(State& s, const DeviceStats& d, uint64_t now_ns) const {
+  if (!s.at_rest || s.window_start == 0 || s.framework != d.framework.attached ||
+      now_ns - s.window_start >= window_ns_ || (d.total_bytes > 0 && s.thresholds_of != d.total_bytes)) {
+    return false;
+  }
+  // The critical threshold is never below the warning one (config.cpp), so one test covers both.
+  if (d.total_bytes > 0 && d.allocated.current >= s.threshold[0]) return false;
+  if (fragmented(fragmentation_of(d), config_.fragmentation)) return false;
+  s.window_floor = std::min(s.window_floor, s.framework ? d.framework.allocated.current : d.allocated.current);
+  return true;
+}
+
 void AlertEngine::evaluate(const DeviceStats& d, uint64_t now_ns, std::vector<Alert>& out) {
   if (d.device < 0) return;
   State& s = state(d.device);
+  // Most events change nothing an alert looks at: no alert active, no condition begun, inside a
+  // growth window. quiet() tells those apart for a few comparisons (the collector runs this on
+  // every event).
+  if (quiet(s, d, now_ns)) return;
   const uint64_t allocated = d.allocated.current, reserved = d.reserved.current;
   Alert base{AlertType::Warning, true, d.device, now_ns, allocated, reserved, d.total_bytes, 0, 0, 0.0};
   growth(s, d, now_ns, base, out);
@@ -68,22 +104,19 @@ void AlertEngine::evaluate(const DeviceStats& d, uint64_t now_ns, std::vector<Al
            static_cast<double>(allocated) < s.clear_below[k], 0, window_ns_, base, out);
     }
   }
-  // Inside a framework the unallocated part of reserved is its cache of free blocks.
-  const FrameworkStats& fw = d.framework;
-  const uint64_t frag_reserved = fw.attached ? fw.reserved.current : reserved;
-  const uint64_t unallocated = fw.attached ? fw.cached() : reserved - std::min(allocated, reserved);
-  if (fw.attached) {
-    base.allocated = fw.allocated.current;
-    base.reserved = frag_reserved;
+  const Fragmentation f = fragmentation_of(d);
+  if (d.framework.attached) {
+    base.allocated = d.framework.allocated.current;
+    base.reserved = f.reserved;
     base.framework = true;
   }
-  const uint64_t floor = d.total_bytes > 0 ? std::min(kFragmentationFloor, d.total_bytes / 10) : kFragmentationFloor;
-  const double ratio = frag_reserved > 0 ? static_cast<double>(unallocated) / frag_reserved : 0.0;
-  base.ratio = ratio;
-  base.threshold_bytes = floor;
-  edge(s, AlertType::Fragmentation, frag_reserved >= floor && ratio > config_.fragmentation,
-       ratio < config_.fragmentation * kFragmentationClear || frag_reserved < floor * kFragmentationClear, window_ns_,
+  base.ratio = f.ratio;
+  base.threshold_bytes = f.floor;
+  edge(s, AlertType::Fragmentation, fragmented(f, config_.fragmentation),
+       f.ratio < config_.fragmentation * kFragmentationClear || f.reserved < f.floor * kFragmentationClear, window_ns_,
        window_ns_, base, out);
+  s.at_rest = true;
+  for (int i = 0; i < 5; ++i) s.at_rest = s.at_rest && !s.active[i] && s.on_since[i] == 0 && s.off_since[i] == 0;
 }
 
 // Growth is judged on the floor of allocated over each window: memory that "comes back" between

@@ -51,8 +51,12 @@ class AlertEngine {
     uint64_t thresholds_of = 0;  // the device size threshold[] and clear_below[] were worked out for
     uint64_t threshold[2] = {};  // warning, critical: bytes
     double clear_below[2] = {};
+    bool at_rest = false;  // no alert active and no condition begun, as of the last full evaluation
   };
   State& state(int device);  // indexed by device ordinal: evaluate() runs once per event
+  // True when this event can change no alert (the device at rest, inside a growth window, below
+  // every threshold); it then only follows the growth window's floor.
+  bool quiet(State& s, const DeviceStats& d, uint64_t now_ns) const;
   // Fires once `on` has held for `fire_after` ns and clears once `off` has held for `clear_after`.
   void edge(State& s, AlertType t, bool on, bool off, uint64_t fire_after, uint64_t clear_after, const Alert& base,
             std::vector<Alert>& out);

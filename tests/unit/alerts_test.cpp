@@ -154,5 +154,49 @@ TEST(Alerts, WarningStaysAtTheDriverLevelWithAFramework) {
   EXPECT_FALSE(warning[0].framework);
 }
 
+// Most events find the device at rest (no alert, no condition begun, inside a growth window) and
+// are passed over for a few comparisons; they must still count: a dip lowers the growth window's
+// floor, and a condition that begins among them is dated by the first event that shows it.
+TEST(Alerts, EventsAtRestStillCount) {
+  AlertEngine engine(Config{});
+  DeviceStats d = device(100 * kGiB);
+  auto growth = of_type(run(engine, d, kWindow, 3 * kWindow, kWindow / 8,
+                            [&](DeviceStats& d, uint64_t t) {
+                              const uint64_t v = t == kWindow + kWindow / 2 ? kGiB : 3 * kGiB;
+                              set_driver(d, v, v);
+                            }),
+                        AlertType::Growth);
+  // The first window's floor is the dip: the next window, 2 GiB above it, is growth.
+  ASSERT_EQ(growth.size(), 1u);
+  EXPECT_EQ(growth[0].baseline, kGiB);
+  EXPECT_EQ(growth[0].allocated, 3 * kGiB);
+
+  // Fragmentation begins at an event among quiet ones and fires a window after that event.
+  AlertEngine frag_engine(Config{});
+  DeviceStats f = device(100 * kGiB);
+  const uint64_t begins = 2 * kWindow + 3;
+  std::vector<Alert> out;
+  for (uint64_t t = kWindow; t <= 4 * kWindow; t += kWindow / 16) {
+    const uint64_t at = t == 2 * kWindow ? begins : t;
+    set_driver(f, 4 * kGiB, at >= begins ? 10 * kGiB : 4 * kGiB);
+    frag_engine.evaluate(f, at, out);
+  }
+  auto frag = of_type(out, AlertType::Fragmentation);
+  ASSERT_EQ(frag.size(), 1u);
+  EXPECT_EQ(frag[0].t_ns, 3 * kWindow + kWindow / 16);  // the first event a window after `begins`
+  // Warning: the very event that crosses, after a quiet stretch.
+  AlertEngine warn_engine(Config{});
+  DeviceStats w = device(10 * kGiB);
+  out.clear();
+  for (uint64_t t = kWindow; t <= 2 * kWindow; t += kWindow / 16) {
+    const uint64_t allocated = t >= kWindow + 5 * (kWindow / 16) ? 8 * kGiB : kGiB;
+    set_driver(w, allocated, allocated);
+    warn_engine.evaluate(w, t, out);
+  }
+  auto warning = of_type(out, AlertType::Warning);
+  ASSERT_EQ(warning.size(), 1u);
+  EXPECT_EQ(warning[0].t_ns, kWindow + 5 * (kWindow / 16));
+}
+
 }  // namespace
 }  // namespace gmp
