@@ -66,6 +66,9 @@ Workloads:
   bench_async bench_malloc bench_train             interleaved A/B timing against targets
   bench_pairs        ns per torch.empty alloc/free pair: no profiler, bridge on, bridge off, and
                      PyTorch's own _record_memory_history(stacks="python")
+  bench_inference    tests/gpu/inference_bench.py: HF Llama greedy generate (ms/token), its training step
+                     and torch.empty pairs, without the profiler and with it, where each round times
+                     recording on and paused in the same process (and the pairs with the bridge detached)
 
 Files written to the results directory (at most 4): table.txt, table.json, log.txt and
 gpu-check.tar.gz (ground truths, summaries, manifests, logs, OOM bundle JSON, stdout/stderr, build
@@ -93,7 +96,7 @@ ALL_NAMES = ("rt_static rt_shared driver_api async_pools vmm graph_capture graph
              "rt_oom_exit torch_train torch_llama torch_llama_oom python_layout torch_layout exit_os_exit exit_sigterm "
              "exit_oom_retry torch_python_api torch_python_watchdog torch_job torch_ddp torch_ddp_oom torch_split "
              "device_limit hotpath_costs bench_async "
-             "bench_malloc bench_train bench_pairs").split()
+             "bench_malloc bench_train bench_pairs bench_inference").split()
 # CUDA sources: binary name -> (source, extra nvcc arguments). rt_shared is rt_static's source
 # linked against the shared cudart.
 CUDA_BUILDS = {
@@ -718,6 +721,26 @@ class Check:
                 shutil.rmtree(rd, ignore_errors=True)
                 say(f"  pairs  {v:<9} round {r} {read_text(stem + '.json').strip()[:60]}")
 
+    def bench_inference(self):
+        """tests/gpu/inference_bench.py without and with the profiler, the order alternating over the
+        rounds; each process times GPU_CHECK_INFERENCE_ROUNDS rounds (5) of its own."""
+        script = os.path.join(ROOT, "tests", "gpu", "inference_bench.py")
+        rounds = os.environ.get("GPU_CHECK_INFERENCE_ROUNDS", "5")
+        for r in range(1, self.torch_rounds + 1):
+            for v in (("base", "shim") if r % 2 else ("shim", "base")):
+                stem, rd, limit = self.bench_slot("inference", v, r, 150)
+                if limit is None:
+                    continue
+                env = None if v == "base" else self.shim_env(GPUMEMPROF_OUTPUT=os.path.join(rd, "run.%p"))
+                rc = self.timed(limit, [self.py, script, rounds], env=env, stdout=stem + ".json",
+                                stderr=stem + ".stderr")
+                self.write_rc(stem + ".rc", rc)
+                shutil.rmtree(rd, ignore_errors=True)
+                res = compare.load_json(stem + ".json") or {}
+                say(f"  inference {v:<4} round {r} rc={rc} " + " ".join(
+                    f"{k}={res[k].get('on_median', res[k].get('bare_median', 0)):.3f}" for k in
+                    ("generate", "train_step", "pairs") if isinstance(res.get(k), dict)))
+
     def bench_one(self, mode, variant, rnd, pairs):
         """One benchmark process. The shim's run directory (its trace is big) is reduced to summary.json."""
         stem, rd, limit = self.bench_slot(mode, variant, rnd, 60)
@@ -752,6 +775,9 @@ class Check:
         if self.want("bench_pairs"):
             self.phase("benchmark: tensor alloc/free pairs")
             self.bench_pairs()
+        if self.want("bench_inference"):
+            self.phase("benchmark: generate, training step and tensor pairs, in-process A/B")
+            self.bench_inference()
 
     def bench_allocation_pairs(self):
         if not self.needs("bench_async_pair"):

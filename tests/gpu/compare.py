@@ -705,8 +705,8 @@ def compare_bench(t, work, target):
         if m:
             runs.setdefault(m[1], []).append((m[2], m[3]))
     for mode in sorted(runs):
-        if mode in ("train", "pairs"):
-            continue  # compare_train_bench, compare_pairs_bench
+        if mode in ("train", "pairs", "inference"):
+            continue  # compare_train_bench, compare_pairs_bench, compare_inference_bench
         med = {"base": [], "shim": [], "nostk": []}
         unfinished, counts_bad, lost, waits = [], [], 0, 0
         sums = [0, 0, 0]  # allocs, frees, pairs over the shim runs
@@ -818,6 +818,67 @@ def compare_pairs_bench(t, work):
         ratio = added["history"] / added["shim"] if added["shim"] > 0 else float("inf")
         t.add("bench_pairs", "torch history's added cost / the bridge's", round(ratio, 2), f">= {PAIRS_TARGET}",
               "OK" if ratio >= PAIRS_TARGET else "SLOW")
+
+
+# issue 29: generate within 3% and a training step within 1% (end to end); per tensor pair at most
+# 100 ns above PyTorch's own tracker call.
+INFERENCE_TARGETS = {"generate": 1.03, "train_step": 1.01}
+PAIR_ABOVE_TRACKER_NS = 100.0
+
+
+def spread_text(values, fmt="{:.3f}"):
+    return f"median {fmt.format(statistics.median(values))}, spread {fmt.format(min(values))}-{fmt.format(max(values))}"
+
+
+def compare_inference_bench(t, work):
+    """tests/gpu/inference_bench.py: per workload, recording on against paused in the same process
+    (the ratio of each round, median and spread), end to end against processes without the profiler
+    (the medians of every timing), what pausing leaves, and for the tensor pairs our cost above
+    PyTorch's tracker call (on less detached, each process's medians)."""
+    d = os.path.join(work, "bench")
+    runs, unfinished = {"base": [], "shim": []}, []
+    for f in sorted(os.listdir(d)) if os.path.isdir(d) else []:
+        m = re.fullmatch(r"inference\.(base|shim)\.(\d+)\.rc", f)
+        if not m:
+            continue
+        res = load_json(os.path.join(d, f"inference.{m[1]}.{m[2]}.json"))
+        if read_rc(os.path.join(d, f)) == 0 and isinstance(res, dict) and res.get("profiled") == (m[1] == "shim"):
+            runs[m[1]].append(res)
+        else:
+            unfinished.append((f"{m[1]}#{m[2]}", read_rc(os.path.join(d, f))))
+    add_unfinished_runs(t, "bench_inference", unfinished)
+    for name in ("generate", "train_step", "pairs"):
+        def values(variant, kind):
+            return [v for res in runs[kind] if isinstance(res.get(name), dict) for v in res[name].get(variant, [])]
+        on, paused, bare = values("on", "shim"), values("paused", "shim"), values("bare", "base")
+        if not on:
+            continue
+        unit = next(res[name]["unit"] for res in runs["shim"] if isinstance(res.get(name), dict))
+        per_round = [a / b for res in runs["shim"] if isinstance(res.get(name), dict)
+                     for a, b in zip(res[name].get("on", []), res[name].get("paused", [])) if b > 0]
+        if per_round:
+            t.add("bench_inference", f"{name} {unit}: recording on / paused, same process ({len(per_round)} rounds)",
+                  round(statistics.median(per_round), 4), None, "INFO", spread_text(per_round, "{:.4f}"))
+        if bare:
+            ratio = statistics.median(on) / statistics.median(bare)
+            goal = INFERENCE_TARGETS.get(name)
+            verdict = "INFO" if goal is None else "OK" if ratio <= goal else "SLOW"
+            t.add("bench_inference", f"{name} {unit}: on vs without the profiler ({len(on)}/{len(bare)} timings)",
+                  round(statistics.median(on), 3), round(statistics.median(bare), 3), verdict,
+                  f"ratio {ratio:.4f}" + (f", target <= {goal}" if goal else "") + f"; with: {spread_text(on)}; "
+                  f"without: {spread_text(bare)}")
+            if paused:
+                t.add("bench_inference", f"{name} {unit}: paused vs without (what pausing leaves)",
+                      round(statistics.median(paused), 3), round(statistics.median(bare), 3), "INFO",
+                      f"ratio {statistics.median(paused) / statistics.median(bare):.4f}")
+        if name == "pairs":
+            above = [res[name]["on_median"] - res[name]["detached_median"] for res in runs["shim"]
+                     if isinstance(res.get(name), dict) and "detached_median" in res[name]]
+            if above:
+                got = statistics.median(above)
+                t.add("bench_inference", f"ns per tensor pair above PyTorch's tracker call (on - detached, "
+                      f"{len(above)} processes)", round(got, 1), f"<= {PAIR_ABOVE_TRACKER_NS}",
+                      "OK" if got <= PAIR_ABOVE_TRACKER_NS else "SLOW", spread_text(above, "{:.1f}"))
 
 
 def compare_llama(t, work, name):
@@ -1497,6 +1558,7 @@ def run(work, out=None, only=None, bench=True, target=BENCH_TARGET, quiet=False)
         compare_bench(t, work, target)
         compare_train_bench(t, work)
         compare_pairs_bench(t, work)
+        compare_inference_bench(t, work)
     text = t.text()
     if out:
         os.makedirs(out, exist_ok=True)
