@@ -142,9 +142,7 @@ uint32_t intern_frame(const Interpreter& py, const FrameKey& k) {
   return intern_table().intern(InternType::PyFrame, record.data(), static_cast<uint32_t>(record.size()));
 }
 
-uint32_t frame_id(const Interpreter& py, const char* code, int offset) {
-  const PythonLayout& l = *py.layout;
-  const FrameKey key{code, field<const char*>(code, l.code_filename), field<const char*>(code, l.code_name), offset};
+uint32_t shared_frame_id(const FrameKey& key, const Interpreter& py) {
   for (size_t probe = 0, i = slot_of(key); probe < 64; ++probe, i = (i + 1) & (kFrames - 1)) {
     FrameSlot& s = g_frames[i];
     const char* claimed = s.code.load(std::memory_order_acquire);
@@ -163,6 +161,31 @@ uint32_t frame_id(const Interpreter& py, const char* code, int offset) {
   return intern_frame(py, key);  // table crowded: still correct, only slower
 }
 
+// This thread's frames of its last capture, by depth: a loop allocates from the same frames at the
+// same depths, and matching one here reads a few lines this thread keeps hot, where the shared
+// table above (2.5 MiB, touched by nobody else between two allocations) costs a cache miss a frame
+// in a real program. The same key as the shared table, so a hit is the same id it would give.
+// Global-dynamic TLS (the default model): it stays out of the static TLS a dlopen'ed shim must fit
+// in; preloaded, as it is normally, its block is allocated with the thread, never lazily.
+struct DepthEntry {
+  FrameKey key;
+  uint32_t id;
+};
+constexpr size_t kCachedDepths = 32;
+thread_local DepthEntry t_depths[kCachedDepths];
+
+uint32_t frame_id(const Interpreter& py, const char* code, int offset, DepthEntry* at_depth) {
+  const PythonLayout& l = *py.layout;
+  const FrameKey key{code, field<const char*>(code, l.code_filename), field<const char*>(code, l.code_name), offset};
+  if (at_depth != nullptr && at_depth->id != 0 && at_depth->key.code == key.code && at_depth->key.offset == key.offset &&
+      at_depth->key.file == key.file && at_depth->key.name == key.name) {
+    return at_depth->id;
+  }
+  const uint32_t id = shared_frame_id(key, py);
+  if (at_depth != nullptr) *at_depth = {key, id};
+  return id;
+}
+
 }  // namespace
 
 size_t capture_python_frames(uint64_t* out, size_t max) {
@@ -177,13 +200,15 @@ size_t capture_python_frames(uint64_t* out, size_t max) {
   const char* frame = field<const char*>(thread, l.thread_frame);
   if (l.cframe_current >= 0 && aligned(frame)) frame = field<const char*>(frame, l.cframe_current);
   constexpr int kMaxHops = 1024;  // bounds the walk even if a chain were ever corrupt
+  DepthEntry* depths = t_depths;
   size_t n = 0;
   for (int hops = 0; aligned(frame) && n < max && hops < kMaxHops;
        ++hops, frame = field<const char*>(frame, l.frame_previous)) {
     if (l.frame_owner >= 0 && field<int8_t>(frame, l.frame_owner) == l.owner_cstack) continue;
     const char* code = field<const char*>(frame, l.frame_code);
     if (!is_a(code, py.code_type)) continue;
-    if (const uint32_t id = frame_id(py, code, instruction_offset(l, frame, code)); id != 0) {
+    DepthEntry* at_depth = n < kCachedDepths ? &depths[n] : nullptr;
+    if (const uint32_t id = frame_id(py, code, instruction_offset(l, frame, code), at_depth); id != 0) {
       out[n++] = kPythonFrameTag | id;
     }
   }
