@@ -16,17 +16,31 @@ struct Fragmentation {
   double ratio;
 };
 
+uint64_t fragmentation_reserved(const DeviceStats& d) {
+  return d.framework.attached ? d.framework.reserved.current : d.reserved.current;
+}
+
+uint64_t fragmentation_floor(const DeviceStats& d) {
+  return d.total_bytes > 0 ? std::min(kFragmentationFloor, d.total_bytes / 10) : kFragmentationFloor;
+}
+
 Fragmentation fragmentation_of(const DeviceStats& d) {
   const FrameworkStats& fw = d.framework;
   Fragmentation f{};
-  f.reserved = fw.attached ? fw.reserved.current : d.reserved.current;
+  f.reserved = fragmentation_reserved(d);
   f.unallocated = fw.attached ? fw.cached() : d.reserved.current - std::min(d.allocated.current, d.reserved.current);
-  f.floor = d.total_bytes > 0 ? std::min(kFragmentationFloor, d.total_bytes / 10) : kFragmentationFloor;
+  f.floor = fragmentation_floor(d);
   f.ratio = f.reserved > 0 ? static_cast<double>(f.unallocated) / f.reserved : 0.0;
   return f;
 }
 
 bool fragmented(const Fragmentation& f, double threshold) { return f.reserved >= f.floor && f.ratio > threshold; }
+
+// The same test without the division while reserved is below the floor (most events of most runs
+// on a GPU of any size).
+bool fragmented(const DeviceStats& d, double threshold) {
+  return fragmentation_reserved(d) >= fragmentation_floor(d) && fragmented(fragmentation_of(d), threshold);
+}
 
 }  // namespace
 
@@ -68,7 +82,7 @@ bool AlertEngine::quiet(State& s, const DeviceStats& d, uint64_t now_ns) const {
   }
   // The critical threshold is never below the warning one (config.cpp), so one test covers both.
   if (d.total_bytes > 0 && d.allocated.current >= s.threshold[0]) return false;
-  if (fragmented(fragmentation_of(d), config_.fragmentation)) return false;
+  if (fragmented(d, config_.fragmentation)) return false;
   s.window_floor = std::min(s.window_floor, s.framework ? d.framework.allocated.current : d.allocated.current);
   return true;
 }

@@ -68,6 +68,7 @@ void LiveFigures::restart() {
   last_ns_ = cleanups_ = cleanup_bytes_ = 0;
   next_seq_ = 1;
   for (auto& b : before_) b = Levels{};
+  before_synced_ = false;
   reset_requested_.store(0, std::memory_order_relaxed);
   reset_applied_.store(0, std::memory_order_relaxed);
   for (auto& d : devices_) d.seq.store(0, std::memory_order_release);
@@ -90,9 +91,13 @@ void LiveFigures::before(const Event& e, const Accounting& acc, const TickConver
   }
   // The events reach us in time order: the first one stamped at or after the reset opens the window.
   if (pending_ticks_ != 0 && e.timestamp_ns >= pending_ns_) apply_reset(acc);
+  // after() leaves before_ equal to the accounting (only Accounting::apply, between the two, changes
+  // it): the levels are read here only once after a restart, not on every event.
+  if (before_synced_) return;
   for (const auto& [ordinal, d] : acc.devices()) {
     if (ordinal >= 0 && ordinal < kDevices) before_[ordinal] = levels(d);
   }
+  before_synced_ = true;
 }
 
 void LiveFigures::after(const Event& e, const Accounting& acc) {
@@ -102,6 +107,7 @@ void LiveFigures::after(const Event& e, const Accounting& acc) {
     if (ordinal < 0 || ordinal >= kDevices) continue;
     const Levels now = levels(d), was = before_[ordinal];
     if (now == was) continue;
+    before_[ordinal] = now;
     Window& w = windows_[ordinal];
     w.allocated_peak = std::max(w.allocated_peak, now.allocated);
     w.reserved_peak = std::max(w.reserved_peak, now.reserved);

@@ -90,7 +90,8 @@ class LiveFigures {
   uint64_t pending_ticks_ = 0;  // a reset not applied yet (event clock ticks), 0 when none
   uint64_t pending_ns_ = 0;     // ... and its time in ns
   uint64_t applied_ticks_ = 0;  // the last reset applied (reset_applied_ once published)
-  Levels before_[kDevices];
+  Levels before_[kDevices];   // each device's levels before the event being handled
+  bool before_synced_ = false;  // before_ follows the accounting (after() keeps it so)
   bool dirty_ = false;
   uint64_t last_ns_ = 0, next_seq_ = 1, cleanups_ = 0, cleanup_bytes_ = 0;
 

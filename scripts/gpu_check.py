@@ -723,7 +723,8 @@ class Check:
 
     def bench_inference(self):
         """tests/gpu/inference_bench.py without and with the profiler, the order alternating over the
-        rounds; each process times GPU_CHECK_INFERENCE_ROUNDS rounds (5) of its own."""
+        rounds; each process times GPU_CHECK_INFERENCE_ROUNDS rounds (5) of its own, pinned to two
+        cores (as issue 29 measured: the collector then competes with the program for them)."""
         script = os.path.join(ROOT, "tests", "gpu", "inference_bench.py")
         rounds = os.environ.get("GPU_CHECK_INFERENCE_ROUNDS", "5")
         for r in range(1, self.torch_rounds + 1):
@@ -732,7 +733,8 @@ class Check:
                 if limit is None:
                     continue
                 env = None if v == "base" else self.shim_env(GPUMEMPROF_OUTPUT=os.path.join(rd, "run.%p"))
-                rc = self.timed(limit, [self.py, script, rounds], env=env, stdout=stem + ".json",
+                pin = ["taskset", "-c", "0,1"] if shutil.which("taskset") else []
+                rc = self.timed(limit, pin + [self.py, script, rounds], env=env, stdout=stem + ".json",
                                 stderr=stem + ".stderr")
                 self.write_rc(stem + ".rc", rc)
                 shutil.rmtree(rd, ignore_errors=True)

@@ -27,7 +27,9 @@ std::atomic<bool> g_mempool{false};
 std::atomic<bool> g_attach_tried{false};
 std::atomic<uint64_t> g_version{0};
 
-// The latest tensor allocations, for the self-check: the probe tensor must be among them.
+// The latest tensor allocations, for the self-check: the probe tensor must be among them. Kept
+// only until the self-check has passed: afterwards the tracker spends no locked instruction on it.
+std::atomic<bool> g_self_check_pending{true};
 struct Seen {
   std::atomic<uint64_t> address{0}, size{0};
   std::atomic<int> device{-1};
@@ -79,7 +81,7 @@ void on_trace_entry(const TraceEntry& entry) noexcept {
   const uint64_t pool = pooled && g_mempool.load(std::memory_order_relaxed)
                             ? framework_pool_id(field<uint64_t>(entry, L.mempool), field<uint64_t>(entry, L.mempool + 8))
                             : 0;
-  if (op == Op::TensorAlloc) {  // for the self-check, paused or not
+  if (op == Op::TensorAlloc && g_self_check_pending.load(std::memory_order_relaxed)) {  // paused or not
     Seen& s = g_seen[g_seen_next.fetch_add(1, std::memory_order_relaxed) % kSeen];
     s.address.store(addr, std::memory_order_relaxed);
     s.size.store(size, std::memory_order_relaxed);
@@ -239,7 +241,10 @@ GMP_EXPORT int gpumemprof_framework_self_check(uint64_t address, uint64_t size, 
   if (g_state.load() != State::Recording) return 0;
   for (const Seen& s : g_seen) {
     if (size == 0) break;  // the bootstrap's own failure: detach
-    if (s.address.load() == address && s.size.load() == size && s.device.load() == device) return 1;
+    if (s.address.load() == address && s.size.load() == size && s.device.load() == device) {
+      g_self_check_pending.store(false, std::memory_order_relaxed);
+      return 1;
+    }
   }
   g_state.store(State::Detached);
   log::warn("PyTorch tensor-level recording detached: the self-check allocation of {} bytes did not arrive as "

@@ -26,8 +26,10 @@ from transformers import LlamaConfig, LlamaForCausalLM  # noqa: E402
 import torch  # noqa: E402
 
 NEW_TOKENS = 128
-TRAIN_STEPS = 20
-PAIRS = 100_000
+TRAIN_STEPS = 5
+PAIRS = 20_000
+# Timings per round of each workload: the shorter ones are timed more often, for the same spread.
+REPEATS = {"generate": 1, "train_step": 2, "pairs": 4}
 
 
 def profiler():
@@ -99,7 +101,7 @@ def main():
     results = {name: {"unit": unit} for name, (unit, _, _, _) in work.items()}
     for name, (_, fn, count, scale) in work.items():
         res = results[name]
-        for r in range(rounds):
+        for r in range(rounds * REPEATS[name]):
             if lib is None:
                 res.setdefault("bare", []).append(timed(fn, count) * scale)
                 continue
@@ -110,7 +112,7 @@ def main():
     if lib is not None:  # last: detaching cannot be undone
         lib.gpumemprof_framework_self_check(0, 0, 0)
         _, fn, count, scale = work["pairs"]
-        results["pairs"]["detached"] = [timed(fn, count) * scale for _ in range(rounds)]
+        results["pairs"]["detached"] = [timed(fn, count) * scale for _ in range(rounds * REPEATS["pairs"])]
     results["profiled"] = lib is not None
     for name in work:
         for variant, values in list(results[name].items()):
