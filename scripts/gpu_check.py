@@ -723,18 +723,25 @@ class Check:
 
     def bench_inference(self):
         """tests/gpu/inference_bench.py without and with the profiler, the order alternating over the
-        rounds; each process times GPU_CHECK_INFERENCE_ROUNDS rounds (5) of its own, pinned to two
-        cores (as issue 29 measured: the collector then competes with the program for them)."""
+        rounds; each process times GPU_CHECK_INFERENCE_ROUNDS rounds (5) of its own (a round: a
+        generate, 16 training steps, 100 blocks of tensor pairs)."""
         script = os.path.join(ROOT, "tests", "gpu", "inference_bench.py")
         rounds = os.environ.get("GPU_CHECK_INFERENCE_ROUNDS", "5")
+        # GPU_CHECK_BEFORE_LIB: the lib/ directory of an earlier build (libgpumemprof.so and its
+        # gpumemprof/python), timed as a third variant "before" in the same call.
+        before = os.environ.get("GPU_CHECK_BEFORE_LIB")
+        variants = ["base", "shim"] + (["before"] if before else [])
         for r in range(1, self.torch_rounds + 1):
-            for v in (("base", "shim") if r % 2 else ("shim", "base")):
+            k = (r - 1) % len(variants)
+            for v in variants[k:] + variants[:k]:
                 stem, rd, limit = self.bench_slot("inference", v, r, 150)
                 if limit is None:
                     continue
                 env = None if v == "base" else self.shim_env(GPUMEMPROF_OUTPUT=os.path.join(rd, "run.%p"))
-                pin = ["taskset", "-c", "0,1"] if shutil.which("taskset") else []
-                rc = self.timed(limit, pin + [self.py, script, rounds], env=env, stdout=stem + ".json",
+                if v == "before":
+                    env[b"LD_PRELOAD"] = os.path.join(before, "libgpumemprof.so").encode()
+                    env[b"PYTHONPATH"] = os.path.join(before, "gpumemprof", "python").encode()
+                rc = self.timed(limit, [self.py, script, rounds], env=env, stdout=stem + ".json",
                                 stderr=stem + ".stderr")
                 self.write_rc(stem + ".rc", rc)
                 shutil.rmtree(rd, ignore_errors=True)

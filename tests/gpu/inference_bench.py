@@ -5,13 +5,15 @@ batch 8 x 256), and `torch.empty` alloc/free pairs through PyTorch's caching all
 
     inference_bench.py ROUNDS
 
-Processes differ from each other by more than the profiler costs (the same bare program runs at
-either of two speeds on an H200 host), so under the profiler each round times every workload twice
-in this one process, recording on and recording paused (gpumemprof_pause, include/gpumemprof.h),
-the order alternating. The pairs are then timed once more with the framework bridge detached: its
-tracker is still called by PyTorch and returns at once, so "on" less "detached" is our cost above
-PyTorch's own tracker call. Without the profiler each round times each workload once ("bare").
-Prints one JSON object: per workload its unit and the list of timings per variant.
+A GPU host's processes differ from each other by more than the profiler costs, and inside one
+process the time of a step wanders by several percent from second to second. So under the profiler
+the units of work alternate, one recording and the next paused (gpumemprof_pause,
+include/gpumemprof.h), and each unit is compared with its neighbour: every token of a generate
+(timed from a stopping criterion, which HF calls once per token, synchronised), every training
+step, every block of 1,000 tensor pairs. Without the profiler the same units are timed ("bare").
+Prints one JSON object: per workload its unit, the timings per variant, and for the profiled runs
+the ratio of each unit recording to the paused unit beside it ("ratios") and their difference
+("diffs", in the unit).
 """
 import ctypes
 import json
@@ -21,24 +23,52 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from transformers import LlamaConfig, LlamaForCausalLM  # noqa: E402
+from transformers import LlamaConfig, LlamaForCausalLM, StoppingCriteria, StoppingCriteriaList  # noqa: E402
 
 import torch  # noqa: E402
 
 NEW_TOKENS = 128
-TRAIN_STEPS = 5
-PAIRS = 20_000
-# Timings per round of each workload: the shorter ones are timed more often, for the same spread.
-REPEATS = {"generate": 1, "train_step": 2, "pairs": 4}
+PAIR_BLOCK = 1000
 
 
 def profiler():
-    """The preloaded shim's pause/resume and the bridge's detach, or None without the profiler."""
+    """The preloaded shim's pause and resume, or None without the profiler."""
     lib = ctypes.CDLL(None)
-    if not hasattr(lib, "gpumemprof_pause"):
-        return None
-    lib.gpumemprof_framework_self_check.argtypes = [ctypes.c_uint64, ctypes.c_uint64, ctypes.c_int]
-    return lib
+    return lib if hasattr(lib, "gpumemprof_pause") else None
+
+
+class Alternation:
+    """Sets recording on for even units and paused for odd ones, and keeps each unit's time by the
+    state it ran in; without the profiler every unit is "bare"."""
+
+    def __init__(self, lib):
+        self.lib, self.unit = lib, 0
+        self.times = {"on": [], "paused": [], "bare": []}
+        self.ratios, self.diffs = [], []  # each recording unit against the paused unit after it
+        self.set_state()
+
+    def state(self):
+        return "bare" if self.lib is None else "on" if self.unit % 2 == 0 else "paused"
+
+    def set_state(self):
+        if self.lib is not None:
+            (self.lib.gpumemprof_resume if self.state() == "on" else self.lib.gpumemprof_pause)()
+
+    def done(self, ms):
+        """The unit that just ended took `ms`; the next one starts in the other state."""
+        state = self.state()
+        self.times[state].append(ms)
+        if state == "paused" and self.times["on"]:
+            self.ratios.append(self.times["on"][-1] / ms)
+            self.diffs.append(self.times["on"][-1] - ms)
+        self.unit += 1
+        self.set_state()
+
+    def restart(self):
+        """A new sequence of units (a new generate): a unit that began before it is not compared."""
+        if self.unit % 2 == 1:
+            self.unit += 1
+        self.set_state()
 
 
 def model():
@@ -48,76 +78,101 @@ def model():
     return LlamaForCausalLM(config).cuda()
 
 
-def timed(fn, count):
-    """fn() once, synchronised: ms per unit of `count`."""
-    torch.cuda.synchronize()
-    t0 = time.perf_counter()
-    fn()
-    torch.cuda.synchronize()
-    return (time.perf_counter() - t0) * 1e3 / count
+class PerToken(StoppingCriteria):
+    """Called by generate once per new token: ends that token's timing (after a synchronisation,
+    which generate does at each token anyway) and never stops the generation."""
+
+    def __init__(self, alt):
+        self.alt, self.t = alt, None
+
+    def __call__(self, input_ids, scores, **kwargs):
+        torch.cuda.synchronize()
+        now = time.perf_counter()
+        if self.t is not None:
+            self.alt.done((now - self.t) * 1e3)
+        self.t = now
+        return torch.zeros(input_ids.shape[0], dtype=torch.bool, device=input_ids.device)
 
 
-def workloads():
+def bench_generate(lib, rounds):
+    infer_model = model().to(torch.bfloat16).eval()
+    prompt = torch.randint(0, 32000, (8, 32), device="cuda")
+    alt = Alternation(lib)
+
+    def generate(criteria):
+        with torch.inference_mode():
+            out = infer_model.generate(prompt, max_new_tokens=NEW_TOKENS, min_new_tokens=NEW_TOKENS, do_sample=False,
+                                       pad_token_id=0, stopping_criteria=criteria)
+        assert out.shape[1] == prompt.shape[1] + NEW_TOKENS
+
+    generate(None)  # warm-up
+    for _ in range(rounds):
+        alt.restart()
+        generate(StoppingCriteriaList([PerToken(alt)]))
+    return "ms/token", alt
+
+
+def bench_train(lib, rounds):
     train_model = model()
     optimizer = torch.optim.AdamW(train_model.parameters(), lr=1e-4)
     batch = torch.randint(0, 32000, (8, 256), device="cuda")
+    alt = Alternation(lib)
 
-    def train():
-        for _ in range(TRAIN_STEPS):
-            with torch.autocast("cuda", dtype=torch.bfloat16):
-                loss = train_model(input_ids=batch, labels=batch).loss
-            loss.backward()
-            optimizer.step()
-            optimizer.zero_grad(set_to_none=True)
+    def step():
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            loss = train_model(input_ids=batch, labels=batch).loss
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
 
-    infer_model = model().to(torch.bfloat16).eval()
-    prompt = torch.randint(0, 32000, (8, 32), device="cuda")
+    for _ in range(3):
+        step()
+    alt.restart()
+    for _ in range(rounds * 16):
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        step()
+        torch.cuda.synchronize()
+        alt.done((time.perf_counter() - t0) * 1e3)
+    del train_model, optimizer
+    return "ms/step", alt
 
-    def generate():
-        with torch.inference_mode():
-            out = infer_model.generate(prompt, max_new_tokens=NEW_TOKENS, min_new_tokens=NEW_TOKENS, do_sample=False,
-                                       pad_token_id=0)
-        assert out.shape[1] == prompt.shape[1] + NEW_TOKENS
 
+def bench_pairs(lib, rounds):
     dev = torch.device("cuda", 0)
-
-    def pairs():
-        for _ in range(PAIRS):
+    alt = Alternation(lib)
+    for _ in range(PAIR_BLOCK):
+        torch.empty(256, device=dev)
+    alt.restart()
+    for _ in range(rounds * 100):
+        t0 = time.perf_counter_ns()
+        for _ in range(PAIR_BLOCK):
             t = torch.empty(256, device=dev)
             del t
-
-    # name: (unit, function, units per call, scale to the unit from ms per unit)
-    return {"generate": ("ms/token", generate, NEW_TOKENS, 1.0),
-            "train_step": ("ms/step", train, TRAIN_STEPS, 1.0),
-            "pairs": ("ns/pair", pairs, PAIRS, 1e6)}
+        alt.done((time.perf_counter_ns() - t0) / PAIR_BLOCK / 1e6)  # as ms; reported in ns below
+    return "ns/pair", alt
 
 
 def main():
     rounds = int(sys.argv[1])
     lib = profiler()
-    work = workloads()
-    for _, fn, _, _ in work.values():  # warm-up: kernels loaded, the allocator's cache filled
-        fn()
-    results = {name: {"unit": unit} for name, (unit, _, _, _) in work.items()}
-    for name, (_, fn, count, scale) in work.items():
-        res = results[name]
-        for r in range(rounds * REPEATS[name]):
-            if lib is None:
-                res.setdefault("bare", []).append(timed(fn, count) * scale)
-                continue
-            for variant in (("on", "paused") if r % 2 == 0 else ("paused", "on")):
-                (lib.gpumemprof_pause if variant == "paused" else lib.gpumemprof_resume)()
-                res.setdefault(variant, []).append(timed(fn, count) * scale)
-            lib.gpumemprof_resume()
-    if lib is not None:  # last: detaching cannot be undone
-        lib.gpumemprof_framework_self_check(0, 0, 0)
-        _, fn, count, scale = work["pairs"]
-        results["pairs"]["detached"] = [timed(fn, count) * scale for _ in range(rounds * REPEATS["pairs"])]
-    results["profiled"] = lib is not None
-    for name in work:
-        for variant, values in list(results[name].items()):
-            if isinstance(values, list):
-                results[name][variant + "_median"] = statistics.median(values)
+    results = {"profiled": lib is not None}
+    for name, fn in (("generate", bench_generate), ("train_step", bench_train), ("pairs", bench_pairs)):
+        unit, alt = fn(lib, rounds)
+        scale = 1e6 if unit == "ns/pair" else 1.0
+        res = {"unit": unit}
+        for variant, values in alt.times.items():
+            if values:
+                res[variant] = [v * scale for v in values]
+                res[variant + "_median"] = statistics.median(res[variant])
+        if alt.ratios:
+            res["ratios"] = alt.ratios
+            res["ratio_median"] = statistics.median(alt.ratios)
+            res["diffs"] = [v * scale for v in alt.diffs]
+            res["diff_median"] = statistics.median(res["diffs"])
+        results[name] = res
+    if lib is not None:
+        lib.gpumemprof_resume()
     print(json.dumps(results))
     return 0
 
