@@ -9,6 +9,7 @@
 
 #include "../collector/intern_table.h"
 #include "python_layouts.h"
+#include "thread_caches.h"
 #include "real_driver.h"
 #include "utf8.h"
 
@@ -161,28 +162,19 @@ uint32_t shared_frame_id(const FrameKey& key, const Interpreter& py) {
   return intern_frame(py, key);  // table crowded: still correct, only slower
 }
 
-// This thread's frames of its last capture, by depth: a loop allocates from the same frames at the
-// same depths, and matching one here reads a few lines this thread keeps hot, where the shared
-// table above (2.5 MiB, touched by nobody else between two allocations) costs a cache miss a frame
-// in a real program. The same key as the shared table, so a hit is the same id it would give.
-// Global-dynamic TLS (the default model): it stays out of the static TLS a dlopen'ed shim must fit
-// in; preloaded, as it is normally, its block is allocated with the thread, never lazily.
-struct DepthEntry {
-  FrameKey key;
-  uint32_t id;
-};
-constexpr size_t kCachedDepths = 32;
-thread_local DepthEntry t_depths[kCachedDepths];
-
-uint32_t frame_id(const Interpreter& py, const char* code, int offset, DepthEntry* at_depth) {
+// A loop allocates from the same frames at the same depths: the thread's frames of its last capture
+// (thread_caches.h) are matched in lines it keeps hot, where the shared table above (2.5 MiB,
+// touched by nobody between two allocations) costs a cache miss a frame in a real program. The same
+// key as the shared table, so a hit is the id it would give.
+uint32_t frame_id(const Interpreter& py, const char* code, int offset, PyFrameAtDepth* at_depth) {
   const PythonLayout& l = *py.layout;
   const FrameKey key{code, field<const char*>(code, l.code_filename), field<const char*>(code, l.code_name), offset};
-  if (at_depth != nullptr && at_depth->id != 0 && at_depth->key.code == key.code && at_depth->key.offset == key.offset &&
-      at_depth->key.file == key.file && at_depth->key.name == key.name) {
+  if (at_depth != nullptr && at_depth->id != 0 && at_depth->code == key.code && at_depth->offset == key.offset &&
+      at_depth->file == key.file && at_depth->name == key.name) {
     return at_depth->id;
   }
   const uint32_t id = shared_frame_id(key, py);
-  if (at_depth != nullptr) *at_depth = {key, id};
+  if (at_depth != nullptr) *at_depth = {key.code, key.file, key.name, key.offset, id};
   return id;
 }
 
@@ -200,14 +192,15 @@ size_t capture_python_frames(uint64_t* out, size_t max) {
   const char* frame = field<const char*>(thread, l.thread_frame);
   if (l.cframe_current >= 0 && aligned(frame)) frame = field<const char*>(frame, l.cframe_current);
   constexpr int kMaxHops = 1024;  // bounds the walk even if a chain were ever corrupt
-  DepthEntry* depths = t_depths;
+  ThreadCaches* caches = thread_caches();
+  PyFrameAtDepth* depths = caches != nullptr ? caches->frames_by_depth : nullptr;
   size_t n = 0;
   for (int hops = 0; aligned(frame) && n < max && hops < kMaxHops;
        ++hops, frame = field<const char*>(frame, l.frame_previous)) {
     if (l.frame_owner >= 0 && field<int8_t>(frame, l.frame_owner) == l.owner_cstack) continue;
     const char* code = field<const char*>(frame, l.frame_code);
     if (!is_a(code, py.code_type)) continue;
-    DepthEntry* at_depth = n < kCachedDepths ? &depths[n] : nullptr;
+    PyFrameAtDepth* at_depth = depths != nullptr && n < ThreadCaches::kDepths ? &depths[n] : nullptr;
     if (const uint32_t id = frame_id(py, code, instruction_offset(l, frame, code), at_depth); id != 0) {
       out[n++] = kPythonFrameTag | id;
     }

@@ -19,7 +19,27 @@ import tempfile
 import time
 
 
-def child(pairs, depth):
+def tensor_child(pairs, depth, sites):
+    """torch.empty + release on the fake torch (tests/fake_torch): the tracker's events, whose stacks
+    are Python frames only."""
+    import torch
+    torch.empty(256, device="cuda")
+
+    def loop(level):
+        if level > 0:
+            return loop(level - 1)
+        body = "".join(f"    t = empty(256, device='cuda'); del t  # site {i}\n" for i in range(sites))
+        scope = {"empty": torch.empty}
+        exec(f"def rotate(n):\n  for _ in range(n):\n{body}", scope)
+        scope["rotate"](1000 // sites + 1)  # warm-up
+        t0 = time.thread_time_ns()
+        scope["rotate"](pairs // sites)
+        return (time.thread_time_ns() - t0) / (pairs // sites * sites)
+
+    print(json.dumps({"ns_per_pair": loop(depth)}))
+
+
+def child(pairs, depth, sites):
     cuda = ctypes.CDLL("libcuda.so.1")
     assert cuda.cuInit(0) == 0
     dev, ctx = ctypes.c_int(), ctypes.c_void_p()
@@ -37,6 +57,13 @@ def child(pairs, depth):
             free(ptr)
         # The allocating thread's CPU time: the same as wall time on an idle host, and still the
         # allocation path's own cost on a busy one (the collector thread's work is not in it).
+        if sites > 1:  # `sites` lines in turn: a new stack at each allocation, as in a real program
+            body = "".join(f"    alloc(ref, size); free(ptr)  # site {i}\n" for i in range(sites))
+            scope = {"alloc": alloc, "free": free, "ref": ref, "size": size, "ptr": ptr}
+            exec(f"def rotate(n):\n  for _ in range(n):\n{body.replace(chr(10) + '    ', chr(10) + '    ')}", scope)
+            t0 = time.thread_time_ns()
+            scope["rotate"](pairs // sites)
+            return (time.thread_time_ns() - t0) / (pairs // sites * sites)
         t0 = time.thread_time_ns()
         for _ in range(pairs):
             alloc(ref, size)
@@ -52,15 +79,25 @@ def main():
     ap.add_argument("--pairs", type=int, default=100000)
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--depth", type=int, default=20)
+    ap.add_argument("--sites", type=int, default=1, help="allocating lines taken in turn (1: one line)")
+    ap.add_argument("--tensors", action="store_true",
+                    help="torch.empty on the fake torch: the bridge on against GPUMEMPROF_FRAMEWORK=off")
     ap.add_argument("--child", action="store_true")
     a = ap.parse_args()
     if a.child:
-        return child(a.pairs, a.depth)
+        return (tensor_child if a.tensors else child)(a.pairs, a.depth, a.sites)
     build = os.path.abspath(a.build)
     shim = os.path.join(build, "lib", "libgpumemprof.so")
     fake = os.path.join(build, "tests", "fake")
     variants = {"without shim": {}, "shim, PYTHON_STACKS=0": {"LD_PRELOAD": shim, "GPUMEMPROF_PYTHON_STACKS": "0"},
                 "shim, defaults": {"LD_PRELOAD": shim}}
+    extra = []
+    if a.tensors:  # the documented preload route to the bridge: the bootstrap first on PYTHONPATH
+        path = os.path.join(build, "lib", "gpumemprof", "python") + ":" + os.path.join(build, "tests", "fake_torch", "python")
+        variants = {"without shim": {"PYTHONPATH": os.path.join(build, "tests", "fake_torch", "python")},
+                    "shim, FRAMEWORK=off": {"LD_PRELOAD": shim, "PYTHONPATH": path, "GPUMEMPROF_FRAMEWORK": "off"},
+                    "shim, defaults": {"LD_PRELOAD": shim, "PYTHONPATH": path}}
+        extra = ["--tensors"]
     times = {v: [] for v in variants}
     with tempfile.TemporaryDirectory() as tmp:
         for r in range(a.rounds):
@@ -68,14 +105,21 @@ def main():
             for v in order:
                 env = {k: val for k, val in os.environ.items() if k != "LD_PRELOAD"}  # no shim unless the variant says
                 env.update(LD_LIBRARY_PATH=fake, GPUMEMPROF_OUTPUT=os.path.join(tmp, f"r{r}.%p"), **variants[v])
-                out = subprocess.run([sys.executable, __file__, "--child", "--pairs", str(a.pairs), "--depth", str(a.depth)],
+                out = subprocess.run([sys.executable, __file__, "--child", "--pairs", str(a.pairs), "--depth", str(a.depth),
+                                      "--sites", str(a.sites)] + extra,
                                      env=env, capture_output=True, text=True, check=True).stdout
                 times[v].append(json.loads(out)["ns_per_pair"])
     med = {v: statistics.median(t) for v, t in times.items()}
-    print(f"{a.pairs} pairs from {a.depth} nested Python frames, median of {a.rounds} interleaved rounds:")
+    print(f"{a.pairs} pairs from {a.depth} nested Python frames, {a.sites} allocating line(s), median of {a.rounds} "
+          f"interleaved rounds:")
     for v, m in med.items():
         print(f"  {v:24s} {m:8.1f} ns/pair")
-    print(f"  Python frames cost      {med['shim, defaults'] - med['shim, PYTHON_STACKS=0']:8.1f} ns per allocation event")
+    if a.tensors:
+        print(f"  the bridge's cost       {med['shim, defaults'] - med['shim, FRAMEWORK=off']:8.1f} ns per tensor pair "
+              "(its three events and the allocation's Python frames)")
+    else:
+        print(f"  Python frames cost      {med['shim, defaults'] - med['shim, PYTHON_STACKS=0']:8.1f} ns per allocation "
+              "event")
     return 0
 
 

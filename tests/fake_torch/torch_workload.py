@@ -90,10 +90,21 @@ def private_pools():
     report()
 
 
+def sites():
+    """Three allocating lines in turn, 50 times: each tensor's stack must name its own line, whatever
+    the profiler's per-thread caches of frames and stacks do."""
+    for _ in range(50):
+        a = torch.empty(100, dtype=torch.uint8, device="cuda")  # site 100
+        b = torch.empty(200, dtype=torch.uint8, device="cuda")  # site 200
+        c = torch.empty(300, dtype=torch.uint8, device="cuda")  # site 300
+        del a, b, c
+    report()
+
+
 def cpu_only():
     print(torch.__version__, torch.cuda.is_initialized())
 
 
 if __name__ == "__main__":
     {"basic": basic, "record_stream": record_stream, "late": late, "oom": oom, "cpu_only": cpu_only,
-     "private_pools": private_pools}[sys.argv[1]]()
+     "private_pools": private_pools, "sites": sites}[sys.argv[1]]()

@@ -337,6 +337,50 @@ TEST_F(FrameworkBridge, TensorsCarryPythonFramesOnlyUnlessAllAreAskedFor) {
   EXPECT_EQ(read_json_file(all.dir + "/manifest.json")["config"]["tensor_stacks"], "all");
 }
 
+// Allocations from three lines in turn: every tensor's innermost frame in the program is its own line
+// (the shim's per-thread caches of frames and stacks must give exactly the shared tables' ids).
+TEST_F(FrameworkBridge, EachTensorOfALoopNamesItsOwnLine) {
+  const TorchRun r = run_torch(box, "sites");
+  ASSERT_EQ(r.result.exit_code, 0) << r.result.err;
+  ASSERT_EQ(r.summary["framework"]["state"], "attached") << r.log;
+  std::map<uint32_t, nlohmann::json> by_id;
+  std::ifstream in(r.dir + "/attribution.jsonl");
+  for (std::string line; std::getline(in, line);) {
+    const auto j = nlohmann::json::parse(line, nullptr, false);
+    if (j.is_object() && j.contains("id")) by_id[j["id"].get<uint32_t>()] = j;
+  }
+  std::map<uint64_t, int> want;  // size -> the line that allocates it
+  std::ifstream src(std::string(GMP_SOURCE_DIR) + "/tests/fake_torch/torch_workload.py");
+  int n = 0;
+  for (std::string line; std::getline(src, line);) {
+    ++n;
+    for (uint64_t size : {100, 200, 300}) {
+      if (line.find("# site " + std::to_string(size)) != std::string::npos) want[size] = n;
+    }
+  }
+  ASSERT_EQ(want.size(), 3u);
+  reader::TraceReader trace;
+  ASSERT_TRUE(trace.open(r.dir + "/trace.gmpt")) << trace.error();
+  std::map<uint64_t, int> seen;
+  Event e;
+  while (trace.next(e)) {
+    if (e.op != Op::TensorAlloc || want.count(e.size) == 0) continue;
+    ++seen[e.size];
+    ASSERT_NE(by_id.count(e.stack_id), 0u) << e.size;
+    int line = -1;  // of the innermost frame in the program, below the fake torch's own
+    for (const auto& f : by_id[e.stack_id]["frames"]) {
+      const std::string s = f;
+      ASSERT_EQ(s.rfind("py:", 0), 0u) << s;
+      const auto& frame = by_id[static_cast<uint32_t>(std::stoul(s.substr(3)))];
+      if (frame["file"].get<std::string>().find("torch_workload.py") == std::string::npos) continue;
+      line = frame["line"];
+      break;
+    }
+    EXPECT_EQ(line, want[e.size]) << "tensor of " << e.size << " bytes, allocation " << seen[e.size];
+  }
+  EXPECT_EQ(seen, (std::map<uint64_t, int>{{100, 50}, {200, 50}, {300, 50}}));
+}
+
 // The seeded segments describe one instant: between two of them nothing was outside PyTorch.
 TEST_F(FrameworkBridge, SeedingCountsNothingOutsideTorch) {
   const TorchRun r = run_torch(box, "late", {.route = Route::Preload, .python_flags = {"-S"}});
