@@ -135,6 +135,7 @@ void LiveFigures::after(const Event& e, const Accounting& acc) {
       add_record(e, d, GPUMEMPROF_DEALLOCATION, 0, static_cast<uint64_t>(-tensors), tensors);
     }
   }
+  if (e.op != Op::Alert && e.op != Op::Cleanup && !(e.op == Op::Alloc && e.result == kOutOfMemory)) return;
   const auto found = acc.devices().find(e.device);
   if (found == acc.devices().end()) return;
   const DeviceStats& d = found->second;

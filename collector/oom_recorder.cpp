@@ -56,7 +56,7 @@ void OomRecorder::remember(const Event& e) {
     history_.push_back(e);
   } else {
     history_[history_next_] = e;
-    history_next_ = (history_next_ + 1) % history_.size();
+    if (++history_next_ == history_.size()) history_next_ = 0;  // not %: a division on every event
   }
 }
 
