@@ -270,6 +270,65 @@ def png_colours(path):
     return len(colours), non_white / max(1, pixels)
 
 
+def path_edges(d):
+    """The horizontal edges (x0, x1, y) of an SVG path made of M, H, V and Z, read as a browser reads
+    it: a command repeats while numbers follow ("H 10,20" is two horizontal moves)."""
+    edges, x, y, start, cmd = [], 0.0, 0.0, (0.0, 0.0), None
+    tokens = re.findall(r"[MHVZmhvz]|-?[\d.]+(?:e-?\d+)?", d)
+    i = 0
+    while i < len(tokens):
+        if tokens[i] in "MHVZ":
+            cmd, i = tokens[i], i + 1
+            if cmd == "Z":
+                if y == start[1] and x != start[0]:
+                    edges.append((min(x, start[0]), max(x, start[0]), y))
+                x, y = start
+            continue
+        if cmd == "M":
+            x, y = float(tokens[i]), float(tokens[i + 1])
+            start, i, cmd = (x, y), i + 2, "L"
+        elif cmd == "L":  # after M, pairs are line-tos; a band has none
+            nx, ny = float(tokens[i]), float(tokens[i + 1])
+            if ny == y and nx != x:
+                edges.append((min(x, nx), max(x, nx), y))
+            x, y, i = nx, ny, i + 2
+        elif cmd == "H":
+            nx = float(tokens[i])
+            edges.append((min(x, nx), max(x, nx), y))
+            x, i = nx, i + 1
+        elif cmd == "V":
+            y, i = float(tokens[i]), i + 1
+        else:
+            i += 1
+    return edges
+
+
+def band_geometry(dom):
+    """Each shaded band's outline against its columns: at each column's middle the outline must cross
+    exactly twice, at the column's highest value (top) and at its lowest (bottom). Returns
+    (series, columns checked, problems)."""
+    out = []
+    for m in re.finditer(r'<path[^>]*class="band band-(\w+)"[^>]*>', dom):
+        tag = m.group(0)
+        d = re.search(r'\bd="([^"]*)"', tag)
+        cols = re.search(r'data-cols="([^"]*)"', tag)
+        if not d or not cols:
+            out.append((m.group(1), 0, ["no d or data-cols"]))
+            continue
+        edges, problems, n = path_edges(d.group(1)), [], 0
+        for col in cols.group(1).split():
+            x0, x1, y_lo, y_hi = (float(v) for v in col.split(","))
+            if x1 - x0 < 0.02:
+                continue  # narrower than the rounding of the columns' pixels
+            mid = (x0 + x1) / 2
+            ys = sorted(y for a, b, y in edges if a < mid < b)
+            n += 1
+            if len(ys) != 2 or abs(ys[0] - y_hi) > 0.02 or abs(ys[1] - y_lo) > 0.02:
+                problems.append("column %.2f-%.2f: outline at %s, column from %.2f to %.2f" % (x0, x1, ys, y_hi, y_lo))
+        out.append((m.group(1), n, problems))
+    return out
+
+
 def flame_boxes(dom):
     """(classes, full name from the tooltip's first line, label) of every flame graph box in a DOM dump."""
     boxes = []
@@ -427,6 +486,13 @@ def main():
         check(points >= min_points, "%s series drawn with %d path commands (at least %d)" % (series, points, min_points))
         if series != "nvml":
             check(len(ys) >= 3, "%s series has %d distinct levels (at least 3)" % (series, len(ys)))
+    # The shaded bands, read back from the drawn outline: at every column the shade spans exactly the
+    # column's lowest to highest value.
+    bands = band_geometry(dom)
+    check(sorted(b[0] for b in bands) == ["allocated", "reserved"], "a shaded band per series: %s" % [b[0] for b in bands])
+    for series, n, problems in bands:
+        check(n > 100 and not problems, "the %s band's outline spans each of its %d columns' lowest to highest value%s"
+              % (series, n, (": " + "; ".join(problems[:3])) if problems else ""))
     for marker in ("alloc_failed", "oom_bundle", "alert"):
         check(re.search(r'<g[^>]*class="marker marker-%s"' % marker, dom) is not None, "the chart marks the %s event" % marker)
     check(re.search(r'<g class="marker marker-alloc_failed"[^>]*>.*?failed 2\.00 GiB', dom, re.S) is not None,

@@ -232,14 +232,22 @@
 
       // Each series: a shade from each column's lowest to its highest value (a peak shorter than a
       // slice keeps its full height), and a step line through the value at each column's end, so the
-      // line ends at the true last value.
+      // line ends at the true last value. The shade's outline runs along the columns' highs left to
+      // right and back along their lows, one vertical and one horizontal move per column each way
+      // (SVG's H takes one coordinate: "H x,y" would be two horizontal moves). Each column's pixels
+      // are kept on the path as data-cols, so a test can hold the outline to the columns.
       function band(lo, hi) {
         var top = "", bottom = "";
         cols.forEach(function (c, i) {
-          top += (i ? "H" : "M") + x(c.from) + "," + y(c[hi]) + "H" + x(c.to);
-          bottom = "H" + x(c.from) + "V" + y(c[lo]) + bottom;
+          top += (i ? "H" + x(c.from) + "V" : "M" + x(c.from) + ",") + y(c[hi]) + "H" + x(c.to);
+          bottom = "V" + y(c[lo]) + "H" + x(c.from) + bottom;
         });
-        return top + "V" + y(cols[cols.length - 1][lo]) + bottom + "Z";
+        return top + bottom + "Z";
+      }
+      function bandColumns(lo, hi) {
+        return cols.map(function (c) {
+          return [x(c.from), x(c.to), y(c[lo]), y(c[hi])].map(function (v) { return Math.round(v * 100) / 100; }).join(",");
+        }).join(" ");
       }
       function steps(key) {
         var d = "";
@@ -247,7 +255,7 @@
         return d + "H" + x(cols[cols.length - 1].to);
       }
       [["reserved", "rmin", "rmax", "rlast"], ["allocated", "amin", "amax", "alast"]].forEach(function (s) {
-        svgEl("path", { "class": "band band-" + s[0], d: band(s[1], s[2]) }, layer);
+        svgEl("path", { "class": "band band-" + s[0], d: band(s[1], s[2]), "data-cols": bandColumns(s[1], s[2]) }, layer);
         svgEl("path", { "class": "series series-" + s[0], d: steps(s[3]), "data-series": s[0] }, layer);
       });
       // The framework level: its highest per column, then its last value (lines only).
