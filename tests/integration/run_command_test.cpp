@@ -1,8 +1,11 @@
 // `gpumemprof run`: the launcher around a profiled command.
+#include <dirent.h>
+#include <elf.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/stat.h>
 
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 
@@ -154,6 +157,63 @@ TEST(RunCommand, ACommandKilledByASignalTakesTheLauncherWithIt) {
   const std::string dir = dirs_under(root).at(0);
   EXPECT_NE(r.err.find("  " + Paths::bin("prog_lifecycle") + " (pid " + dir.substr(dir.rfind('.') + 1) +
                        "): killed by signal 15 (SIGTERM)\n"), std::string::npos) << r.err;
+}
+
+// The pid in an ELF core file's NT_PRPSINFO note (x86-64 elf_prpsinfo: pr_pid at byte 24); 0 when
+// the file is no core or has no such note.
+int core_pid(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  const std::string core((std::istreambuf_iterator<char>(in)), {});
+  if (core.size() < sizeof(Elf64_Ehdr) || core.compare(0, 4, ELFMAG) != 0) return 0;
+  Elf64_Ehdr eh;
+  std::memcpy(&eh, core.data(), sizeof eh);
+  for (int i = 0; i < eh.e_phnum; ++i) {
+    Elf64_Phdr ph;
+    const size_t at = eh.e_phoff + static_cast<size_t>(i) * eh.e_phentsize;
+    if (at + sizeof ph > core.size()) return 0;
+    std::memcpy(&ph, core.data() + at, sizeof ph);
+    if (ph.p_type != PT_NOTE || ph.p_offset + ph.p_filesz > core.size()) continue;
+    for (size_t n = ph.p_offset; n + sizeof(Elf64_Nhdr) <= ph.p_offset + ph.p_filesz;) {
+      Elf64_Nhdr nh;
+      std::memcpy(&nh, core.data() + n, sizeof nh);
+      const size_t desc = n + sizeof nh + ((nh.n_namesz + 3) & ~3u);
+      if (nh.n_type == NT_PRPSINFO && desc + 28 <= core.size()) {
+        int pid;
+        std::memcpy(&pid, core.data() + desc + 24, sizeof pid);
+        return pid;
+      }
+      n = desc + ((nh.n_descsz + 3) & ~3u);
+    }
+  }
+  return 0;
+}
+
+// A command that dumps core keeps its core: the launcher dies of the same signal without a core of
+// its own, which would overwrite the command's ("core" in the same directory).
+TEST(RunCommand, TheCommandsCoreDumpIsNotOverwritten) {
+  std::ifstream pattern("/proc/sys/kernel/core_pattern");
+  std::string p;
+  std::getline(pattern, p);
+  if (p.empty() || p[0] == '|' || p.find('/') != std::string::npos || p.find('%') != std::string::npos) {
+    GTEST_SKIP() << "core_pattern '" << p << "' does not write cores into the working directory";
+  }
+  Sandbox box;
+  const std::string cmd = "cd '" + box.dir() + "' && ulimit -c unlimited && exec '" + Paths::tool() +
+                          "' run -o runs -- '" + Paths::bin("prog_ops") + "' alloc:1M abort";
+  RunResult r = box.run({"/bin/sh", "-c", cmd}, tool_env());
+  EXPECT_EQ(r.term_signal, SIGABRT) << r.err;
+  const std::string dir = dirs_under(box.dir() + "/runs").at(0);
+  const int program = std::atoi(dir.substr(dir.rfind('.') + 1).c_str());
+  std::vector<std::string> cores;
+  if (DIR* d = opendir(box.dir().c_str())) {
+    while (dirent* e = readdir(d)) {
+      if (std::string(e->d_name).rfind(p, 0) == 0) cores.push_back(box.dir() + "/" + e->d_name);
+    }
+    closedir(d);
+  }
+  if (cores.empty()) GTEST_SKIP() << "no core was dumped here (limits of this machine)";
+  ASSERT_EQ(cores.size(), 1u);
+  EXPECT_EQ(core_pid(cores[0]), program) << cores[0];
 }
 
 // A command that is no CUDA process (a shell) says how it ended too; the processes it started, as

@@ -12,6 +12,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -404,7 +405,10 @@ int run_main(int argc, char** argv) {
   }
 
   if (WIFSIGNALED(status)) {
-    // Die the same way, so that callers see the command's fate, not ours.
+    // Die the same way, so that callers see the command's fate, not ours; but dump no core of our
+    // own, which would take the place of the command's (as GNU timeout does).
+    const rlimit no_core{0, 0};
+    setrlimit(RLIMIT_CORE, &no_core);
     signal(WTERMSIG(status), SIG_DFL);
     raise(WTERMSIG(status));
   }
