@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "device_limit_spec.h"
+
 namespace gmp {
 namespace {
 
@@ -20,16 +22,16 @@ uint64_t fragmentation_reserved(const DeviceStats& d) {
   return d.framework.attached ? d.framework.reserved.current : d.reserved.current;
 }
 
-uint64_t fragmentation_floor(const DeviceStats& d) {
-  return d.total_bytes > 0 ? std::min(kFragmentationFloor, d.total_bytes / 10) : kFragmentationFloor;
+uint64_t fragmentation_floor(uint64_t total) {
+  return total > 0 ? std::min(kFragmentationFloor, total / 10) : kFragmentationFloor;
 }
 
-Fragmentation fragmentation_of(const DeviceStats& d) {
+Fragmentation fragmentation_of(const DeviceStats& d, uint64_t total) {
   const FrameworkStats& fw = d.framework;
   Fragmentation f{};
   f.reserved = fragmentation_reserved(d);
   f.unallocated = fw.attached ? fw.cached() : d.reserved.current - std::min(d.allocated.current, d.reserved.current);
-  f.floor = fragmentation_floor(d);
+  f.floor = fragmentation_floor(total);
   f.ratio = f.reserved > 0 ? static_cast<double>(f.unallocated) / f.reserved : 0.0;
   return f;
 }
@@ -38,14 +40,22 @@ bool fragmented(const Fragmentation& f, double threshold) { return f.reserved >=
 
 // The same test without the division while reserved is below the floor (most events of most runs
 // on a GPU of any size).
-bool fragmented(const DeviceStats& d, double threshold) {
-  return fragmentation_reserved(d) >= fragmentation_floor(d) && fragmented(fragmentation_of(d), threshold);
+bool fragmented(const DeviceStats& d, uint64_t total, double threshold) {
+  return fragmentation_reserved(d) >= fragmentation_floor(total) && fragmented(fragmentation_of(d, total), threshold);
 }
 
 }  // namespace
 
 AlertEngine::AlertEngine(const Config& config)
-    : config_(config), window_ns_((config.sample_ms == 0 ? 100 : config.sample_ms) * 10ull * 1'000'000ull) {}
+    : config_(config), window_ns_((config.sample_ms == 0 ? 100 : config.sample_ms) * 10ull * 1'000'000ull) {
+  if (const auto spec = parse_device_limit(config.device_limit); spec && !config.device_limit.empty()) limits_ = *spec;
+}
+
+uint64_t AlertEngine::seen_total(const DeviceStats& d) const {
+  const uint64_t limit = limits_.for_device(d.device);
+  if (limit == 0) return d.total_bytes;
+  return d.total_bytes > 0 ? std::min(limit, d.total_bytes) : limit;
+}
 
 AlertEngine::State& AlertEngine::state(int device) {
   if (static_cast<size_t>(device) >= states_.size()) states_.resize(static_cast<size_t>(device) + 1);
@@ -75,14 +85,14 @@ void AlertEngine::edge(State& s, AlertType t, bool on, bool off, uint64_t fire_a
 }
 
 
-bool AlertEngine::quiet(State& s, const DeviceStats& d, uint64_t now_ns) const {
+bool AlertEngine::quiet(State& s, const DeviceStats& d, uint64_t total, uint64_t now_ns) const {
   if (!s.at_rest || s.window_start == 0 || s.framework != d.framework.attached ||
-      now_ns - s.window_start >= window_ns_ || (d.total_bytes > 0 && s.thresholds_of != d.total_bytes)) {
+      now_ns - s.window_start >= window_ns_ || (total > 0 && s.thresholds_of != total)) {
     return false;
   }
   // The critical threshold is never below the warning one (config.cpp), so one test covers both.
-  if (d.total_bytes > 0 && d.allocated.current >= s.threshold[0]) return false;
-  if (fragmented(d, config_.fragmentation)) return false;
+  if (total > 0 && d.allocated.current >= s.threshold[0]) return false;
+  if (fragmented(d, total, config_.fragmentation)) return false;
   s.window_floor = std::min(s.window_floor, s.framework ? d.framework.allocated.current : d.allocated.current);
   return true;
 }
@@ -93,22 +103,24 @@ void AlertEngine::evaluate(const DeviceStats& d, uint64_t now_ns, std::vector<Al
   // Most events change nothing an alert looks at: no alert active, no condition begun, inside a
   // growth window. quiet() tells those apart for a few comparisons (the collector runs this on
   // every event).
-  if (quiet(s, d, now_ns)) return;
+  // Percentages are of the device the program sees: under GPUMEMPROF_DEVICE_LIMIT, the limit.
+  const uint64_t total = seen_total(d);
+  if (quiet(s, d, total, now_ns)) return;
   const uint64_t allocated = d.allocated.current, reserved = d.reserved.current;
-  Alert base{AlertType::Warning, true, d.device, now_ns, allocated, reserved, d.total_bytes, 0, 0, 0.0};
+  Alert base{AlertType::Warning, true, d.device, now_ns, allocated, reserved, total, 0, 0, 0.0};
   growth(s, d, now_ns, base, out);
 
   // Warning and critical fire the moment memory crosses; fragmentation only once it has lasted a
   // window (a pool between a free and the next synchronisation is not fragmented); every alert
   // clears only once its end has lasted a window. Together with the bands this keeps a training
   // loop whose peak crosses a threshold every step from firing every step.
-  if (d.total_bytes > 0) {
+  if (total > 0) {
     // Every event comes here: the byte thresholds are worked out once per device size.
-    if (s.thresholds_of != d.total_bytes) {
-      s.thresholds_of = d.total_bytes;
+    if (s.thresholds_of != total) {
+      s.thresholds_of = total;
       const double percents[2] = {config_.warn_percent, config_.critical_percent};
       for (int k = 0; k < 2; ++k) {
-        s.threshold[k] = static_cast<uint64_t>(static_cast<double>(d.total_bytes) * percents[k] / 100.0);
+        s.threshold[k] = static_cast<uint64_t>(static_cast<double>(total) * percents[k] / 100.0);
         s.clear_below[k] = static_cast<double>(s.threshold[k]) * kClearFraction;
       }
     }
@@ -118,7 +130,7 @@ void AlertEngine::evaluate(const DeviceStats& d, uint64_t now_ns, std::vector<Al
            static_cast<double>(allocated) < s.clear_below[k], 0, window_ns_, base, out);
     }
   }
-  const Fragmentation f = fragmentation_of(d);
+  const Fragmentation f = fragmentation_of(d, total);
   if (d.framework.attached) {
     base.allocated = d.framework.allocated.current;
     base.reserved = f.reserved;

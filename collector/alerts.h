@@ -12,6 +12,7 @@
 
 #include "accounting.h"
 #include "config.h"
+#include "device_limit_spec.h"
 
 namespace gmp {
 
@@ -56,7 +57,9 @@ class AlertEngine {
   State& state(int device);  // indexed by device ordinal: evaluate() runs once per event
   // True when this event can change no alert (the device at rest, inside a growth window, below
   // every threshold); it then only follows the growth window's floor.
-  bool quiet(State& s, const DeviceStats& d, uint64_t now_ns) const;
+  bool quiet(State& s, const DeviceStats& d, uint64_t total, uint64_t now_ns) const;
+  // The device's size as the program sees it: GPUMEMPROF_DEVICE_LIMIT's where one is set.
+  uint64_t seen_total(const DeviceStats& d) const;
   // Fires once `on` has held for `fire_after` ns and clears once `off` has held for `clear_after`.
   void edge(State& s, AlertType t, bool on, bool off, uint64_t fire_after, uint64_t clear_after, const Alert& base,
             std::vector<Alert>& out);
@@ -67,6 +70,7 @@ class AlertEngine {
   Config config_;
   uint64_t window_ns_;
   std::vector<State> states_;
+  DeviceLimitSpec limits_;  // none unless GPUMEMPROF_DEVICE_LIMIT is set
 };
 
 }  // namespace gmp

@@ -46,6 +46,20 @@ std::vector<std::pair<uint64_t, int>> alert_events(const std::string& run) {
 const std::map<std::string, std::string> kFastWindows = {{"GPUMEMPROF_SAMPLE_MS", "20"},
                                                          {"GPUMEMPROF_LEAK_BYTES", "100G"}};
 
+// Under GPUMEMPROF_DEVICE_LIMIT the program sees a smaller device, and percentages are of it: a
+// 1 GiB limit on a 16 GiB device warns at 50% of the limit, and says so.
+TEST(Alerts, PercentagesAreOfTheLimitedDevice) {
+  Sandbox box;
+  RunResult r = box.run({Paths::bin("prog_ops"), "alloc:700M"},
+                        {{"FAKE_CUDA_CAPACITY", "16G"}, {"GPUMEMPROF_DEVICE_LIMIT", "1GiB"},
+                         {"GPUMEMPROF_WARN_PERCENT", "50"}, {"GPUMEMPROF_SAMPLE_MS", "1000"}});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(lines(r.err), (std::vector<std::string>{
+                              "gpumemprof: WARNING device 0: allocated 700.00 MiB is 68.4% of 1.00 GiB (threshold 50.0%)"}))
+      << r.err;
+  EXPECT_EQ(alert_events(box.only_run_dir()), (std::vector<std::pair<uint64_t, int>>{{1, 1}}));
+}
+
 TEST(Alerts, ThresholdsFireOnceAndClearOnce) {
   Sandbox box;
   // 830 MiB crosses 80% (819.2) and fires at once; back to 800 stays inside the 5% band and 830
