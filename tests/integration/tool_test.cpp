@@ -48,6 +48,23 @@ TEST(Tool, Help) {
   }
 }
 
+// `gpumemprof help [COMMAND]` is the same text as --help; anything else is one line, status 2.
+TEST(Tool, HelpCommandGivesTheSameTextAsHelpOption) {
+  for (const char* command : {"run", "report", "oom", "export", "diff", "html", "check"}) {
+    RunResult via_help = run_tool({"help", command});
+    RunResult via_option = run_tool({command, "--help"});
+    EXPECT_EQ(via_help.exit_code, 0) << command << via_help.err;
+    EXPECT_EQ(via_help.out, via_option.out) << command;
+    EXPECT_EQ(via_help.err, "");
+  }
+  EXPECT_EQ(run_tool({"help"}).out, run_tool({"--help"}).out);
+  RunResult bad = run_tool({"help", "frobnicate"});
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_EQ(bad.err, "gpumemprof help: unknown command 'frobnicate'; accepted: gpumemprof help "
+                     "[run|report|oom|export|diff|html|check]\n");
+  EXPECT_EQ(bad.out, "");
+}
+
 // What a new user missed in the help: the folded export, the flame graph; and report --help said
 // call sites needed stacks turned on, which they are by default.
 TEST(Tool, HelpNamesWhatTheCommandsDo) {

@@ -247,7 +247,8 @@ std::string top_level_help() {
   }
   return text +
          "  --version, -V                         print the version\n"
-         "Each command has --help. Exit status 2 means bad usage or unreadable input.\n";
+         "Each command has --help (or gpumemprof help COMMAND).\n"
+         "Exit status 2 means bad usage or unreadable input.\n";
 }
 
 std::string accepted_options(const CommandOptions& command) {

@@ -52,6 +52,22 @@ int dispatch(int argc, char** argv) {
     std::printf("gpumemprof %s\n", GPUMEMPROF_VERSION);
     return finish(nullptr, 0);
   }
+  // `gpumemprof help [COMMAND]`, as git and cargo take it: the same text as --help.
+  if (!std::strcmp(argv[1], "help")) {
+    if (argc == 2) {
+      std::fputs(gmp::tool::top_level_help().c_str(), stdout);
+      return finish(nullptr, 0);
+    }
+    for (const Command& c : kCommands) {
+      if (argc != 3 || std::strcmp(argv[2], c.name) != 0) continue;
+      char help_flag[] = "--help";
+      char* args[] = {help_flag, nullptr};
+      return finish(c.name, c.main(1, args));
+    }
+    std::fprintf(stderr, "gpumemprof help: %s; accepted: gpumemprof help [run|report|oom|export|diff|html|check]\n",
+                 argc == 3 ? ("unknown command '" + std::string(argv[2]) + "'").c_str() : "one command at most");
+    return 2;
+  }
   for (const Command& c : kCommands) {
     if (std::strcmp(argv[1], c.name) != 0) continue;
     try {
@@ -63,8 +79,8 @@ int dispatch(int argc, char** argv) {
     }
   }
   std::fprintf(stderr,
-               "gpumemprof: unknown command '%s'; accepted: run, report, oom, export, diff, html, check, --version, "
-               "--help\n",
+               "gpumemprof: unknown command '%s'; accepted: run, report, oom, export, diff, html, check, help, "
+               "--version, --help\n",
                argv[1]);
   return 2;
 }
