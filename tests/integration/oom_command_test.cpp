@@ -68,6 +68,23 @@ void truncate_half(const std::string& path) {
 
 bool one_line(const std::string& s) { return !s.empty() && s.find('\n') == s.size() - 1; }
 
+// Bundles keep ages in whole milliseconds: the text says "under 1 ms" or "N ms", never a made-up
+// fraction of a microsecond.
+TEST(OomCommand, AgesAreWholeMilliseconds) {
+  Sandbox box;
+  const std::string run = profile(box, {"alloc:256M", "alloc:64M", "sleep:20", "alloc:128M", "expect_fail:900M"});
+  RunResult r = run_tool({"oom", run});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::regex age(", age (under 1 ms|[1-9][0-9]{0,2} ms|[0-9]+\\.[0-9]{3} s)(\\n|,)");
+  size_t ages = 0;
+  for (size_t at = r.out.find(", age "); at != std::string::npos; at = r.out.find(", age ", at + 1)) {
+    ++ages;
+    EXPECT_TRUE(std::regex_search(r.out.substr(at, 40), age)) << r.out.substr(at, 40);
+  }
+  EXPECT_EQ(ages, 3u) << r.out;
+  EXPECT_EQ(r.out.find("\u00b5s"), std::string::npos) << r.out;
+}
+
 TEST(OomCommand, ExplainsABundleWithExactFigures) {
   Sandbox box;
   const std::string run = profile(box, kFragmented);
@@ -422,6 +439,7 @@ TEST(OomCommand, GoldenTextOutput) {
   masked = std::regex_replace(masked, std::regex("[0-9]{8}T[0-9]{6}Z"), "<STAMP>");
   masked = std::regex_replace(masked, std::regex("[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:.]+Z"), "<UTC>");
   masked = std::regex_replace(masked, std::regex("[0-9]+\\.[0-9]+ (m|\xc2\xb5)?s\\b"), "<TIME>");
+  masked = std::regex_replace(masked, std::regex("age (under 1 ms|[0-9]+ ms)"), "age <TIME>");
 
   const std::string golden_path = std::string(GMP_SOURCE_DIR) + "/tests/integration/golden/oom_explain.txt";
   if (const char* update = getenv("GMP_UPDATE_GOLDEN"); update != nullptr && std::string(update) == "1") {

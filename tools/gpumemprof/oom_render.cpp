@@ -75,12 +75,19 @@ std::string where_text(const OomExplanation& x) {
   return s;
 }
 
+// A bundle's ages are whole milliseconds: said as such, never as microseconds they do not have.
+std::string age_text(uint64_t ms) {
+  if (ms == 0) return "under 1 ms";
+  if (ms < 1000) return u(ms) + " ms";
+  return human_duration_ns(ms_to_ns(ms));
+}
+
 std::string holder_line(size_t rank, const OomAllocation& a, const std::map<uint64_t, std::string>& sites) {
   std::string s;
   appendf(s, "    %2zu. %11s  %-8s %s", rank, hb(a.size).c_str(), printable(a.kind.empty() ? "?" : a.kind).c_str(),
           printable(a.api.empty() ? "?" : a.api).c_str());
   s += ", thread " + u(a.thread);
-  if (a.age_ms) s += ", age " + human_duration_ns(ms_to_ns(*a.age_ms));
+  if (a.age_ms) s += ", age " + age_text(*a.age_ms);
   if (auto site = sites.find(a.stack_id); site != sites.end()) {
     s += "\n          at " + printable(site->second);
   } else if (a.stack_id != 0) {
