@@ -123,6 +123,26 @@ TEST(Window, BadValuesAreRefusedBeforeAnythingIsRead) {
   }
 }
 
+// A window that starts after the run's last event (70 ms) holds nothing: one line, status 2, not a
+// peak "at 3600 s". One that starts at the last event is the run's end, and is taken.
+TEST(Window, ASinceAfterTheRunsLastEventIsRefused) {
+  SyntheticRun run;
+  write_steps(run);
+  const std::string line = "--since 3600.000 s is after the run's last event at 70.0 ms; accepted: a --since within "
+                           "the run\n";
+  const std::vector<std::vector<std::string>> commands = {
+      {"report", run.dir(), "--since", "1h"},
+      {"html", run.dir(), "-o", run.dir() + "/page.html", "--since", "1h"},
+      {"export", run.dir(), "--format", "folded", "--since", "1h"}};
+  for (const auto& args : commands) {
+    RunResult r = run_tool(args);
+    EXPECT_EQ(r.exit_code, 2) << args[0];
+    EXPECT_EQ(r.err, "gpumemprof " + args[0] + ": " + line);
+    EXPECT_EQ(r.out, "");
+  }
+  EXPECT_EQ(run_tool({"report", run.dir(), "--since", "70ms"}).exit_code, 0);
+}
+
 TEST(Window, ExportsHoldTheWindowsEventsWithExactFigures) {
   SyntheticRun run;
   write_steps(run);

@@ -108,6 +108,12 @@ std::optional<int> take_window_args(const char* command, int& argc, char** argv,
   return std::nullopt;
 }
 
+std::optional<std::string> window_past_end(const reader::Window& window, uint64_t duration_ns) {
+  if (window.since_ns <= duration_ns) return std::nullopt;
+  return "--since " + human_duration_ns(window.since_ns) + " is after the run's last event at " +
+         human_duration_ns(duration_ns) + "; accepted: a --since within the run";
+}
+
 std::string window_text(const reader::Window& window) {
   return "from " + human_duration_ns(window.since_ns) + " to " +
          (window.until_ns ? human_duration_ns(*window.until_ns) : std::string("the end"));

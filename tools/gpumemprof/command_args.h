@@ -50,5 +50,8 @@ std::optional<int> take_window_args(const char* command, int& argc, char** argv,
 
 // "from 1.500 s to 3.000 s" or "from 1.500 s to the end": how the outputs name a window.
 std::string window_text(const reader::Window& window);
+// When --since is past the run's last event (`duration_ns` since the profiler started), the one line
+// that says so (the window holds nothing: a peak "at" its start would be made up); else nullopt.
+std::optional<std::string> window_past_end(const reader::Window& window, uint64_t duration_ns);
 
 }  // namespace gmp::tool

@@ -3,6 +3,7 @@
 // speedscope. Unlike the other formats it is not a per-event stream: it runs the report's
 // analysis (two streaming passes, over the window: the peaks inside it) and writes the folded
 // flame graphs of docs/attribution.md.
+#include "command_args.h"
 #include "export_formats.h"
 #include "folded.h"
 #include "run_analysis.h"
@@ -17,6 +18,10 @@ void write_folded(Context& ctx) {
   auto run = analysis::analyze_run(ctx.run.path, options, error);
   if (!run) {
     ctx.error = error;
+    return;
+  }
+  if (auto past = window_past_end(run->window, run->duration_ns)) {
+    ctx.error = *past;
     return;
   }
   if (run->stack_events == 0) {

@@ -125,6 +125,7 @@ int html_main(int argc, char** argv) {
     options.timeline_buckets = kTimelineBuckets;
     auto run = analysis::analyze_run(dir, options, error);
     if (!run) return usage_error(error);
+    if (auto past = window_past_end(run->window, run->duration_ns)) return usage_error(*past);
     auto sets = analysis::timeline_sets(*run, options, analysis::SetsOptions{}, error);
     if (!sets) return usage_error(error);
     page = render_html_report(*run, *sets);

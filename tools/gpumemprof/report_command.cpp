@@ -372,6 +372,9 @@ int report_main(int argc, char** argv) {
   reader::Progress progress("gpumemprof report");
   options.progress = &progress;
   auto run = analysis::analyze_run(dir, options, error);
+  if (run) {
+    if (auto past = window_past_end(run->window, run->duration_ns)) error = *past, run.reset();
+  }
   if (!run) {
     std::fprintf(stderr, "gpumemprof report: %s\n", error.c_str());
     return 2;
