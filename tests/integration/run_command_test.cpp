@@ -159,6 +159,31 @@ TEST(RunCommand, ACommandKilledByASignalTakesTheLauncherWithIt) {
                        "): killed by signal 15 (SIGTERM)\n"), std::string::npos) << r.err;
 }
 
+// A root that earlier runs left behind (a CI workspace that is kept): a run summarises and checks
+// only the processes it started, and says what it left out.
+TEST(RunCommand, EarlierRunsInTheRootAreNeitherCountedNorChecked) {
+  Sandbox box;
+  const std::string root = box.dir() + "/runs";
+  ASSERT_EQ(box.run(run_args(root, {Paths::bin("prog_ops"), "alloc:23M"}), tool_env()).exit_code, 0);
+  RunResult r = box.run({Paths::tool(), "run", "-o", root, "--max-peak", "10MiB", "--", Paths::bin("prog_ops"),
+                         "alloc:1M"},
+                        tool_env());
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("gpumemprof: 1 profiled process under " + root + "\n  (" + root +
+                       " already held 1 run directory of earlier runs: not counted or checked here)\n"),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("gpumemprof run: passed on this run's processes under " + root + " (1 process"),
+            std::string::npos)
+      << r.err;
+  // The new run's own peak still breaks the limit.
+  r = box.run({Paths::tool(), "run", "-o", root, "--max-peak", "10MiB", "--", Paths::bin("prog_ops"), "alloc:12M"},
+              tool_env());
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.err.find("already held 2 run directories"), std::string::npos) << r.err;
+  EXPECT_EQ(dirs_under(root).size(), 3u);
+}
+
 // The pid in an ELF core file's NT_PRPSINFO note (x86-64 elf_prpsinfo: pr_pid at byte 24); 0 when
 // the file is no core or has no such note.
 int core_pid(const std::string& path) {

@@ -21,9 +21,26 @@ namespace {
 
 std::string prefix(const char* command) { return std::string("gpumemprof ") + command + ": "; }
 
-// Reads one run directory or a job root. nullopt after one line on stderr per directory that could
-// not be read, or whose summary.json holds a figure that is not a count: a gate that skipped one,
-// or read such a figure as 0, would pass on what it never saw.
+// `runs` when every one was opened and its summary holds what a check reads; else nullopt after one
+// line on stderr per directory that could not be read, or whose summary.json holds a figure that is
+// not a count: a gate that skipped one, or read such a figure as 0, would pass on what it never saw.
+std::optional<std::vector<reader::JobMember>> readable_runs(const char* command, const char* what,
+                                                            std::optional<std::vector<reader::JobMember>> runs) {
+  bool readable = true;
+  for (const reader::JobMember& m : *runs) {
+    // A summary rebuilt from the trace is ours; summary.json as read must hold counts.
+    const std::optional<std::string> invalid =
+        m.run && !m.run->summary_rebuilt ? invalid_figure(m.run->summary) : std::nullopt;
+    if (m.run && !invalid) continue;
+    const std::string error = m.run ? m.path + "/" + kSummaryFile + ": " + *invalid : m.error;
+    std::fprintf(stderr, "%s%s%s\n", prefix(command).c_str(), what, error.c_str());
+    readable = false;
+  }
+  if (!readable) return std::nullopt;
+  return runs;
+}
+
+// Reads one run directory or a job root, as readable_runs() takes them.
 std::optional<std::vector<reader::JobMember>> open_runs(const char* command, const char* what,
                                                         const std::string& path) {
   std::string error;
@@ -40,18 +57,7 @@ std::optional<std::vector<reader::JobMember>> open_runs(const char* command, con
     std::fprintf(stderr, "%s%s%s\n", prefix(command).c_str(), what, error.c_str());
     return std::nullopt;
   }
-  bool readable = true;
-  for (const reader::JobMember& m : *runs) {
-    // A summary rebuilt from the trace is ours; summary.json as read must hold counts.
-    const std::optional<std::string> invalid =
-        m.run && !m.run->summary_rebuilt ? invalid_figure(m.run->summary) : std::nullopt;
-    if (m.run && !invalid) continue;
-    const std::string error = m.run ? m.path + "/" + kSummaryFile + ": " + *invalid : m.error;
-    std::fprintf(stderr, "%s%s%s\n", prefix(command).c_str(), what, error.c_str());
-    readable = false;
-  }
-  if (!readable) return std::nullopt;
-  return runs;
+  return readable_runs(command, what, std::move(runs));
 }
 
 // "rank 1", or "pid 4242" for a process no launcher gave a rank, or the path when neither is known.
@@ -343,8 +349,11 @@ std::optional<LimitsVerdict> evaluate_limits(const std::vector<reader::JobMember
   return verdict;
 }
 
-int check_limits(const char* command, const std::string& dir_or_root, const Limits& limits, FILE* out) {
-  const auto runs = open_runs(command, "", dir_or_root);
+namespace {
+
+// The verdict on `runs` (nullopt: unreadable, already said) printed on `out`; the status to return.
+int print_verdict(const char* command, const std::string& dir_or_root,
+                  const std::optional<std::vector<reader::JobMember>>& runs, const Limits& limits, FILE* out) {
   if (!runs) return 2;
   const std::string lead = prefix(command);
   std::string error;
@@ -358,6 +367,17 @@ int check_limits(const char* command, const std::string& dir_or_root, const Limi
   if (!verdict->broken.empty()) return 1;
   std::fprintf(out, "%s%s\n", lead.c_str(), verdict->passed.c_str());
   return 0;
+}
+
+}  // namespace
+
+int check_limits(const char* command, const std::string& dir_or_root, const Limits& limits, FILE* out) {
+  return print_verdict(command, dir_or_root, open_runs(command, "", dir_or_root), limits, out);
+}
+
+int check_limits(const char* command, const std::string& where, const std::vector<reader::JobMember>& members,
+                 const Limits& limits, FILE* out) {
+  return print_verdict(command, where, readable_runs(command, "", members), limits, out);
 }
 
 }  // namespace gmp::tool

@@ -69,5 +69,8 @@ std::optional<LimitsVerdict> evaluate_limits(const std::vector<reader::JobMember
 // "gpumemprof COMMAND: ", and returns 1 when a limit broke, else 0. Unreadable input: one line per
 // unreadable directory (or the baseline's mismatch) on stderr, returns 2.
 int check_limits(const char* command, const std::string& dir_or_root, const Limits& limits, FILE* out);
+// The same on runs already found (`gpumemprof run`'s own processes); `where` names them.
+int check_limits(const char* command, const std::string& where, const std::vector<reader::JobMember>& members,
+                 const Limits& limits, FILE* out);
 
 }  // namespace gmp::tool

@@ -25,6 +25,7 @@
 #include <ctime>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -343,6 +344,15 @@ int run_main(int argc, char** argv) {
     return 2;
   }
   root = *reached;
+  // What ROOT already holds (earlier runs: a CI workspace that is kept) is neither summarised nor
+  // checked as this run's: only the run directories that appear while the command runs are.
+  std::set<std::string> earlier;
+  {
+    std::string ignored;  // no run directory yet: nothing earlier
+    for (const reader::JobMember& m : reader::open_job_directory(root, ignored).value_or(std::vector<reader::JobMember>{})) {
+      earlier.insert(m.path);
+    }
+  }
 
   struct sigaction sa {};
   sa.sa_handler = forward_signal;
@@ -373,10 +383,17 @@ int run_main(int argc, char** argv) {
   g_child = 0;
 
   std::string error;  // no run directory under ROOT: nothing allocated GPU memory
-  const std::vector<reader::JobMember> members = reader::open_job_directory(root, error).value_or(
-      std::vector<reader::JobMember>{});
+  std::vector<reader::JobMember> members;
+  for (reader::JobMember& m : reader::open_job_directory(root, error).value_or(std::vector<reader::JobMember>{})) {
+    if (earlier.count(m.path) == 0) members.push_back(std::move(m));
+  }
   std::fprintf(stderr, "\ngpumemprof: %s under %s\n", counted(members.size(), "profiled process").c_str(),
                root.c_str());
+  if (!earlier.empty()) {
+    const std::string held = earlier.size() == 1 ? "1 run directory" : grouped(earlier.size()) + " run directories";
+    std::fprintf(stderr, "  (%s already held %s of earlier runs: not counted or checked here)\n", root.c_str(),
+                 held.c_str());
+  }
   // Several processes are a job: its view (docs/report.md §Jobs) shows them side by side, with
   // each one's own report command, so its commands are the next steps printed.
   const bool job = members.size() > 1;
@@ -398,7 +415,16 @@ int run_main(int argc, char** argv) {
     std::fprintf(stderr, "  the command %s (pid %d): %s\n", argv[i], static_cast<int>(child),
                  wait_status_text(status).c_str());
   }
-  const int limits_status = limits.any() ? check_limits("run", root, limits, stderr) : 0;
+  const std::string checked = earlier.empty() ? root : "this run's processes under " + root;
+  int limits_status = 0;
+  if (limits.any() && members.empty()) {  // a gate that saw nothing does not pass
+    const std::string none = earlier.empty() ? error : root + " holds no run directory of this run (its command " +
+                                                           "allocated no GPU memory under the profiler)";
+    std::fprintf(stderr, "gpumemprof run: %s\n", none.c_str());
+    limits_status = 2;
+  } else if (limits.any()) {
+    limits_status = check_limits("run", checked, members, limits, stderr);
+  }
   // Nothing to read later: a directory this run made and nothing wrote into is not left behind.
   if (members.empty() && created_root && rmdir(root.c_str()) == 0) {
     std::fprintf(stderr, "  the empty directory %s is removed\n", root.c_str());
