@@ -3,8 +3,9 @@
 
 `gpumemprof --help` lists the commands; each `gpumemprof COMMAND --help` is copied verbatim into the
 man page (one section per command) and read for the command's options (its usage line and the
-option lines, "  -o, --output FILE   ..."), and `export --help`'s FORMAT list gives the completion of
---format. Run at build time (cmake/install.cmake): a new command, option or format reaches both
+option lines, "  -o, --output FILE   ..."), `export --help`'s FORMAT list gives the completion of
+--format, and `run --help` the values of --log-level (its list of levels) and --device-limit (the
+GPU names it lists). Run at build time (cmake/install.cmake): a new command, option or format reaches both
 files with the next build, and neither can drift from what the command accepts.
 """
 import argparse
@@ -59,6 +60,28 @@ def roff_text(text):
     return "\n".join(out)
 
 
+def option_text(help_text, option):
+    """An option's description in a --help, its continuation lines joined."""
+    lines, out = help_text.splitlines(), []
+    for i, line in enumerate(lines):
+        m = OPTION_LINE.match(line)
+        if m and option in OPTION.findall(m.group(1)):
+            out.append(line[m.end():])
+            for next_line in lines[i + 1:]:
+                if OPTION_LINE.match(next_line) or not next_line.startswith(" " * 10):
+                    break
+                out.append(next_line.strip())
+            break
+    return " ".join(out)
+
+
+def values_of(run_help):
+    """Option -> the words completing its value: --log-level's listed levels, --device-limit's GPU names."""
+    levels = [w for w in re.findall(r"[a-z]+", option_text(run_help, "--log-level").replace("(default)", ""))]
+    names = re.search(r"a GPU name \(([^)]*)\)", option_text(run_help, "--device-limit"))
+    return {"--log-level": levels, "--device-limit": names.group(1).replace(",", " ").split() if names else []}
+
+
 def man_page(template, version, top_help, helps):
     sections = []
     for command, text in helps.items():
@@ -68,9 +91,11 @@ def man_page(template, version, top_help, helps):
             .replace("@COMMANDS@", "\n".join(sections)))
 
 
-def completion(template, commands, top_options, options, formats):
+def completion(template, commands, top_options, options, formats, values):
     cases = "\n".join(f"    {c}) options=\"{' '.join(opts)}\" ;;" for c, opts in options.items())
+    value_cases = "\n".join(f"    {o}) words=\"{' '.join(v)}\" ;;" for o, v in values.items() if v)
     return (template.replace("@COMMANDS@", " ".join(commands))
+            .replace("@VALUES@", value_cases)
             .replace("@TOP_OPTIONS@", " ".join(top_options))
             .replace("@OPTIONS@", cases)
             .replace("@FORMATS@", " ".join(formats)))
@@ -97,7 +122,7 @@ def main():
     with open(args.man, "w") as f:
         f.write(page)
     with open(args.completion_template) as f:
-        script = completion(f.read(), commands, options_of(top_help), options, formats)
+        script = completion(f.read(), commands, options_of(top_help), options, formats, values_of(helps["run"]))
     with open(args.completion, "w") as f:
         f.write(script)
 

@@ -226,6 +226,9 @@ def part_completion(args):
         (["gpumemprof", "export", "run", "--format", "p"], ["perfetto"]),
         (["gpumemprof", "export", "run", "--wo"], ["--world-size"]),
         (["gpumemprof", "html", "run", "--s"], ["--since"]),
+        (["gpumemprof", "run", "--log-level", ""], ["trace", "debug", "info", "warn", "error", "critical", "off"]),
+        (["gpumemprof", "run", "--log-level", "w"], ["warn"]),
+        (["gpumemprof", "run", "--device-limit", "A1"], ["A10", "A100-40GB", "A100-80GB"]),
         (["gpumemprof", "report", ""], []),  # a run directory: bash's filename completion
         (["gpumemprof", "run", "--", "ls", "-"], []),  # the profiled command's own arguments
         (["gpumemprof", "frobnicate", "-"], []),
