@@ -292,9 +292,16 @@ TEST(Check, ALiveRunWhoseOldestSegmentsWentIsCheckedOnTheKeptWindow) {
   Sandbox box;
   const std::string dir = box.dir() + "/live";
   int out = -1;
-  const pid_t pid = box.spawn({Paths::bin("prog_ops"), "alloc:5M", "churn:1000000000"},
+  const pid_t pid = box.spawn({Paths::bin("prog_ops"), "alloc:5M", "churn:100000000"},
                               {{"GPUMEMPROF_OUTPUT", dir}, {"GPUMEMPROF_TRACE_MAX", "1MiB"}, {"GPUMEMPROF_STACKS", "0"}},
                               &out);
+  // Killed however the test ends (a failed ASSERT returns early): it would churn for minutes.
+  struct Reaper {
+    pid_t pid;
+    ~Reaper() {
+      if (pid > 0 && kill(pid, SIGKILL) == 0) waitpid(pid, nullptr, 0);
+    }
+  } reaper{pid};
   // Segment 0 (trace.gmpt) deleted: the writer keeps rotating from here on.
   for (int waited = 0; waited < 3000 && (!exists(dir + "/manifest.json") || exists(dir + "/trace.gmpt")); ++waited) {
     usleep(10'000);
@@ -309,6 +316,7 @@ TEST(Check, ALiveRunWhoseOldestSegmentsWentIsCheckedOnTheKeptWindow) {
   }
   kill(pid, SIGKILL);
   wait_for(pid, out, -1, 30);
+  reaper.pid = 0;  // reaped: its pid may be another process's from now on
   close(out);
   RunResult r = run_tool({"report", dir});
   EXPECT_EQ(r.exit_code, 0) << r.err;

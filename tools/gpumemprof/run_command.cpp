@@ -169,6 +169,7 @@ std::string summary_end_text(const reader::RunDirectory& run) {
   const std::string status = end.exit_status ? " " + std::to_string(*end.exit_status) : "";
   switch (end.how) {
     case analysis::ProcessEnd::How::Unknown: return "ended without writing summary.json (killed by SIGKILL, or crashed)";
+    case analysis::ProcessEnd::How::Running: return "still running (it left the command running)";
     case analysis::ProcessEnd::How::Signal: return signal_text(end.signal);
     case analysis::ProcessEnd::How::ExitCall: return "exited" + status + " through _exit";
     case analysis::ProcessEnd::How::Exec: return "replaced itself by exec";
