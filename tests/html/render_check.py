@@ -514,7 +514,10 @@ def main():
     check("flame-empty" not in section, "no empty-state text when there are stacks")
     check(re.search(r"<[^>]*\bclass=\"tick-label\"[^>]*>1\.0 GiB<", dom) is not None,
           "the y axis reaches the device's 1 GiB (its total is drawn: the peak is more than a quarter of it)")
-    check(re.search(r"<[^>]*\bclass=\"tick-label\"[^>]*>[\d.]+ s<", dom) is not None, "the x axis is labelled in seconds")
+    # The run is 260 ms long: ticks in ms, whole numbers at a 50 ms step, never "0.0500 s".
+    times = re.findall(r"<[^>]*\bclass=\"tick-label\"[^>]*>([\d.]+ (?:s|ms|\u00b5s))<", dom)
+    check(len(times) >= 3 and all(re.fullmatch(r"\d+ ms", t) for t in times),
+          "the x axis is labelled in milliseconds, whole numbers: %s" % times)
 
     # The hover tooltip: sweep the pointer across the chart and collect what the tooltip said.
     hover_page = os.path.join(workdir, "report.hover.html")

@@ -84,11 +84,14 @@
     return { top: top * unit, ticks: ticks };
   }
 
-  // X axis in seconds since the profiler started: ticks between `from` and `to` (ns).
+  // X axis in time since the profiler started: ticks between `from` and `to` (ns).
+  // Ticks in the unit of their step: "9 ms", not "0.0090 s"; "250 µs" when zoomed into a step.
   function secondsAxis(from, to) {
-    var step = niceStep((to - from) / 1e9 / 8), dec = decimalsFor(step), ticks = [];
-    for (var v = Math.ceil(from / 1e9 / step - 1e-9) * step; v * 1e9 <= to * (1 + 1e-12); v += step) {
-      ticks.push({ ns: v * 1e9, label: v.toFixed(dec) + " s" });
+    var step = niceStep((to - from) / 1e9 / 8), ticks = [];
+    var unit = step >= 1 ? { per_s: 1, name: " s" } : step >= 1e-3 ? { per_s: 1e3, name: " ms" } : { per_s: 1e6, name: " \u00b5s" };
+    var dec = decimalsFor(step * unit.per_s);
+    for (var i = Math.ceil(from / 1e9 / step - 1e-9); i * step * 1e9 <= to * (1 + 1e-12); i++) {
+      ticks.push({ ns: i * step * 1e9, label: (i * step * unit.per_s).toFixed(dec) + unit.name });
     }
     return ticks;
   }
@@ -226,7 +229,7 @@
         svgEl("line", { "class": "axis", x1: x(t.ns), x2: x(t.ns), y1: M.t + ph, y2: M.t + ph + 4 }, layer);
         svgText(layer, x(t.ns), M.t + ph + 16, t.label, { "class": "tick-label", "text-anchor": "middle" });
       });
-      svgText(layer, M.l + pw, M.t + ph + 30, "seconds since the profiler started", { "class": "tick-label", "text-anchor": "end" });
+      svgText(layer, M.l + pw, M.t + ph + 30, "time since the profiler started", { "class": "tick-label", "text-anchor": "end" });
       svgEl("line", { "class": "axis", x1: M.l, x2: M.l + pw, y1: M.t + ph, y2: M.t + ph }, layer);
       svgEl("line", { "class": "axis", x1: M.l, x2: M.l, y1: M.t, y2: M.t + ph }, layer);
 
