@@ -6,7 +6,12 @@ cd "$(dirname "$0")/.."
 
 if [ "${GPUMEMPROF_SKIP_BUILD:-0}" != 1 ]; then
   scripts/setup.sh
-  scripts/build.sh gpumemprof gpumemprof_cli gpumemprof-demo fakecuda >/dev/null
+  # A first build takes minutes: a line at every tenth of ninja's steps, on stderr.
+  echo "gpumemprof demo: building (a few minutes on a fresh machine)" >&2
+  scripts/build.sh gpumemprof gpumemprof_cli gpumemprof-demo fakecuda |
+XX = int(100 * $2 / $3)
+                     if (pct >= next_pct) { printf "  built %d of %d steps (%d%%)\n", $2, $3, pct > "/dev/stderr"
+                                            next_pct = pct - pct % 10 + 10 } }'
 fi
 
 runs="$PWD/build/demo-runs"
