@@ -9,7 +9,7 @@ if [ "${GPUMEMPROF_SKIP_BUILD:-0}" != 1 ]; then
   # A first build takes minutes: a line at every tenth of ninja's steps, on stderr.
   echo "gpumemprof demo: building (a few minutes on a fresh machine)" >&2
   scripts/build.sh gpumemprof gpumemprof_cli gpumemprof-demo fakecuda |
-XX = int(100 * $2 / $3)
+    awk -F'[][/]' '/^\[[1-9][0-9]*\/[0-9]+\]/ { pct = int(100 * $2 / $3)
                      if (pct >= next_pct) { printf "  built %d of %d steps (%d%%)\n", $2, $3, pct > "/dev/stderr"
                                             next_pct = pct - pct % 10 + 10 } }'
 fi
