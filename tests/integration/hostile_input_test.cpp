@@ -435,6 +435,25 @@ TEST(HostileInput, AFailedWriteToStdoutIsStatus2WithOneLine) {
   }
 }
 
+// An export abandoned partway (input it cannot use) removes the partial file it wrote, and only that:
+// never a device given as -o (as root, `-o /dev/null` once removed /dev/null).
+TEST(HostileInput, AnAbandonedExportRemovesOnlyTheFileItWrote) {
+  Sandbox box;
+  const std::string run = base_run(box);
+  const std::string file = box.dir() + "/partial.folded";
+  RunResult r = run_tool({"export", run, "--format", "folded", "--since", "1h", "-o", file});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(file));
+  if (geteuid() != 0) GTEST_SKIP() << "mknod needs root";
+  const std::string null = box.dir() + "/null";
+  ASSERT_EQ(mknod(null.c_str(), S_IFCHR | 0666, makedev(1, 3)), 0);
+  r = run_tool({"export", run, "--format", "folded", "--since", "1h", "-o", null});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  struct stat st {};
+  ASSERT_EQ(stat(null.c_str(), &st), 0) << "the device node was removed";
+  EXPECT_TRUE(S_ISCHR(st.st_mode));
+}
+
 // An output file that cannot be written is a failure with one line, never "wrote". A device such as
 // /dev/full (here a node of the same device in the sandbox) is written in place: html used to write
 // a temporary file and rename it over the device, which succeeded and replaced the device.

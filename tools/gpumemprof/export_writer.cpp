@@ -1,5 +1,6 @@
 #include "export_writer.h"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -30,6 +31,8 @@ bool Output::open(const std::string& path, std::string& error) {
   }
   owned_ = true;
   name_ = path;
+  struct stat st {};
+  if (fstat(fileno(file_), &st) == 0 && S_ISREG(st.st_mode)) written_file_ = {st.st_dev, st.st_ino};
   return true;
 }
 
@@ -64,7 +67,13 @@ void Output::abandon() {
   std::fclose(file_);
   file_ = nullptr;
   owned_ = false;
-  unlink(name_.c_str());
+  // Only the regular file this export wrote, still at its path: never a device (-o /dev/null as
+  // root) or whatever took the path's place meanwhile.
+  struct stat st {};
+  if (written_file_ && lstat(name_.c_str(), &st) == 0 && S_ISREG(st.st_mode) && st.st_dev == written_file_->first &&
+      st.st_ino == written_file_->second) {
+    unlink(name_.c_str());
+  }
 }
 
 void append_u64(std::string& out, uint64_t v) {

@@ -3,9 +3,13 @@
 // can hold 10^7 events and building a JSON object per event would dominate the run time.
 #pragma once
 
+#include <sys/types.h>
+
 #include <cstdint>
 #include <cstdio>
+#include <optional>
 #include <string>
+#include <utility>
 #include <string_view>
 
 namespace gmp::tool::exporter {
@@ -27,7 +31,8 @@ class Output {
   // Flushes and closes; false with `error` when any write to a file failed (disk full). Writes to
   // stdout are checked once for every command, at exit (main.cpp).
   bool finish(std::string& error);
-  // Closes and removes a file that holds a partial export (the input turned out unreadable).
+  // Closes and removes a file that holds a partial export (the input turned out unreadable): only a
+  // regular file, the one it opened.
   void abandon();
   const std::string& name() const { return name_; }
 
@@ -40,6 +45,7 @@ class Output {
   bool failed_ = false;
   int errno_ = 0;
   std::string name_;  // "stdout", or the file's path
+  std::optional<std::pair<dev_t, ino_t>> written_file_;  // when the output is a regular file
   std::string buf_;
 };
 
