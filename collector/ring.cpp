@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <climits>
 #include <new>
 
@@ -20,9 +21,13 @@ namespace {
 std::atomic<uint64_t> g_next_ring_id{1};
 
 // FUTEX_WAIT on `word` while it equals `seen`, for at most `ns`; true when woken.
+// True when woken: by a FUTEX_WAKE, or by a wake that came between reading `seen` and the sleep
+// (the word moved on: EAGAIN), which a caller that read `seen` first must not miss. False after the
+// timeout or a signal.
 bool futex_wait(std::atomic<uint32_t>& word, uint32_t seen, uint64_t ns) {
   timespec ts{static_cast<time_t>(ns / 1'000'000'000ull), static_cast<long>(ns % 1'000'000'000ull)};
-  return syscall(SYS_futex, reinterpret_cast<uint32_t*>(&word), FUTEX_WAIT_PRIVATE, seen, &ts, nullptr, 0) == 0;
+  return syscall(SYS_futex, reinterpret_cast<uint32_t*>(&word), FUTEX_WAIT_PRIVATE, seen, &ts, nullptr, 0) == 0 ||
+         errno == EAGAIN;
 }
 
 void futex_wake(std::atomic<uint32_t>& word, int count) {
