@@ -9,6 +9,7 @@ GPU names it lists). Run at build time (cmake/install.cmake): a new command, opt
 files with the next build, and neither can drift from what the command accepts.
 """
 import argparse
+import os
 import re
 import subprocess
 
@@ -117,6 +118,9 @@ def main():
     options = {c: options_of(text) for c, text in helps.items()}
     formats = formats_of(helps["export"])
 
+    # Makefile generators, unlike Ninja, do not create a custom command's output directories.
+    for path in (args.man, args.completion):
+        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     with open(args.man_template) as f:
         page = man_page(f.read(), version, top_help, helps)
     with open(args.man, "w") as f:

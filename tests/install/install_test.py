@@ -196,6 +196,16 @@ def part_man(args):
         expect(block in rendered, f"the man page does not carry `gpumemprof {command or ''} --help`:\n{block}")
         if command:
             expect(f"\n   gpumemprof {command}\n" in rendered, f"no section for {command}")
+    # A Makefile build runs help_pages.py with share/man/man1/ not made yet (Ninja makes it first).
+    with tempfile.TemporaryDirectory() as tmp:
+        man = os.path.join(tmp, "share", "man", "man1", "gpumemprof.1")
+        completion = os.path.join(tmp, "share", "bash-completion", "completions", "gpumemprof")
+        checked([sys.executable, os.path.join(args.source_dir, "cmake", "help_pages.py"), "--tool", args.tool,
+                 "--man-template", os.path.join(args.source_dir, "docs", "man", "gpumemprof.1.in"), "--man", man,
+                 "--completion-template", os.path.join(args.source_dir, "scripts", "completion", "gpumemprof.bash.in"),
+                 "--completion", completion])
+        expect(open(man).read() == open(page).read(), "help_pages.py into missing directories wrote another page")
+        expect(os.path.exists(completion), "help_pages.py into missing directories wrote no completion")
     print(f"install.man: OK ({len(commands)} commands)")
 
 
