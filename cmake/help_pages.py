@@ -78,7 +78,7 @@ def option_text(help_text, option):
 
 def values_of(run_help):
     """Option -> the words completing its value: --log-level's listed levels, --device-limit's GPU names."""
-    levels = [w for w in re.findall(r"[a-z]+", option_text(run_help, "--log-level").replace("(default)", ""))]
+    levels = re.findall(r"[a-z]+", option_text(run_help, "--log-level").replace("(default)", ""))
     names = re.search(r"a GPU name \(([^)]*)\)", option_text(run_help, "--device-limit"))
     return {"--log-level": levels, "--device-limit": names.group(1).replace(",", " ").split() if names else []}
 

@@ -84,7 +84,6 @@ void AlertEngine::edge(State& s, AlertType t, bool on, bool off, uint64_t fire_a
   out.push_back(a);
 }
 
-
 bool AlertEngine::quiet(State& s, const DeviceStats& d, uint64_t total, uint64_t now_ns) const {
   if (!s.at_rest || s.window_start == 0 || s.framework != d.framework.attached ||
       now_ns - s.window_start >= window_ns_ || (total > 0 && s.thresholds_of != total)) {
@@ -100,11 +99,11 @@ bool AlertEngine::quiet(State& s, const DeviceStats& d, uint64_t total, uint64_t
 void AlertEngine::evaluate(const DeviceStats& d, uint64_t now_ns, std::vector<Alert>& out) {
   if (d.device < 0) return;
   State& s = state(d.device);
+  // Percentages are of the device the program sees: under GPUMEMPROF_DEVICE_LIMIT, the limit.
+  const uint64_t total = seen_total(d);
   // Most events change nothing an alert looks at: no alert active, no condition begun, inside a
   // growth window. quiet() tells those apart for a few comparisons (the collector runs this on
   // every event).
-  // Percentages are of the device the program sees: under GPUMEMPROF_DEVICE_LIMIT, the limit.
-  const uint64_t total = seen_total(d);
   if (quiet(s, d, total, now_ns)) return;
   const uint64_t allocated = d.allocated.current, reserved = d.reserved.current;
   Alert base{AlertType::Warning, true, d.device, now_ns, allocated, reserved, total, 0, 0, 0.0};

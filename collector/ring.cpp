@@ -20,10 +20,9 @@ namespace {
 
 std::atomic<uint64_t> g_next_ring_id{1};
 
-// FUTEX_WAIT on `word` while it equals `seen`, for at most `ns`; true when woken.
-// True when woken: by a FUTEX_WAKE, or by a wake that came between reading `seen` and the sleep
-// (the word moved on: EAGAIN), which a caller that read `seen` first must not miss. False after the
-// timeout or a signal.
+// FUTEX_WAIT on `word` while it equals `seen`, for at most `ns`. True when woken: by a FUTEX_WAKE,
+// or by a wake that came between reading `seen` and the sleep (the word moved on: EAGAIN), which a
+// caller that read `seen` first must not miss. False after the timeout or a signal.
 bool futex_wait(std::atomic<uint32_t>& word, uint32_t seen, uint64_t ns) {
   timespec ts{static_cast<time_t>(ns / 1'000'000'000ull), static_cast<long>(ns % 1'000'000'000ull)};
   return syscall(SYS_futex, reinterpret_cast<uint32_t*>(&word), FUTEX_WAIT_PRIVATE, seen, &ts, nullptr, 0) == 0 ||

@@ -57,20 +57,18 @@ std::optional<SettingValue> log_level(std::string_view s) {
   return std::nullopt;
 }
 
-std::optional<SettingValue> tensor_stacks_mode(std::string_view s) {
-  const std::string v = lower(s);
-  for (size_t i = 0; i < std::size(kTensorStacksNames); ++i) {
-    if (v == kTensorStacksNames[i]) return uint64_t{i};
+// A choice: its index in `names` (config_rules.h), or nullopt.
+template <size_t N>
+std::optional<SettingValue> choice(const char* const (&names)[N], std::string_view s) {
+  for (size_t i = 0; i < N; ++i) {
+    if (s == names[i]) return uint64_t{i};
   }
   return std::nullopt;
 }
 
-std::optional<SettingValue> framework_mode(std::string_view s) {
-  for (size_t i = 0; i < std::size(kFrameworkModeNames); ++i) {
-    if (s == kFrameworkModeNames[i]) return uint64_t{i};
-  }
-  return std::nullopt;
-}
+std::optional<SettingValue> tensor_stacks_mode(std::string_view s) { return choice(kTensorStacksNames, lower(s)); }
+
+std::optional<SettingValue> framework_mode(std::string_view s) { return choice(kFrameworkModeNames, s); }
 
 std::optional<SettingValue> ring_events(std::string_view s) {
   auto v = parse_uint(s);

@@ -110,12 +110,7 @@ int instruction_offset(const PythonLayout& l, const char* frame, const char* cod
 // reader compares the other fields only after seeing the id (acquire). A slot claimed but not yet
 // published (or never, by a thread that did not survive fork()) is passed over, and the frame is
 // interned directly: the same id, only slower.
-struct FrameKey {
-  const char* code;
-  const char* file;
-  const char* name;
-  int offset;
-};
+using FrameKey = PyFrameKey;
 struct FrameSlot {
   std::atomic<const char*> code;
   std::atomic<uint32_t> id;  // 0 until the claimer has filled the slot
@@ -169,12 +164,9 @@ uint32_t shared_frame_id(const FrameKey& key, const Interpreter& py) {
 uint32_t frame_id(const Interpreter& py, const char* code, int offset, PyFrameAtDepth* at_depth) {
   const PythonLayout& l = *py.layout;
   const FrameKey key{code, field<const char*>(code, l.code_filename), field<const char*>(code, l.code_name), offset};
-  if (at_depth != nullptr && at_depth->id != 0 && at_depth->code == key.code && at_depth->offset == key.offset &&
-      at_depth->file == key.file && at_depth->name == key.name) {
-    return at_depth->id;
-  }
+  if (at_depth != nullptr && at_depth->id != 0 && at_depth->key == key) return at_depth->id;
   const uint32_t id = shared_frame_id(key, py);
-  if (at_depth != nullptr) *at_depth = {key.code, key.file, key.name, key.offset, id};
+  if (at_depth != nullptr) *at_depth = {key, id};
   return id;
 }
 

@@ -11,12 +11,19 @@
 
 namespace gmp::shim {
 
-// One Python frame at one depth of the last capture, keyed as the shared frame table keys it.
-struct PyFrameAtDepth {
+// A Python frame as the frame tables key it (python_frames.cpp): its code object, the code's file
+// and name string objects, and the instruction's byte offset.
+struct PyFrameKey {
   const char* code;
   const char* file;
   const char* name;
   int offset;
+  bool operator==(const PyFrameKey&) const = default;
+};
+
+// One Python frame at one depth of the last capture.
+struct PyFrameAtDepth {
+  PyFrameKey key;
   uint32_t id;  // 0: empty
 };
 

@@ -19,6 +19,17 @@ import tempfile
 import time
 
 
+def timed_sites(statement, scope, pairs, sites):
+    """`statement` written on `sites` lines in turn (a new stack at each allocation, as in a real
+    program), run pairs // sites times after a warm-up: the calling thread's CPU ns per statement."""
+    body = "".join(f"    {statement}  # site {i}\n" for i in range(sites))
+    exec(f"def rotate(n):\n  for _ in range(n):\n{body}", scope)
+    scope["rotate"](1000 // sites + 1)  # warm-up: interning, caches
+    t0 = time.thread_time_ns()
+    scope["rotate"](pairs // sites)
+    return (time.thread_time_ns() - t0) / (pairs // sites * sites)
+
+
 def tensor_child(pairs, depth, sites):
     """torch.empty + release on the fake torch (tests/fake_torch): the tracker's events, whose stacks
     are Python frames only."""
@@ -28,13 +39,7 @@ def tensor_child(pairs, depth, sites):
     def loop(level):
         if level > 0:
             return loop(level - 1)
-        body = "".join(f"    t = empty(256, device='cuda'); del t  # site {i}\n" for i in range(sites))
-        scope = {"empty": torch.empty}
-        exec(f"def rotate(n):\n  for _ in range(n):\n{body}", scope)
-        scope["rotate"](1000 // sites + 1)  # warm-up
-        t0 = time.thread_time_ns()
-        scope["rotate"](pairs // sites)
-        return (time.thread_time_ns() - t0) / (pairs // sites * sites)
+        return timed_sites("t = empty(256, device='cuda'); del t", {"empty": torch.empty}, pairs, sites)
 
     print(json.dumps({"ns_per_pair": loop(depth)}))
 
@@ -57,13 +62,9 @@ def child(pairs, depth, sites):
             free(ptr)
         # The allocating thread's CPU time: the same as wall time on an idle host, and still the
         # allocation path's own cost on a busy one (the collector thread's work is not in it).
-        if sites > 1:  # `sites` lines in turn: a new stack at each allocation, as in a real program
-            body = "".join(f"    alloc(ref, size); free(ptr)  # site {i}\n" for i in range(sites))
+        if sites > 1:
             scope = {"alloc": alloc, "free": free, "ref": ref, "size": size, "ptr": ptr}
-            exec(f"def rotate(n):\n  for _ in range(n):\n{body.replace(chr(10) + '    ', chr(10) + '    ')}", scope)
-            t0 = time.thread_time_ns()
-            scope["rotate"](pairs // sites)
-            return (time.thread_time_ns() - t0) / (pairs // sites * sites)
+            return timed_sites("alloc(ref, size); free(ptr)", scope, pairs, sites)
         t0 = time.thread_time_ns()
         for _ in range(pairs):
             alloc(ref, size)
