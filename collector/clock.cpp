@@ -5,12 +5,20 @@
 namespace gmp {
 
 bool g_event_clock_is_tsc = false;
+bool g_event_clock_rdtscp = false;
 
 bool invariant_tsc_available() {
   unsigned a, b, c, d;
   if (__get_cpuid_max(0x80000000, nullptr) < 0x80000007) return false;
   __cpuid(0x80000007, a, b, c, d);
   return (d & (1u << 8)) != 0;
+}
+
+bool rdtscp_available() {
+  unsigned a, b, c, d;
+  if (__get_cpuid_max(0x80000000, nullptr) < 0x80000001) return false;
+  __cpuid(0x80000001, a, b, c, d);
+  return (d & (1u << 27)) != 0;
 }
 
 namespace {

@@ -30,11 +30,18 @@ inline uint64_t realtime_ns() {
 }
 
 extern bool g_event_clock_is_tsc;  // fixed before the first event is recorded
+extern bool g_event_clock_rdtscp;  // the TSC clock reads with rdtscp; fixed with the above
 
-// An event's time, read only once everything this thread did before has completed (rdtsc alone
-// may run ahead of earlier loads): the ring orders threads by these times (ring.h), so a thread
-// that saw another's published event must read a later time than that event's.
+// An event's time, read only once every earlier load of this thread has completed (rdtsc alone
+// may run ahead of them): the ring orders threads by these times (ring.h), so a thread that saw
+// another's published event must read a later time than that event's. rdtscp waits for exactly
+// that and lets later instructions go on; lfence before rdtsc, where rdtscp is missing, also holds
+// back everything after it until the read is done.
 inline uint64_t event_ticks() {
+  if (g_event_clock_is_tsc && g_event_clock_rdtscp) {
+    unsigned int cpu;
+    return __rdtscp(&cpu);
+  }
   _mm_lfence();
   return g_event_clock_is_tsc ? __rdtsc() : now_ns();
 }
@@ -48,6 +55,8 @@ inline uint64_t horizon_ticks() {
 
 // True when the CPU's TSC runs at a constant rate in every power state (CPUID 0x80000007 EDX[8]).
 bool invariant_tsc_available();
+// True when the CPU has rdtscp (CPUID 0x80000001 EDX[27]).
+bool rdtscp_available();
 
 // Ticks to CLOCK_MONOTONIC ns. The rate is measured against clock_gettime from the session start
 // to the latest refresh(), so it only gets more precise as the run goes on.

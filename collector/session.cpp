@@ -188,6 +188,7 @@ Session* session_start() {
   g_state.store(kStarting, std::memory_order_release);
   const int saved_errno = errno;
   g_event_clock_is_tsc = invariant_tsc_available();
+  g_event_clock_rdtscp = g_event_clock_is_tsc && rdtscp_available();
   Config config = config_from_environment();
   log::configure(config.log_level);
   for (const auto& line : config.errors) log::warn("{}", line);
