@@ -121,11 +121,12 @@ struct FrameSlot {
 constexpr size_t kFrames = 1 << 16;
 FrameSlot g_frames[kFrames];
 
-size_t slot_of(const FrameKey& k) {
-  uint64_t h = reinterpret_cast<uintptr_t>(k.code) * 0x9E3779B97F4A7C15ull;
-  h ^= static_cast<uint64_t>(static_cast<uint32_t>(k.offset)) * 0xff51afd7ed558ccdull;
-  return static_cast<size_t>(h >> 24) & (kFrames - 1);
+uint64_t frame_hash(const FrameKey& k) {
+  const uint64_t h = reinterpret_cast<uintptr_t>(k.code) * 0x9E3779B97F4A7C15ull;
+  return h ^ static_cast<uint64_t>(static_cast<uint32_t>(k.offset)) * 0xff51afd7ed558ccdull;
 }
+
+size_t slot_of(const FrameKey& k) { return static_cast<size_t>(frame_hash(k) >> 24) & (kFrames - 1); }
 
 uint32_t intern_frame(const Interpreter& py, const FrameKey& k) {
   std::string record;  // file NUL function NUL line (4 bytes), as attribution_writer reads it
@@ -157,22 +158,37 @@ uint32_t shared_frame_id(const FrameKey& key, const Interpreter& py) {
   return intern_frame(py, key);  // table crowded: still correct, only slower
 }
 
-// A loop allocates from the same frames at the same depths: the thread's frames of its last capture
-// (thread_caches.h) are matched in lines it keeps hot, where the shared table above (2.5 MiB,
-// touched by nobody between two allocations) costs a cache miss a frame in a real program. The same
-// key as the shared table, so a hit is the id it would give.
-uint32_t frame_id(const Interpreter& py, const char* code, int offset, PyFrameAtDepth* at_depth) {
+// A loop allocates from the same few hundred frames over and over: the thread's cache of the
+// frames it looked up (thread_caches.h) is a few lines it keeps hot, where the shared table above
+// (2.5 MiB, touched by nobody between two allocations) costs a cache miss a frame in a real
+// program. The same key as the shared table, so a hit is the id it would give.
+uint32_t frame_id(const Interpreter& py, const char* code, int offset, ThreadCaches* caches) {
   const PythonLayout& l = *py.layout;
   const FrameKey key{code, field<const char*>(code, l.code_filename), field<const char*>(code, l.code_name), offset};
-  if (at_depth != nullptr && at_depth->id != 0 && at_depth->key == key) return at_depth->id;
+  if (caches == nullptr) return shared_frame_id(key, py);
+  auto& set = caches->frames[(frame_hash(key) >> 40) & (ThreadCaches::kFrameSets - 1)];
+  if (const CachedFrame* hit = set.find([&](const CachedFrame& f) { return f.holds(key); })) return hit->id;
   const uint32_t id = shared_frame_id(key, py);
-  if (at_depth != nullptr) *at_depth = {key, id};
+  if (id != 0) set.replace() = {key.code, key.file, key.name, key.offset, id};
   return id;
+}
+
+// The frame's instruction field as stored, for FrameMemo: equal values in one frame running one code
+// object are the same instruction.
+uint64_t instruction_word(const PythonLayout& l, const char* frame) {
+  if (l.code_units == 0) return static_cast<uint32_t>(field<int>(frame, l.frame_instr));
+  return field<uint64_t>(frame, l.frame_instr);
+}
+
+FrameMemo* memo_of(ThreadCaches* caches, const char* frame) {
+  if (caches == nullptr) return nullptr;
+  const uint64_t h = (reinterpret_cast<uintptr_t>(frame) >> 4) * 0x9E3779B97F4A7C15ull;
+  return &caches->memos[h >> 56 & (ThreadCaches::kMemos - 1)];
 }
 
 }  // namespace
 
-size_t capture_python_frames(uint64_t* out, size_t max) {
+size_t walk_python_frames(PythonFrameRef* out, size_t max, const WalkHint* hint) {
   const Interpreter& py = interpreter();
   if (py.layout == nullptr || max == 0 || py.is_initialized() == 0) return 0;
   const char* thread = py.this_thread_state();
@@ -184,20 +200,42 @@ size_t capture_python_frames(uint64_t* out, size_t max) {
   const char* frame = field<const char*>(thread, l.thread_frame);
   if (l.cframe_current >= 0 && aligned(frame)) frame = field<const char*>(frame, l.cframe_current);
   constexpr int kMaxHops = 1024;  // bounds the walk even if a chain were ever corrupt
-  ThreadCaches* caches = thread_caches();
-  PyFrameAtDepth* depths = caches != nullptr ? caches->frames_by_depth : nullptr;
   size_t n = 0;
   for (int hops = 0; aligned(frame) && n < max && hops < kMaxHops;
        ++hops, frame = field<const char*>(frame, l.frame_previous)) {
     if (l.frame_owner >= 0 && field<int8_t>(frame, l.frame_owner) == l.owner_cstack) continue;
-    const char* code = field<const char*>(frame, l.frame_code);
+    out[n++] = {frame, field<const char*>(frame, l.frame_code), instruction_word(l, frame)};
+    if (hint != nullptr && n == hint->after) hint->walked(out, n, hint->arg);
+  }
+  if (hint != nullptr && n < hint->after && n != 0) hint->walked(out, n, hint->arg);
+  return n;
+}
+
+size_t python_frame_ids(const PythonFrameRef* frames, size_t n, uint64_t* out) {
+  const Interpreter& py = interpreter();
+  const PythonLayout& l = *py.layout;
+  ThreadCaches* caches = thread_caches();
+  size_t count = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const auto [frame, code, instr] = frames[i];
+    FrameMemo* memo = memo_of(caches, frame);
+    if (memo != nullptr && memo->id != 0 && memo->frame == frame && memo->code == code && memo->instr == instr) {
+      out[count++] = kPythonFrameTag | memo->id;
+      continue;
+    }
     if (!is_a(code, py.code_type)) continue;
-    PyFrameAtDepth* at_depth = depths != nullptr && n < ThreadCaches::kDepths ? &depths[n] : nullptr;
-    if (const uint32_t id = frame_id(py, code, instruction_offset(l, frame, code), at_depth); id != 0) {
-      out[n++] = kPythonFrameTag | id;
+    if (const uint32_t id = frame_id(py, code, instruction_offset(l, frame, code), caches); id != 0) {
+      out[count++] = kPythonFrameTag | id;
+      if (memo != nullptr) *memo = {frame, code, instr, id};
     }
   }
-  return n;
+  return count;
+}
+
+size_t capture_python_frames(uint64_t* out, size_t max) {
+  constexpr size_t kMaxWalk = 128;  // GPUMEMPROF_STACKS' ceiling
+  PythonFrameRef walked[kMaxWalk];
+  return python_frame_ids(walked, walk_python_frames(walked, max < kMaxWalk ? max : kMaxWalk, nullptr), out);
 }
 
 }  // namespace gmp::shim

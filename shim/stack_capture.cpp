@@ -85,31 +85,61 @@ struct LastStacks {
 };
 __attribute__((tls_model("initial-exec"))) thread_local LastStacks t_last{};
 
-size_t cache_slot(const uint64_t* frames, size_t count) {
+// The set of a walk: from its first frames only, known before the walk is done.
+size_t walk_set(const PythonFrameRef* walked, size_t n) {
+  uint64_t fold = 0;  // as cache_set below
+  for (size_t i = 0; i < n && i < WalkSet::kKeyFrames; ++i) {
+    fold += (reinterpret_cast<uintptr_t>(walked[i].code) ^ walked[i].instr) * (2 * i + 1);
+  }
+  fold = (fold ^ (fold >> 29)) * 0x9E3779B97F4A7C15ull;
+  return static_cast<size_t>(fold >> 50) & (ThreadCaches::kWalkSets - 1);
+}
+
+// WalkHint's callback: the first line of each way is asked for (what the comparison reads first;
+// the rest of a way that matches so far is read in order, and found by the hardware's prefetcher).
+void fetch_walk_set(const PythonFrameRef* walked, size_t n, void* caches) {
+  for (const CachedWalk& w : static_cast<ThreadCaches*>(caches)->walks[walk_set(walked, n)].way) {
+    __builtin_prefetch(&w);
+  }
+}
+
+bool same_walk(const CachedWalk& w, const PythonFrameRef* walked, size_t n) {
+  if (w.id == 0 || w.count != n) return false;
+  for (size_t i = 0; i < n; ++i) {
+    if (w.frames[i].code != walked[i].code || w.frames[i].instr != walked[i].instr) return false;
+  }
+  return true;
+}
+
+size_t cache_set(const uint64_t* frames, size_t count) {
   uint64_t fold = count;  // independent multiplies (no chain through the frames), one mix at the end
   for (size_t i = 0; i < count; ++i) fold += frames[i] * (2 * i + 1);
   fold = (fold ^ (fold >> 29)) * 0x9E3779B97F4A7C15ull;
-  return static_cast<size_t>(fold >> 58) & (ThreadCaches::kStacks - 1);
+  return static_cast<size_t>(fold >> 50) & (ThreadCaches::kStackSets - 1);
 }
 
-// A program allocates from a few dozen places in turn (a model's layers), so the thread's last
-// stack is rarely the one before; its recent stacks (thread_caches.h), found by a cheap fold and
-// one comparison, spare the shared table's hash of every frame and its cache misses (a tensor pair
-// from 32 places in turn on the fake torch: about 700 ns of the bridge's cost became 440). A hit
-// is the id the table would give: an entry holds exactly the frames its id was interned for, and
-// ids are never reused (the table is never cleared).
+// A program allocates from a few dozen to a few hundred places in turn (a model's layers), so the
+// thread's last stack is rarely the one before; its recent stacks (thread_caches.h), found by a
+// cheap fold and one comparison, spare the shared table's hash of every frame and its cache misses
+// (a tensor pair from 32 places in turn on the fake torch: about 700 ns of the bridge's cost became
+// 440). A hit is the id the table would give: an entry holds exactly the frames its id was interned
+// for, and ids are never reused (the table is never cleared).
 uint32_t intern_stack(const uint64_t* frames, size_t count, uint32_t& last) {
   const uint32_t bytes = static_cast<uint32_t>(count * sizeof(uint64_t));
   ThreadCaches* caches = count <= CachedStack::kMaxFrames ? thread_caches() : nullptr;
-  CachedStack* c = caches != nullptr ? &caches->stacks[cache_slot(frames, count)] : nullptr;
-  if (c != nullptr && c->id != 0 && c->count == count && std::memcmp(c->frames, frames, bytes) == 0) {
-    return last = c->id;
+  if (caches == nullptr) return last = intern_table().intern(InternType::Stack, frames, bytes, last);
+  auto& set = caches->stacks[cache_set(frames, count)];
+  if (const CachedStack* hit = set.find([&](const CachedStack& c) {
+        return c.id != 0 && c.count == count && std::memcmp(c.frames, frames, bytes) == 0;
+      })) {
+    return last = hit->id;
   }
   last = intern_table().intern(InternType::Stack, frames, bytes, last);
-  if (c != nullptr && last != 0) {
-    c->id = last;
-    c->count = static_cast<uint32_t>(count);
-    std::memcpy(c->frames, frames, bytes);
+  if (last != 0) {
+    CachedStack& c = set.replace();
+    c.id = last;
+    c.count = static_cast<uint32_t>(count);
+    std::memcpy(c.frames, frames, bytes);
   }
   return last;
 }
@@ -135,13 +165,41 @@ uint32_t capture_stack(uint32_t depth, bool python) {
   return intern_stack(frames, count, t_last.native);
 }
 
+// A tensor's stack (Python frames only): first by the walk itself (ThreadCaches::walks), so a
+// stack this thread made before costs the walk and one comparison.
 uint32_t capture_python_stack(uint32_t depth) {
   if (depth == 0) return 0;
   if (depth > kMaxDepth) depth = kMaxDepth;
+  ThreadCaches* caches = thread_caches();
+  const WalkHint hint{WalkSet::kKeyFrames, &fetch_walk_set, caches};
+  PythonFrameRef walked[kMaxDepth];
+  const size_t n = walk_python_frames(walked, depth, caches != nullptr ? &hint : nullptr);
+  if (n == 0) return 0;
+  WalkSet* set = caches != nullptr && n <= CachedWalk::kMaxFrames ? &caches->walks[walk_set(walked, n)] : nullptr;
+  const uint64_t now = caches != nullptr ? ++caches->walks_done : 0;
+  if (set != nullptr) {
+    for (CachedWalk& w : set->way) {
+      if (same_walk(w, walked, n)) {
+        w.used = now;
+        return t_last.python = w.id;
+      }
+    }
+  }
   uint64_t frames[kMaxDepth];
-  const size_t count = capture_python_frames(frames, depth);
+  const size_t count = python_frame_ids(walked, n, frames);
   if (count == 0) return 0;
-  return intern_stack(frames, count, t_last.python);
+  const uint32_t id = intern_stack(frames, count, t_last.python);
+  if (set != nullptr && id != 0 && count == n) {  // every frame walked is a frame of the stack
+    CachedWalk* oldest = &set->way[0];
+    for (CachedWalk& w : set->way) {
+      if (w.used < oldest->used) oldest = &w;
+    }
+    oldest->id = id;
+    oldest->count = static_cast<uint32_t>(n);
+    oldest->used = now;
+    for (size_t i = 0; i < n; ++i) oldest->frames[i] = {walked[i].code, walked[i].instr};
+  }
+  return id;
 }
 
 }  // namespace gmp::shim

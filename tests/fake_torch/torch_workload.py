@@ -90,14 +90,24 @@ def private_pools():
     report()
 
 
+def _site_400():
+    return torch.empty(400, dtype=torch.uint8, device="cuda")  # site 400
+
+
+def _site_500():
+    return torch.empty(500, dtype=torch.uint8, device="cuda")  # site 500
+
+
 def sites():
-    """Three allocating lines in turn, 50 times: each tensor's stack must name its own line, whatever
-    the profiler's per-thread caches of frames and stacks do."""
-    for _ in range(50):
+    """Three allocating lines in turn, 50 times, and two functions called in turn from one line (their
+    frames take the same place, running other code): each tensor's stack must name its own line,
+    whatever the profiler's per-thread caches of frames and stacks do."""
+    for i in range(50):
         a = torch.empty(100, dtype=torch.uint8, device="cuda")  # site 100
         b = torch.empty(200, dtype=torch.uint8, device="cuda")  # site 200
         c = torch.empty(300, dtype=torch.uint8, device="cuda")  # site 300
-        del a, b, c
+        d = (_site_400 if i % 2 else _site_500)()
+        del a, b, c, d
     report()
 
 

@@ -3,7 +3,7 @@ bench_inference): a HF transformers Llama (tests/gpu/llama_train.py's model, ran
 `generate` (batch 8, 128 new tokens, bf16), the same model's training step (AdamW, bf16 autocast,
 batch 8 x 256), and `torch.empty` alloc/free pairs through PyTorch's caching allocator.
 
-    inference_bench.py ROUNDS
+    inference_bench.py ROUNDS [WORKLOAD,...]
 
 A GPU host's processes differ from each other by more than the profiler costs, and inside one
 process the time of a step wanders by several percent from second to second. So under the profiler
@@ -155,9 +155,13 @@ def bench_pairs(lib, rounds):
 
 def main():
     rounds = int(sys.argv[1])
+    workloads = (("generate", bench_generate), ("train_step", bench_train), ("pairs", bench_pairs))
+    chosen = sys.argv[2].split(",") if len(sys.argv) > 2 else [name for name, _ in workloads]
     lib = profiler()
     results = {"profiled": lib is not None}
-    for name, fn in (("generate", bench_generate), ("train_step", bench_train), ("pairs", bench_pairs)):
+    for name, fn in workloads:
+        if name not in chosen:
+            continue
         unit, alt = fn(lib, rounds)
         scale = 1e6 if unit == "ns/pair" else 1.0
         res = {"unit": unit}
