@@ -224,5 +224,22 @@ TEST(MemoryViz, AnOutputItCannotWriteIsRefusedInOneLine) {
   EXPECT_FALSE(exists(box.dir() + "/no/such.pickle"));
 }
 
+// A pickle is never written to a terminal: stdout is a pseudo-terminal here (script(1)), and the
+// command is refused before it reads anything; redirected, the same command writes the pickle.
+TEST(MemoryViz, APickleIsNotWrittenToATerminal) {
+  Sandbox box;
+  ASSERT_EQ(box.run({Paths::bin("prog_ops"), "alloc:1M"}).exit_code, 0);
+  const std::string command = Paths::tool() + " export " + box.only_run_dir() + " --format memory-viz";
+  RunResult tty = box.run({"/usr/bin/script", "-qec", command, "/dev/null"}, {{"LD_PRELOAD", "<unset>"}});
+  EXPECT_EQ(tty.exit_code, 2) << tty.out << tty.err;
+  EXPECT_NE(tty.out.find("gpumemprof export: --format memory-viz writes a binary pickle and stdout is a terminal; "
+                         "give -o FILE or redirect stdout"),
+            std::string::npos)
+      << tty.out;
+  RunResult piped = run_tool({"export", box.only_run_dir(), "--format", "memory-viz"});
+  EXPECT_EQ(piped.exit_code, 0) << piped.err;
+  EXPECT_EQ(piped.out.rfind("\x80", 0), 0u);  // the pickle's PROTO opcode
+}
+
 }  // namespace
 }  // namespace gmp::test

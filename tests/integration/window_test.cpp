@@ -288,6 +288,13 @@ TEST(Progress, OnStderrOnlyForLongRuns) {
   EXPECT_EQ(forced.err.rfind("gpumemprof report: 4096 of 12001 events read (34%), 0 s\n", 0), 0u) << forced.err;
   EXPECT_EQ(count_of(exported.err, " events read ("), 2 * records / 4096) << exported.err;  // rebuild, one pass
   EXPECT_EQ(count_of(forced.out, "events read"), 0u);
+  // Each line counts the records of its own pass, and names the pass from the second on.
+  EXPECT_EQ(count_of(forced.err, " of 12001 events read ("), 3 * records / 4096) << forced.err;
+  // The clock is looked at every 4096 records of all passes: 4096 and 8192 in the first, 12288 to
+  // 20480 in the second, 24576 to 32768 in the third.
+  EXPECT_EQ(count_of(forced.err, ": pass 2: "), 3u) << forced.err;
+  EXPECT_NE(forced.err.find("gpumemprof report: pass 3: 8766 of 12001 events read (73%)"), std::string::npos)
+      << forced.err;
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 // live in export_table.cpp, export_perfetto.cpp, export_telemetry.cpp, export_folded.cpp and
 // export_memory_viz.cpp.
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <charconv>
 #include <cstdio>
@@ -27,13 +28,14 @@ struct Format {
   const char* name;
   void (*write)(Context&);
   bool streams, thinned, sized;  // reads ctx.replay; takes --resolution; takes --min-size
+  bool binary;                    // never written to a terminal
 };
-constexpr Format kFormatTable[] = {{"csv", write_csv, true, false, true},
-                                   {"jsonl", write_jsonl, true, false, true},
-                                   {"perfetto", write_perfetto, true, true, true},
-                                   {"telemetry-v2", write_telemetry_v2, true, true, true},
-                                   {"folded", write_folded, false, false, false},
-                                   {"memory-viz", write_memory_viz, false, false, false}};
+constexpr Format kFormatTable[] = {{"csv", write_csv, true, false, true, false},
+                                   {"jsonl", write_jsonl, true, false, true, false},
+                                   {"perfetto", write_perfetto, true, true, true, false},
+                                   {"telemetry-v2", write_telemetry_v2, true, true, true, false},
+                                   {"folded", write_folded, false, false, false, false},
+                                   {"memory-viz", write_memory_viz, false, false, false, true}};
 
 struct Args {
   std::string dir, output;
@@ -114,6 +116,10 @@ std::optional<int> parse(int argc, char** argv, Args& a) {
   }
   if (a.min_size && !a.format->sized) {
     return usage_error("--min-size applies to csv, jsonl, perfetto and telemetry-v2 only");
+  }
+  if (a.format->binary && (a.output.empty() || a.output == "-") && isatty(STDOUT_FILENO)) {
+    return usage_error(std::string("--format ") + a.format->name +
+                       " writes a binary pickle and stdout is a terminal; give -o FILE or redirect stdout");
   }
   return std::nullopt;
 }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <string>
 
 namespace gmp::reader {
 namespace {
@@ -30,10 +31,11 @@ void Progress::check() {
   if (now < next_) return;
   next_ = now + interval_;
   const double seconds = std::chrono::duration<double>(now - start_).count();
-  const uint64_t total = std::max(total_, done_);
-  std::fprintf(stderr, "%s: %llu of %llu events read (%.0f%%), %.0f s\n", command_.c_str(),
-               static_cast<unsigned long long>(done_), static_cast<unsigned long long>(total),
-               100.0 * static_cast<double>(done_) / static_cast<double>(total), seconds);
+  const uint64_t done = done_ - pass_start_, total = std::max(pass_total_, done);
+  const std::string pass = passes_ > 1 ? "pass " + std::to_string(passes_) + ": " : "";
+  std::fprintf(stderr, "%s: %s%llu of %llu events read (%.0f%%), %.0f s\n", command_.c_str(), pass.c_str(),
+               static_cast<unsigned long long>(done), static_cast<unsigned long long>(total),
+               100.0 * static_cast<double>(done) / static_cast<double>(total), seconds);
 }
 
 }  // namespace gmp::reader

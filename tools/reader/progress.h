@@ -15,7 +15,13 @@ class Progress {
   // docs/testing.md) makes both the quiet start and the interval N milliseconds.
   explicit Progress(std::string command);
 
-  void expect(uint64_t events) { total_ += events; }  // each pass over a trace adds its records
+  // A pass over a trace of `events` records begins (every pass says so before its first record):
+  // the line counts the records of the pass it is in, and names the pass from the second on.
+  void expect(uint64_t events) {
+    ++passes_;
+    pass_start_ = done_;
+    pass_total_ = events;
+  }
   void tick() {
     if ((++done_ & (kCheckEvery - 1)) == 0) check();
   }
@@ -27,7 +33,8 @@ class Progress {
   std::string command_;
   std::chrono::steady_clock::time_point start_, next_;
   std::chrono::milliseconds interval_;
-  uint64_t total_ = 0, done_ = 0;
+  uint64_t done_ = 0;  // records read, all passes
+  uint64_t passes_ = 0, pass_start_ = 0, pass_total_ = 0;
 };
 
 }  // namespace gmp::reader
