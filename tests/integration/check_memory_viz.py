@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Checks a `gpumemprof export --format memory-viz` file the way PyTorch's memory viewer reads it.
 
-usage: check_memory_viz.py FILE
+usage: check_memory_viz.py FILE [--suffix]
 
 - Only the pickle opcodes the viewer's own unpickler (MemoryViz.js) knows, protocol 2 to 4; the
   file loads with pickle.load.
@@ -9,7 +9,9 @@ usage: check_memory_viz.py FILE
 - Blocks tile their segment in address order (the viewer places each block after the previous).
 - Each device's trace, replayed forward from nothing, ends exactly in `segments` (the viewer
   replays it backwards from there), never puts a block outside a segment nor frees what is not
-  there.
+  there. With --suffix (an export of the latest entries only, or of a window), the trace is
+  undone from `segments` instead, last entry first, as the viewer does: each entry must undo onto
+  the state it left (whole segments only: no segment_map or segment_unmap).
 
 Prints one JSON line: {"segments": N, "entries": [per device], "actions": {...},
 "allocated": {device: requested bytes of live blocks}, "reserved": {device: segment bytes},
@@ -183,7 +185,44 @@ def replay(device, trace, stats):
     return segs, {a: (n, pending) for a, (n, pending) in blocks.items()}
 
 
+def undo(device, trace, final_segs, final_blocks, stats):
+    """The trace undone from the snapshot's state, last entry first: the viewer's own replay."""
+    segs = {a: list(v) for a, v in final_segs.items()}
+    blocks = {a: [n, pending] for a, (n, pending) in final_blocks.items()}
+    for i in reversed(range(len(trace))):
+        e = trace[i]
+        where = f"device {device} entry {i} ({e.get('action')})"
+        action = e.get("action")
+        if not check(action in ACTIONS and action not in ("segment_map", "segment_unmap"), f"{where}: action"):
+            continue
+        stats["actions"][action] = stats["actions"].get(action, 0) + 1
+        if action == "oom":
+            continue
+        addr, size = e["addr"], e["size"]
+        if action == "alloc":
+            if check(addr in blocks and not blocks[addr][1], f"{where}: no live block at {addr:#x} to undo"):
+                check(blocks.pop(addr)[0] == size, f"{where}: size {size} is not the block's")
+        elif action == "free_requested":
+            if check(addr in blocks and blocks[addr][1], f"{where}: no block awaiting a free at {addr:#x}"):
+                blocks[addr][1] = False
+        elif action == "free_completed":
+            start = containing(segs, addr)
+            check(addr not in blocks, f"{where}: a block is live at {addr:#x}")
+            check(start is not None and addr + size <= start + segs[start][0], f"{where}: block outside segments")
+            blocks[addr] = [size, True]
+        elif action == "segment_alloc":
+            inside = [b for b in blocks if addr <= b < addr + size]
+            check(segs.get(addr, [0])[0] == size and not inside, f"{where}: no empty segment of {size} at {addr:#x}")
+            segs.pop(addr, None)
+        elif action == "segment_free":
+            overlap = [a for a, (n, _, _) in segs.items() if a < addr + size and addr < a + n]
+            check(not overlap, f"{where}: segment overlaps {overlap}")
+            segs[addr] = [size, e["stream"], False]
+    return segs, blocks
+
+
 def main():
+    suffix = "--suffix" in sys.argv[2:]
     with open(sys.argv[1], "rb") as f:
         data = f.read()
     check_opcodes(data)
@@ -202,11 +241,14 @@ def main():
     for device in sorted(devices):
         trace = snap["device_traces"][device] if device < len(snap["device_traces"]) else []
         stats["entries"].append(len(trace))
-        segs, blocks = replay(device, trace, stats)
-        check(segs == final_segs.get(device, {}), f"device {device}: replayed segments {segs} are not the snapshot's "
-              f"{final_segs.get(device, {})}")
-        check(blocks == final_blocks.get(device, {}), f"device {device}: replayed blocks {blocks} are not the "
-              f"snapshot's {final_blocks.get(device, {})}")
+        if suffix:
+            undo(device, trace, final_segs.get(device, {}), final_blocks.get(device, {}), stats)
+        else:
+            segs, blocks = replay(device, trace, stats)
+            check(segs == final_segs.get(device, {}), f"device {device}: replayed segments {segs} are not the "
+                  f"snapshot's {final_segs.get(device, {})}")
+            check(blocks == final_blocks.get(device, {}), f"device {device}: replayed blocks {blocks} are not the "
+                  f"snapshot's {final_blocks.get(device, {})}")
         stats["allocated"][device] = sum(n for n, _ in final_blocks.get(device, {}).values())
         stats["reserved"][device] = sum(s[0] for s in final_segs.get(device, {}).values())
     if problems:

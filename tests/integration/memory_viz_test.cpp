@@ -224,6 +224,64 @@ TEST(MemoryViz, AnOutputItCannotWriteIsRefusedInOneLine) {
   EXPECT_FALSE(exists(box.dir() + "/no/such.pickle"));
 }
 
+// Exports `dir` with --max-events `max` and checks it the viewer's way (undone from the snapshot).
+nlohmann::json export_thinned(const Sandbox& box, const std::string& dir, uint64_t max, RunResult& r) {
+  const std::string file = box.dir() + "/thinned.pickle";
+  r = run_tool({"export", dir, "--format", "memory-viz", "-o", file, "--max-events", std::to_string(max)});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  if (python().empty()) return nullptr;
+  const std::string checker = std::string(GMP_SOURCE_DIR) + "/tests/integration/check_memory_viz.py";
+  RunResult c = box.run({python(), checker, file, "--suffix"}, {{"LD_PRELOAD", "<unset>"}});
+  EXPECT_EQ(c.exit_code, 0) << c.out << c.err;
+  return c.exit_code == 0 ? nlohmann::json::parse(c.out) : nullptr;
+}
+
+// More trace entries than --max-events: the latest ones when they hold the allocated peak; when
+// the peak is older, those around it, the snapshot then being the state at the last one kept.
+// Every event here is 50 µs after the one before; a driver-level allocation is two entries
+// (segment_alloc, alloc), a release three (free_requested, free_completed, segment_free).
+TEST(MemoryViz, ThinnedToTheLatestEntriesOrThoseAroundThePeak) {
+  Sandbox box;
+  SyntheticRun growth;  // 100 allocations of 1 MiB, none freed: the peak is the last event
+  for (uint64_t i = 1; i <= 100; ++i) growth.alloc(i * 50'000, 1, 0x100000000 + i * 0x1000000, MiB);
+  growth.write();
+  RunResult r;
+  nlohmann::json stats = export_thinned(box, growth.dir(), 50, r);
+  EXPECT_NE(r.err.find("note: 200 trace entries; kept the 50 latest, from 0.003800 s (--max-events 50; 0 keeps all)"),
+            std::string::npos)
+      << r.err;
+  if (!stats.is_null()) {
+    EXPECT_EQ(stats["entries"], nlohmann::json::array({50}));
+    EXPECT_EQ(stats["allocated"]["0"], 100 * MiB);  // the snapshot: the state at the end
+  }
+  RunResult all = run_tool({"export", growth.dir(), "--format", "memory-viz", "-o", box.dir() + "/all.pickle",
+                            "--max-events", "0"});
+  EXPECT_NE(all.err.find("(memory-viz, 200 trace entries, 100 segments)"), std::string::npos) << all.err;
+
+  SyntheticRun early;  // 20 allocations of 64 MiB, all freed, then 100 pairs of 1 MiB
+  uint64_t t = 0;
+  for (uint64_t i = 0; i < 20; ++i) early.alloc(t += 50'000, 1, 0x100000000 + i * 0x10000000, 64 * MiB);
+  for (uint64_t i = 0; i < 20; ++i) early.free(t += 50'000, 1, 0x100000000 + i * 0x10000000);
+  for (uint64_t i = 0; i < 100; ++i) {
+    early.alloc(t += 50'000, 1, 0x800000000, MiB);
+    early.free(t += 50'000, 1, 0x800000000);
+  }
+  early.write();
+  stats = export_thinned(box, early.dir(), 100, r);
+  // The peak (all 20 blocks live, at 1 ms) with the 40 entries of their allocations before it and the
+  // 60 of their releases after it.
+  EXPECT_NE(r.err.find("note: 600 trace entries; kept the 100 around the allocated peak, from 0.000050 s to 0.002000 s "
+                       "(--max-events 100; 0 keeps all): the snapshot is the state at the last one"),
+            std::string::npos)
+      << r.err;
+  if (!stats.is_null()) {
+    EXPECT_EQ(stats["entries"], nlohmann::json::array({100}));
+    EXPECT_EQ(stats["actions"], (nlohmann::json{{"alloc", 20}, {"free_requested", 20}, {"free_completed", 20},
+                                                 {"segment_alloc", 20}, {"segment_free", 20}}));
+    EXPECT_EQ(stats["allocated"]["0"], 0);  // the snapshot: at 2 ms, every block released
+  }
+}
+
 // A pickle is never written to a terminal: stdout is a pseudo-terminal here (script(1)), and the
 // command is refused before it reads anything; redirected, the same command writes the pickle.
 TEST(MemoryViz, APickleIsNotWrittenToATerminal) {

@@ -125,7 +125,7 @@ TEST(Tool, EveryOptionOfTheTablesIsInTheHelpAndTakenByTheParser) {
       }
     }
   }
-  EXPECT_EQ(options, 41u);  // --max-graph-memory in check's and run's tables
+  EXPECT_EQ(options, 42u);  // --max-graph-memory in check's and run's tables; export's --max-events
 }
 
 }  // namespace

@@ -116,6 +116,7 @@ const CommandOptions kExportOptions = {
     "export DIR --format F [-o FILE]",
     "the trace as csv, jsonl, perfetto, telemetry-v2, folded or memory-viz",
     "usage: gpumemprof export DIR --format FORMAT [-o FILE] [--since T] [--until T] [--resolution D] [--min-size S]\n"
+    "                         [--max-events N]\n"
     "       gpumemprof export ROOT --format perfetto [-o FILE] [--resolution D] [--min-size S]\n"
     "  Writes every event of DIR's trace in a machine format, streaming (memory stays bounded).\n"
     "  DIR is a run directory written by libgpumemprof.so. FORMAT:\n"
@@ -143,7 +144,11 @@ const CommandOptions kExportOptions = {
         "change. Default: 0 up to 250000 trace events, else the window in 10000 buckets"},
        {"--min-size", nullptr, "S",
         "csv, jsonl: only allocations of at least S (1M, 512KiB) make rows; perfetto:\n"
-        "each one is an instant event too; telemetry-v2: their records are never thinned"}}}},
+        "each one is an instant event too; telemetry-v2: their records are never thinned"},
+       {"--max-events", nullptr, "N",
+        "memory-viz: at most N trace entries (default 500000, about what the viewer\n"
+        "draws; 0: all): the latest ones, or if the allocated peak is older, those\n"
+        "around it; the snapshot is the state at the last one kept"}}}},
     "  ROOT, a directory holding the run directories of a job: one perfetto file in which every rank is a\n"
     "  track group (process) of its own, in rank order, its times since the job's start so the ranks line up\n"
     "  on the wall clock; the other formats take one run directory.\n"

@@ -42,7 +42,7 @@ struct Args {
   const Format* format = nullptr;
   std::optional<uint64_t> world_size;
   reader::Window window;
-  std::optional<uint64_t> resolution_ns, min_size;
+  std::optional<uint64_t> resolution_ns, min_size, max_entries;
 };
 
 int usage_error(const std::string& what) {
@@ -93,6 +93,14 @@ std::optional<int> parse(int argc, char** argv, Args& a) {
         return usage_error("--resolution '" + v.value_or("") + "' is not a duration; accepted: 0 (every change) or " +
                            kDurationForm);
       }
+    } else if (name == "--max-events") {
+      auto v = option_value(argc, argv, i);
+      uint64_t n = 0;
+      const char* end = v ? v->data() + v->size() : nullptr;
+      if (!v || v->empty() || std::from_chars(v->data(), end, n).ptr != end) {
+        return usage_error("--max-events '" + v.value_or("") + "' is not a count; accepted: 0 (all) or a positive integer");
+      }
+      a.max_entries = n;
     } else if (name == "--min-size") {
       auto v = option_value(argc, argv, i);
       a.min_size = v ? parse_byte_size(*v) : std::nullopt;
@@ -116,6 +124,9 @@ std::optional<int> parse(int argc, char** argv, Args& a) {
   }
   if (a.min_size && !a.format->sized) {
     return usage_error("--min-size applies to csv, jsonl, perfetto and telemetry-v2 only");
+  }
+  if (a.max_entries && std::strcmp(a.format->name, "memory-viz") != 0) {
+    return usage_error("--max-events applies to --format memory-viz only");
   }
   if (a.format->binary && (a.output.empty() || a.output == "-") && isatty(STDOUT_FILENO)) {
     return usage_error(std::string("--format ") + a.format->name +
@@ -158,6 +169,7 @@ int export_main(int argc, char** argv) {
   Context ctx{*run, replay, out};
   ctx.progress = &progress;
   ctx.min_size = args.min_size;
+  if (args.max_entries) ctx.max_entries = *args.max_entries;
   if (args.format->thinned) set_resolution(ctx, args.resolution_ns);
   if (std::strcmp(args.format->name, "telemetry-v2") == 0) {
     auto identity = telemetry_identity(run->manifest, args.world_size, ctx.notes, error);

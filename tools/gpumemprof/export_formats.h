@@ -29,6 +29,7 @@ struct Context {
   Identity identity;               // telemetry-v2 only
   uint64_t resolution_ns = 0;      // perfetto, telemetry-v2: counter points thinned (export_thinning.h); 0 none
   std::optional<uint64_t> min_size;  // csv, jsonl, perfetto, telemetry-v2: allocations kept in full detail
+  uint64_t max_entries = 500'000;    // memory-viz: trace entries kept (export_memory_viz.cpp); 0 all
   reader::Progress* progress = nullptr;  // for the formats that replay the trace again
   std::vector<std::string> notes;  // said on stderr after the export
   std::string error;               // set by a format that found the input unreadable: the export exits 2

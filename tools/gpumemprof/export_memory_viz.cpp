@@ -498,54 +498,145 @@ void write_segment(PickleWriter& w, FrameWriter& frames, uint64_t address, const
   w.end_dict();
 }
 
+// Trace entries by time (µs since the start), for choosing the window of a thinned export: 65536
+// buckets, whose width doubles whenever an entry lies past the last one.
+class EntryTimes {
+ public:
+  void add(uint64_t t_us) {
+    while (t_us / width_ >= kBuckets) coarsen();
+    ++counts_[t_us / width_];
+  }
+
+  // The µs range [from, to] of at most `max` entries: the latest ones; or, when `peak_us` lies
+  // before them, those around it. Whole buckets only, so a bucket of more than `max` entries is
+  // kept whole (then the range holds more).
+  std::pair<uint64_t, uint64_t> window(uint64_t max, std::optional<uint64_t> peak_us) const {
+    size_t from = kBuckets;
+    for (uint64_t kept = 0; from > 0 && (kept + counts_[from - 1] <= max || kept == 0);) kept += counts_[--from];
+    while (from + 1 < kBuckets && counts_[from] == 0) ++from;  // from the first entry kept
+    if (!peak_us || *peak_us / width_ >= from) return {from * width_, UINT64_MAX};
+    size_t lo = *peak_us / width_, hi = lo;
+    uint64_t kept = counts_[lo];
+    for (bool grew = true; grew;) {
+      grew = false;
+      if (hi + 1 < kBuckets && kept + counts_[hi + 1] <= max) kept += counts_[++hi], grew = true;
+      if (lo > 0 && kept + counts_[lo - 1] <= max) kept += counts_[--lo], grew = true;
+    }
+    while (lo < hi && counts_[lo] == 0) ++lo;  // from the first entry kept to the last
+    while (hi > lo && counts_[hi] == 0) --hi;
+    return {lo * width_, (hi + 1) * width_ - 1};
+  }
+
+ private:
+  static constexpr size_t kBuckets = 1 << 16;
+  void coarsen() {
+    for (size_t i = 0; i < kBuckets / 2; ++i) counts_[i] = counts_[2 * i] + counts_[2 * i + 1];
+    std::fill(counts_.begin() + kBuckets / 2, counts_.end(), 0);
+    width_ *= 2;
+  }
+  std::vector<uint64_t> counts_ = std::vector<uint64_t>(kBuckets);
+  uint64_t width_ = 1;
+};
+
 // What the first pass learns from the entries of one way of reading the run.
 struct Survey {
   std::set<uint32_t> stacks;
   std::map<int, uint64_t> entries;  // by device
+  EntryTimes times;
+  uint64_t total = 0;
   VizReplay::Sink sink() {
     return [this](const Entry& e) {
       if (e.stack != 0) stacks.insert(e.stack);
       ++entries[e.device];
+      times.add(e.time_us);
+      ++total;
     };
   }
 };
 
 // The viewer's model needs every event from the start: each pass replays the run up to the
 // window's end, and the VizReplay leaves out the entries before its start.
-bool open_model_replay(Context& ctx, Replay& replay) {
-  if (!replay.open(ctx.run.path, reader::Window{0, ctx.replay.window().until_ns},
-                   ctx.progress, ctx.error)) {
+bool open_model_replay(Context& ctx, const reader::Window& window, Replay& replay) {
+  if (!replay.open(ctx.run.path, reader::Window{0, window.until_ns}, ctx.progress, ctx.error)) return false;
+  if (ctx.progress != nullptr) ctx.progress->expect(replay.records_in_file());
+  return true;
+}
+
+// The first pass over `window`: both readings of the run (the accounting then says which one
+// applies), and the model's state at the window's end.
+struct Surveyed {
+  Survey framework_survey, driver_survey;
+  VizReplay framework_replay{true, 0, nullptr}, driver_replay{false, 0, nullptr};
+  bool framework = false;
+  std::optional<uint64_t> peak_us;  // when the largest allocated peak of a device was reached
+  int devices = 0;                  // device_traces has a list for every device up to the highest used
+  const VizReplay& final_state() const { return framework ? framework_replay : driver_replay; }
+  const Survey& survey() const { return framework ? framework_survey : driver_survey; }
+};
+
+bool survey(Context& ctx, const reader::Window& window, Surveyed& s) {
+  s.framework_replay = VizReplay(true, window.since_ns, s.framework_survey.sink());
+  s.driver_replay = VizReplay(false, window.since_ns, s.driver_survey.sink());
+  Replay replay;
+  if (!open_model_replay(ctx, window, replay)) return false;
+  while (replay.next()) {
+    s.framework_replay.apply(replay.event(), replay);
+    s.driver_replay.apply(replay.event(), replay);
+  }
+  if (replay.failed()) {
+    ctx.error = replay.error();
     return false;
   }
-  if (ctx.progress != nullptr) ctx.progress->expect(replay.records_in_file());
+  s.framework = replay.accounting().framework().attached;
+  uint64_t peak = 0;
+  for (const auto& [device, d] : replay.accounting().devices()) {
+    const uint64_t bytes = s.framework ? d.framework.allocated.peak : d.allocated.peak;
+    const uint64_t at = s.framework ? d.framework.allocated_peak_ns : d.allocated_peak_ns;
+    if (bytes > peak && at != 0) peak = bytes, s.peak_us = replay.since_start(at) / 1000;
+    s.devices = std::max(s.devices, device + 1);
+  }
+  const Survey& chosen = s.survey();
+  if (!chosen.entries.empty()) s.devices = std::max(s.devices, chosen.entries.rbegin()->first + 1);
+  for (const auto& [_, seg] : s.final_state().segments()) s.devices = std::max(s.devices, seg.device + 1);
+  return true;
+}
+
+std::string seconds(uint64_t us) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.6f s", static_cast<double>(us) / 1e6);
+  return text;
+}
+
+// More entries than --max-events: the window narrowed to the latest entries, or to those around
+// the allocated peak when it is older, and surveyed again; a note says what was kept.
+bool thin(Context& ctx, reader::Window& window, Surveyed& s) {
+  const uint64_t found = s.survey().total;
+  if (ctx.max_entries == 0 || found <= ctx.max_entries) return true;
+  std::optional<uint64_t> peak = s.peak_us;
+  if (peak && (*peak * 1000 < window.since_ns || window.after(*peak * 1000))) peak.reset();  // not in the window
+  const auto [from_us, to_us] = s.survey().times.window(ctx.max_entries, peak);
+  window.since_ns = std::max(window.since_ns, from_us * 1000);
+  if (to_us != UINT64_MAX) window.until_ns = std::min(window.until_ns.value_or(UINT64_MAX), to_us * 1000 + 999);
+  s = Surveyed{};
+  if (!survey(ctx, window, s)) return false;
+  const bool around_peak = to_us != UINT64_MAX;
+  ctx.notes.push_back(std::to_string(found) + " trace entries; kept the " + std::to_string(s.survey().total) +
+                      (around_peak ? " around the allocated peak" : " latest") + ", from " + seconds(from_us) +
+                      (around_peak ? " to " + seconds(to_us) : "") +
+                      " (--max-events " + std::to_string(ctx.max_entries) + "; 0 keeps all)" +
+                      (around_peak ? ": the snapshot is the state at the last one" : ""));
   return true;
 }
 
 }  // namespace
 
 void write_memory_viz(Context& ctx) {
-  const uint64_t since = ctx.replay.window().since_ns;
-  // First pass: both readings of the run; the accounting then says which one applies.
-  Survey framework_survey, driver_survey;
-  VizReplay framework_replay(true, since, framework_survey.sink()), driver_replay(false, since, driver_survey.sink());
-  Replay survey_replay;
-  if (!open_model_replay(ctx, survey_replay)) return;
-  while (survey_replay.next()) {
-    framework_replay.apply(survey_replay.event(), survey_replay);
-    driver_replay.apply(survey_replay.event(), survey_replay);
-  }
-  if (survey_replay.failed()) {
-    ctx.error = survey_replay.error();
-    return;
-  }
-  const bool framework = survey_replay.accounting().framework().attached;
-  const VizReplay& final_state = framework ? framework_replay : driver_replay;
-  const Survey& survey = framework ? framework_survey : driver_survey;
-
-  // device_traces has a list for every device up to the highest one the run used.
-  int devices = survey.entries.empty() ? 0 : survey.entries.rbegin()->first + 1;
-  for (const auto& [device, _] : survey_replay.accounting().devices()) devices = std::max(devices, device + 1);
-  for (const auto& [_, s] : final_state.segments()) devices = std::max(devices, s.device + 1);
+  reader::Window window = ctx.replay.window();
+  Surveyed surveyed;
+  if (!survey(ctx, window, surveyed) || !thin(ctx, window, surveyed)) return;
+  const bool framework = surveyed.framework;
+  const VizReplay& final_state = surveyed.final_state();
+  const Survey& survey = surveyed.survey();
 
   const reader::Attribution attribution = reader::read_attribution(ctx.run.path + "/" + kAttributionFile);
   if (!attribution.error.empty()) {
@@ -571,13 +662,13 @@ void write_memory_viz(Context& ctx) {
   w.memo_string("device_traces");
   w.begin_list();
   uint64_t entries = 0;
-  for (int device = 0; device < devices; ++device) {
+  for (int device = 0; device < surveyed.devices; ++device) {
     w.begin_list();
     auto count = survey.entries.find(device);
     if (count != survey.entries.end()) {  // one more pass over the trace, writing this device's entries
       Replay replay;
-      if (!open_model_replay(ctx, replay)) return;
-      VizReplay writer(framework, since, [&](const Entry& e) {
+      if (!open_model_replay(ctx, window, replay)) return;
+      VizReplay writer(framework, window.since_ns, [&](const Entry& e) {
         if (e.device != device) return;
         write_entry(w, frames, e);
         ctx.out.written();
