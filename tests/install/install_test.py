@@ -132,7 +132,10 @@ def check_demo(args, tool, prefix, work):
     expect(len(dirs) == 1 and dirs[0].startswith("gpumemprof-demo."), f"run directories {dirs}")
     run_dir = os.path.join(runs, dirs[0])
     for line in ("    device 0: peak allocated 2.50 GiB, peak reserved 2.50 GiB",
-                 "    out-of-memory failures 1 (bundles 1), alerts 0",
+                 "    OOM: 1 allocation refused by the driver for lack of memory",
+                 "         1 bundle written",
+                 "         0 episodes recovered by a later allocation of the failed size",
+                 "    alerts 0",
                  "    events: 57 recorded, 0 lost, 0 unwritten, 57 in trace.gmpt, 0 producer waits",
                  # The installed command is not on PATH here: the lines name it by its path.
                  f"    next: {os.path.realpath(tool)} report {run_dir}",

@@ -416,6 +416,17 @@ TEST_F(FrameworkBridge, OutOfMemoryRecordsTorchsFigures) {
   EXPECT_EQ(figures[0]["stream"], 64 * kMiB);
   EXPECT_EQ(figures[0]["object"], 40 * kMiB);
   EXPECT_EQ(figures[0]["address"], 40 * kMiB);
+  // The report says what each count counts: the driver's refusals (the call and PyTorch's retry),
+  // the exception the program caught, the bundles, and no recovery (nothing of 40 MiB was
+  // allocated after, though the program went on).
+  const RunResult report = run_tool({"report", r.dir});
+  ASSERT_EQ(report.exit_code, 0) << report.err;
+  EXPECT_NE(report.out.find("OOM: 2 allocations refused by the driver for lack of memory\n"
+                            "    PyTorch raised 1 OutOfMemoryError\n"
+                            "    2 bundles written\n"
+                            "    0 episodes recovered by a later allocation of the failed size\n"),
+            std::string::npos)
+      << report.out;
 }
 
 TEST_F(FrameworkBridge, AProgramThatNeverUsesCudaWritesNothing) {

@@ -170,6 +170,17 @@ std::string counted(uint64_t n, const std::string& noun) {
   return grouped(n) + " " + noun + (n == 1 ? "" : sibilant ? "es" : "s");
 }
 
+std::vector<std::string> oom_count_parts(const Summary& s) {
+  uint64_t raised = 0;
+  for (const DeviceFigures& d : s.devices) raised += d.stats.framework.ooms;
+  if (s.oom.failures == 0 && raised == 0) return {};
+  std::vector<std::string> parts = {counted(s.oom.failures, "allocation") + " refused by the driver for lack of memory"};
+  if (raised > 0) parts.push_back("PyTorch raised " + counted(raised, "OutOfMemoryError"));
+  parts.push_back(counted(s.oom.bundles_written, "bundle") + " written");
+  parts.push_back(counted(s.oom.recovered, "episode") + " recovered by a later allocation of the failed size");
+  return parts;
+}
+
 std::string marker_label(const analysis::Marker& m) {
   using Type = analysis::Marker::Type;
   switch (m.type) {
@@ -182,7 +193,7 @@ std::string marker_label(const analysis::Marker& m) {
     case Type::AllocFailed:
       return std::string(api_name(m.api)) + " of " + bytes_text(m.size) + " failed (" + cuda_error_name(m.result) + ")";
     case Type::OomBundle: return "OOM bundle written";
-    case Type::OomRecovered: return "OOM recovered by a retry";
+    case Type::OomRecovered: return "OOM recovered: the failed size allocated";
     case Type::Cleanup:
       return "watchdog trimmed " + counted(m.threshold, "pool") + ": " + bytes_text(m.size) + " given back";
   }

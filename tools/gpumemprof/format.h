@@ -40,6 +40,12 @@ std::string pytorch_size_text(uint64_t bytes);
 // s, x, ch, sh).
 std::string counted(uint64_t n, const std::string& noun);
 
+// What a run's out-of-memory counts mean (summary.json's oom, and the OutOfMemoryErrors PyTorch
+// raised): "2 allocations refused by the driver for lack of memory", "PyTorch raised 1
+// OutOfMemoryError" (when it did), "2 bundles written", "0 episodes recovered by a later allocation
+// of the failed size". Empty when there was no out-of-memory failure at all.
+std::vector<std::string> oom_count_parts(const Summary& s);
+
 // "WARNING alert", "cuMemAlloc_v2 of 2.00 GiB failed (CUDA_ERROR_OUT_OF_MEMORY)", ...
 std::string marker_label(const analysis::Marker& m);
 

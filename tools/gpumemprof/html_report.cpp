@@ -500,9 +500,10 @@ class Page {
     out_ += "<section id=\"failures\">\n<h2>Failed allocations and out-of-memory</h2>\n";
     const uint64_t failed = failed_allocations();
     const uint64_t bundles = summary_.oom.bundles_written;
-    out_ += "<p><strong>" + count_of(failed, "failed allocation") + "</strong>" + whole_run() + "; " +
-            count_of(summary_.oom.failures, "out-of-memory failure") + ", " + count_of(bundles, "OOM bundle") +
-            " written, " + u64s(summary_.oom.recovered) + " recovered by a retry.</p>\n";
+    std::string oom;
+    for (const std::string& part : oom_count_parts(summary_)) oom += "; " + escape(part);
+    out_ += "<p><strong>" + count_of(failed, "failed allocation") + "</strong>" + whole_run() +
+            (oom.empty() ? "; no out-of-memory failure" : oom) + ".</p>\n";
     marker_rows(
         [](const Marker& m) {
           return m.type == Marker::Type::AllocFailed || m.type == Marker::Type::OomBundle ||

@@ -330,9 +330,11 @@ void print_text(const analysis::RunAnalysis& run) {
   std::printf("failed allocations%s: %s\n", whole_run(run), grouped(std::max<uint64_t>(failed, failed_total)).c_str());
   print_markers(run, is_failure);
   const uint64_t bundles = s.oom.bundles_written;
-  std::printf("OOM%s: %s, %s, %s recovered\n", whole_run(run),
-              counted(s.oom.failures, "out-of-memory failure").c_str(),
-              counted(bundles, "bundle").c_str(), grouped(s.oom.recovered).c_str());
+  const std::vector<std::string> oom = oom_count_parts(s);
+  if (oom.empty()) std::printf("OOM%s: no out-of-memory failure\n", whole_run(run));
+  for (size_t i = 0; i < oom.size(); ++i) {  // one count a line, each saying what it counts
+    say(i == 0 ? "OOM" + std::string(whole_run(run)) + ": " + oom[i] : oom[i], i == 0 ? "" : "    ", "      ");
+  }
   print_markers(run, is_oom_event);
   if (bundles > 0) say("explain with: gpumemprof oom " + run.run.path, "    ", "      ");
   std::printf("alerts%s: %s fired\n", whole_run(run), counted(s.alerts.fired(), "alert").c_str());

@@ -212,9 +212,9 @@ void print_run(const reader::JobMember& member, pid_t child, int child_status, c
     std::fprintf(stderr, "    device %d: peak allocated %s, peak reserved %s\n", d.stats.device,
                  bytes_text(d.stats.allocated.peak).c_str(), bytes_text(d.stats.reserved.peak).c_str());
   }
-  std::fprintf(stderr, "    out-of-memory failures %llu (bundles %llu), alerts %llu\n",
-               (unsigned long long)s.oom.failures, (unsigned long long)s.oom.bundles_written,
-               (unsigned long long)s.alerts.fired());
+  const std::vector<std::string> oom = oom_count_parts(s);
+  for (size_t i = 0; i < oom.size(); ++i) std::fprintf(stderr, "    %s%s\n", i == 0 ? "OOM: " : "     ", oom[i].c_str());
+  std::fprintf(stderr, "    alerts %llu\n", (unsigned long long)s.alerts.fired());
   std::fprintf(stderr, "    events: %s\n", reader::event_counts_line(run.events).c_str());
   for (const std::string& w : reader::event_count_warnings(run.events))
     std::fprintf(stderr, "    note: %s\n", w.c_str());

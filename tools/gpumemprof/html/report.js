@@ -47,7 +47,7 @@
       case "alert_cleared": return m.alert + " alert cleared: allocated " + humanBytes(m.allocated);
       case "alloc_failed": return m.api + " of " + humanBytes(m.size) + " failed (" + m.error + ")";
       case "oom_bundle": return "OOM bundle written (gpumemprof oom DIR explains it)";
-      case "oom_recovered": return "OOM recovered by a retry";
+      case "oom_recovered": return "OOM recovered: the failed size allocated";
       default: return m.type;
     }
   }
