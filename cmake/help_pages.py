@@ -15,7 +15,7 @@ import subprocess
 
 OPTION = re.compile(r"(?<![\w-])--?[A-Za-z][\w-]*")
 # "  -o, --output FILE   write FILE..." -> "-o, --output FILE": the option part ends at a double space.
-OPTION_LINE = re.compile(r"^ +(-.*?)(?: {2,}|$)")
+OPTION_LINE = re.compile(r"^ {2,6}(-.*?)(?: {2,}|$)")
 COMMAND_LINE = re.compile(r"^  ([a-z][a-z0-9-]*) ")
 # export --help: "    csv           one row per..." under "FORMAT:".
 FORMAT_LINE = re.compile(r"^    ([a-z][a-z0-9-]*) {2,}")

@@ -173,9 +173,9 @@ def part_prefix(args):
         tool = os.path.join(prefix, "bin", "gpumemprof")
         check_version(args, tool)
         usage = checked([tool, "run", "--help"]).stdout
-        expect("  --shim PATH              libgpumemprof.so to preload (default: ../lib/gpumemprof/ from this\n"
-               "                           program's directory, where it is installed, else ../lib/ in a build tree)\n"
-               in usage, "run --help does not say where the shim is looked for")
+        expect("--shim PATH libgpumemprof.so to preload (default: ../lib/gpumemprof/ from this program's directory, "
+               "where it is installed, else ../lib/ in a build tree)" in " ".join(usage.split()),
+               "run --help does not say where the shim is looked for")
         check_run_environment(tool, prefix, work)
         check_demo(args, tool, prefix, work)
         check_python_package(tool, prefix, work)

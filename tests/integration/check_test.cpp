@@ -360,30 +360,42 @@ TEST(Check, BadOptionsAreRefusedBeforeAnythingIsRead) {
 // --help: the whole text, and run's --help lists the same limit options.
 TEST(Check, Help) {
   const std::string usage =
-      R"(usage: gpumemprof check DIR_OR_ROOT [--max-peak SIZE] [--max-reserved SIZE] [--max-leak SIZE]
-                        [--max-graph-memory SIZE] [--no-oom]
-                        [--baseline DIR --max-growth PERCENT]
-  A CI gate: checks memory limits on a run directory, or on every run directory of a job root (one per
-  rank or process, as gpumemprof run -o ROOT leaves them). Peaks are the driver level's, per device
-  (summary.json's allocated_bytes.peak and reserved_bytes.peak); under PyTorch they hold its segments,
-  so they bound its tensor-level figures, which are not checked apart. Live at exit is summary.json's
-  live_at_exit, per process: tensors still allocated and driver allocations outside PyTorch's cache
-  (the report's leaks). A process killed before writing summary.json is checked on the figures rebuilt
-  from its trace, with a note. Baseline processes are matched by rank when both record ranks, else by
-  position. docs/check.md says more.
+      R"(usage: gpumemprof check DIR_OR_ROOT [--max-peak SIZE] [--max-reserved SIZE]
+                        [--max-leak SIZE]
+                        [--max-graph-memory SIZE] [--no-oom] [--baseline DIR
+                        --max-growth PERCENT]
+  A CI gate: checks memory limits on a run directory, or on every run directory
+  of a job root (one per rank or process, as gpumemprof run -o ROOT leaves
+  them). Peaks are the driver level's, per device (summary.json's
+  allocated_bytes.peak and reserved_bytes.peak); under PyTorch they hold its
+  segments, so they bound its tensor-level figures, which are not checked apart.
+  Live at exit is summary.json's live_at_exit, per process: tensors still
+  allocated and driver allocations outside PyTorch's cache (the report's leaks).
+  A process killed before writing summary.json is checked on the figures rebuilt
+  from its trace, with a note. Baseline processes are matched by rank when both
+  record ranks, else by position. docs/check.md says more.
 options:
-  --max-peak SIZE          fail when a device's peak allocated memory is over SIZE (40GiB, 512MiB, 1.5G,
-                           or a GPU's usable capacity by name: L4, A100-40GB, ...; docs/device-limit.md)
-  --max-reserved SIZE      fail when a device's peak reserved memory is over SIZE
-  --max-leak SIZE          fail when a process leaves more than SIZE allocated at exit (0: any leak)
-  --max-graph-memory SIZE  fail when a device's CUDA graph memory (the graph memory pool's peak and
-                           PyTorch's private pools' peaks) is over SIZE
-  --no-oom                 fail on any out-of-memory failure, recovered or not, the driver's or PyTorch's
-  --baseline DIR           a run directory or a job root to compare with; needs --max-growth
-  --max-growth PERCENT     fail when a device's peak allocated memory grew more than PERCENT over the
-                           same rank's and device's in the --baseline DIR
-Exit status: 0 every limit holds (one line: each limit, the highest figure and where it was); 1 a limit
-broke (one line each: the rank or pid, the device, the figure, the limit); 2 bad usage or unreadable input.
+  --max-peak SIZE          fail when a device's peak allocated memory is over
+                           SIZE (40GiB, 512MiB, 1.5G, or a GPU's usable capacity
+                           by name: L4, A100-40GB, ...; docs/device-limit.md)
+  --max-reserved SIZE      fail when a device's peak reserved memory is over
+                           SIZE
+  --max-leak SIZE          fail when a process leaves more than SIZE allocated
+                           at exit (0: any leak)
+  --max-graph-memory SIZE  fail when a device's CUDA graph memory (the graph
+                           memory pool's peak and PyTorch's private pools'
+                           peaks) is over SIZE
+  --no-oom                 fail on any out-of-memory failure, recovered or not,
+                           the driver's or PyTorch's
+  --baseline DIR           a run directory or a job root to compare with; needs
+                           --max-growth
+  --max-growth PERCENT     fail when a device's peak allocated memory grew more
+                           than PERCENT over the same rank's and device's in the
+                           --baseline DIR
+Exit status: 0 every limit holds (one line: each limit, the highest figure and
+where it was); 1 a limit
+broke (one line each: the rank or pid, the device, the figure, the limit); 2 bad
+usage or unreadable input.
 )";
   RunResult r = check({"--help"});
   EXPECT_EQ(r.exit_code, 0);
@@ -392,12 +404,12 @@ broke (one line each: the rank or pid, the device, the figure, the limit); 2 bad
       usage.substr(usage.find("  --max-peak"), usage.find("Exit status") - usage.find("  --max-peak"));
   r = run_tool({"run", "--help"});
   EXPECT_EQ(r.exit_code, 0);
-  EXPECT_NE(r.out.find("memory limits, checked on every run directory under ROOT once the command ends "
-                       "(docs/check.md):\n" +
-                       options +
-                       "Exit status: the command's (a command killed by a signal "
-                       "kills gpumemprof with it); when it\nsucceeded, 1 if a limit broke and 2 if the run "
-                       "directories could not be read; 2 for a bad\ncommand line.\n"),
+  EXPECT_NE(flat(r.out).find(flat("memory limits, checked on every run directory under ROOT once the command ends "
+                                 "(docs/check.md):\n" +
+                                 options +
+                                 "Exit status: the command's (a command killed by a signal "
+                                 "kills gpumemprof with it); when it\nsucceeded, 1 if a limit broke and 2 if the run "
+                                 "directories could not be read; 2 for a bad\ncommand line.\n")),
             std::string::npos)
       << r.out;
 }

@@ -38,7 +38,7 @@ std::string only_bundle(const std::string& run) {
 void expect_tool_says(const std::vector<std::string>& args, const std::string& text) {
   RunResult r = run_tool(args);
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_NE(r.out.find(text), std::string::npos) << r.out;
+  EXPECT_NE(flat(r.out).find(flat(text)), std::string::npos) << r.out;
 }
 
 TEST(DeviceLimit, EveryKindJustUnderExactlyAtAndJustOver) {

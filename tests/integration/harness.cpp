@@ -197,6 +197,16 @@ nlohmann::json read_json_file(const std::string& path) {
   return nlohmann::json::parse(in, nullptr, false);
 }
 
+std::string flat(const std::string& text) {
+  std::string out;
+  for (char c : text) {
+    const bool space = c == ' ' || c == '\n';
+    if (!space) out += c;
+    else if (!out.empty() && out.back() != ' ') out += ' ';
+  }
+  return out;
+}
+
 bool exists(const std::string& path) {
   struct stat st {};
   return stat(path.c_str(), &st) == 0;

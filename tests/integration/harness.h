@@ -61,6 +61,9 @@ RunResult wait_for(pid_t pid, int stdout_fd, int stderr_fd, int timeout_s);
 std::string read_line(int fd, int timeout_ms);
 nlohmann::json read_json_file(const std::string& path);
 bool exists(const std::string& path);
+// `text` with every run of spaces and newlines made one space: for finding a sentence of the
+// --help, which lays its lines out for 80 columns.
+std::string flat(const std::string& text);
 // Runs the gpumemprof command; returns its result. A run past `timeout_s` is killed and fails the
 // test; `stdout_path` as in Sandbox::run (e.g. "/dev/full").
 RunResult run_tool(const std::vector<std::string>& args, int timeout_s = 120, const std::string& stdout_path = {});

@@ -297,8 +297,8 @@ TEST(Metrics, RunMetricsDirOption) {
   Sandbox box;
   const std::string root = box.dir() + "/runs", prom = box.dir() + "/prom";
   RunResult help = run_tool({"run", "--help"});
-  EXPECT_NE(help.out.find("  --metrics-dir DIR        each process keeps its figures in DIR as a Prometheus textfile\n"
-                          "                           (node_exporter's textfile collector; docs/metrics.md)\n"),
+  EXPECT_NE(flat(help.out).find(" --metrics-dir DIR each process keeps its figures in DIR as a Prometheus textfile "
+                                "(node_exporter's textfile collector; docs/metrics.md) "),
             std::string::npos) << help.out;
   std::vector<std::string> argv{Paths::tool(), "run", "-o", root, "--metrics-dir", prom, "--", Paths::bin("prog_ops")};
   argv.insert(argv.end(), kSequence.begin(), kSequence.end());

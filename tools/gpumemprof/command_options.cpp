@@ -1,5 +1,7 @@
 #include "command_options.h"
 
+#include "format.h"
+
 #include <cstring>
 
 namespace gmp::tool {
@@ -224,6 +226,64 @@ const std::vector<const CommandOptions*>& all_command_options() {
   return all;
 }
 
+namespace {
+
+constexpr size_t kHelpWidth = 80;  // the help and the man page that pastes it, whatever the terminal
+
+// Where a line's text goes on after a break: an option's or a format's description (after the
+// first gap of two spaces), a usage line's arguments (after "gpumemprof COMMAND "), else under the
+// line's own indentation. `head` is the part kept as it is.
+struct Layout {
+  size_t head, indent;
+};
+Layout layout_of(const std::string& line) {
+  const size_t text = std::min(line.find_first_not_of(' '), line.size());
+  if (const size_t gap = line.find("  ", text); gap != std::string::npos && gap < kHelpWidth / 2) {
+    const size_t column = std::min(line.find_first_not_of(' ', gap), line.size());
+    return {column, column};
+  }
+  if (const size_t tool = line.find("gpumemprof "); tool != std::string::npos && tool < 20) {
+    if (const size_t end = line.find(' ', tool + 11); end != std::string::npos) return {text, end + 1};
+  }
+  return {text, text};
+}
+
+std::string fold_line(const std::string& line) {
+  if (display_width(line) <= kHelpWidth) return line + "\n";
+  const Layout l = layout_of(line);
+  return wrap(line.substr(l.head), line.substr(0, l.head), std::string(l.indent, ' '), kHelpWidth);
+}
+
+// The help laid out for kHelpWidth columns: a line that goes on from the one before (indented to
+// where that one's text goes on; under a paragraph, unless that ends in a colon, which introduces
+// a list) is joined to it, and every line is broken again where it is too long. Lines at the
+// margin are left as they are.
+std::string fold_help(const std::string& text) {
+  std::vector<std::string> lines;
+  size_t continues_at = 0;  // where the last line's text goes on; 0: nothing goes on
+  bool paragraph = false;   // the last line is plain text, not a described name
+  for (size_t start = 0; start < text.size();) {
+    size_t end = text.find('\n', start);
+    if (end == std::string::npos) end = text.size();
+    const std::string line = text.substr(start, end - start);
+    start = end + 1;
+    const size_t indent = line.find_first_not_of(' ');
+    if (continues_at != 0 && indent == continues_at && !(paragraph && lines.back().ends_with(':'))) {
+      lines.back() += " " + line.substr(indent);
+      continue;
+    }
+    lines.push_back(line);
+    const Layout l = layout_of(line);
+    continues_at = indent == std::string::npos || indent == 0 ? 0 : l.indent;
+    paragraph = l.head == indent;
+  }
+  std::string out;
+  for (const std::string& line : lines) out += fold_line(line);
+  return out;
+}
+
+}  // namespace
+
 std::string help_text(const CommandOptions& command) {
   std::string text = command.usage;
   for (const OptionSection& section : command.sections) {
@@ -241,7 +301,7 @@ std::string help_text(const CommandOptions& command) {
       text += "\n";
     }
   }
-  return text + command.after;
+  return fold_help(text + command.after);
 }
 
 std::string top_level_help() {
@@ -250,10 +310,10 @@ std::string top_level_help() {
     std::string left = std::string("  ") + c->synopsis;
     text += left + std::string(left.size() < 40 ? 40 - left.size() : 1, ' ') + c->summary + "\n";
   }
-  return text +
-         "  --version, -V                         print the version\n"
-         "Each command has --help (or gpumemprof help COMMAND).\n"
-         "Exit status 2 means bad usage or unreadable input.\n";
+  return fold_help(text +
+                   "  --version, -V                         print the version\n"
+                   "Each command has --help (or gpumemprof help COMMAND).\n"
+                   "Exit status 2 means bad usage or unreadable input.\n");
 }
 
 std::string accepted_options(const CommandOptions& command) {
