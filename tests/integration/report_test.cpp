@@ -299,6 +299,22 @@ TEST(Diff, ChangesBetweenTwoRuns) {
   RunResult same = run_tool({"diff", a, a, "--json"});
   auto s = nlohmann::json::parse(same.out);
   for (const auto& [name, row] : s["devices"][0]["figures"].items()) EXPECT_EQ(row["change"], 0) << name;
+  // In 80 columns a call site goes under its figures, shortened in the middle; only the lines of
+  // the two paths are longer.
+  ScopedColumns eighty("80");
+  RunResult narrow = run_tool({"diff", a, b});
+  std::istringstream lines(narrow.out);
+  size_t sites = 0;
+  for (std::string line, before; std::getline(lines, line); before = line) {
+    if (line.find(a) == std::string::npos && line.find(b) == std::string::npos) {
+      EXPECT_LE(columns(line), 80u) << line;
+    }
+    if (line.starts_with("      ") && line.find("prog_ops.cpp:") != std::string::npos) {
+      ++sites;
+      EXPECT_TRUE(before.starts_with("    ") && before.find("B ") != std::string::npos) << before;  // its figures
+    }
+  }
+  EXPECT_GT(sites, 0u) << narrow.out;
 }
 
 // --fail-if-peak-grows is check's --max-growth with A as the baseline: exit 1 past it, 0 within,

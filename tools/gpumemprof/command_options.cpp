@@ -230,30 +230,6 @@ namespace {
 
 constexpr size_t kHelpWidth = 80;  // the help and the man page that pastes it, whatever the terminal
 
-// Where a line's text goes on after a break: an option's or a format's description (after the
-// first gap of two spaces), a usage line's arguments (after "gpumemprof COMMAND "), else under the
-// line's own indentation. `head` is the part kept as it is.
-struct Layout {
-  size_t head, indent;
-};
-Layout layout_of(const std::string& line) {
-  const size_t text = std::min(line.find_first_not_of(' '), line.size());
-  if (const size_t gap = line.find("  ", text); gap != std::string::npos && gap < kHelpWidth / 2) {
-    const size_t column = std::min(line.find_first_not_of(' ', gap), line.size());
-    return {column, column};
-  }
-  if (const size_t tool = line.find("gpumemprof "); tool != std::string::npos && tool < 20) {
-    if (const size_t end = line.find(' ', tool + 11); end != std::string::npos) return {text, end + 1};
-  }
-  return {text, text};
-}
-
-std::string fold_line(const std::string& line) {
-  if (display_width(line) <= kHelpWidth) return line + "\n";
-  const Layout l = layout_of(line);
-  return wrap(line.substr(l.head), line.substr(0, l.head), std::string(l.indent, ' '), kHelpWidth);
-}
-
 // The help laid out for kHelpWidth columns: a line that goes on from the one before (indented to
 // where that one's text goes on; under a paragraph, unless that ends in a colon, which introduces
 // a list) is joined to it, and every line is broken again where it is too long. Lines at the
@@ -273,13 +249,13 @@ std::string fold_help(const std::string& text) {
       continue;
     }
     lines.push_back(line);
-    const Layout l = layout_of(line);
+    const LineLayout l = line_layout(line, kHelpWidth, 0);
     continues_at = indent == std::string::npos || indent == 0 ? 0 : l.indent;
     paragraph = l.head == indent;
   }
   std::string out;
-  for (const std::string& line : lines) out += fold_line(line);
-  return out;
+  for (const std::string& line : lines) out += line + "\n";
+  return fold_lines(out, kHelpWidth, 0);
 }
 
 }  // namespace

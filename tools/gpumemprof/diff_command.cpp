@@ -161,8 +161,16 @@ void print_site_rows(const std::vector<Row>& rows, size_t limit) {
       std::printf("    ... and %zu more (--json lists them)\n", rows.size() - limit);
       break;
     }
-    std::printf("    %-14s %-14s %-22s %s\n", figure(r, r.a).c_str(), figure(r, r.b).c_str(), signed_figure(r).c_str(),
-                r.name.c_str());
+    // A site that does not fit beside its figures goes on the line below them, as in the report.
+    constexpr size_t kFigures = 4 + 15 + 15 + 23;
+    const bool beside = kFigures + display_width(r.name) <= output_width();
+    if (beside) {
+      std::printf("    %-14s %-14s %-22s %s\n", figure(r, r.a).c_str(), figure(r, r.b).c_str(), signed_figure(r).c_str(),
+                  r.name.c_str());
+    } else {
+      std::printf("    %-14s %-14s %s\n      %s\n", figure(r, r.a).c_str(), figure(r, r.b).c_str(),
+                  signed_figure(r).c_str(), fit_rest(r.name, 6).c_str());
+    }
   }
 }
 

@@ -127,6 +127,43 @@ std::string elide_middle(std::string_view s, size_t width) {
          std::string(fitting(s, room / 2, true));
 }
 
+LineLayout line_layout(const std::string& line, size_t width, size_t hang) {
+  const size_t text = std::min(line.find_first_not_of(' '), line.size());
+  // The last gap in the first half: a table's row keeps its columns, its last one goes on under itself.
+  size_t column = 0;
+  for (size_t gap = line.find("  ", text); gap != std::string::npos && gap < width / 2; gap = line.find("  ", column)) {
+    column = std::min(line.find_first_not_of(' ', gap), line.size());
+  }
+  if (column != 0) return {column, column};
+  if (const size_t tool = line.find("gpumemprof "); tool != std::string::npos && tool < 20) {
+    if (const size_t end = line.find(' ', tool + 11); end != std::string::npos) return {text, end + 1};
+  }
+  return {text, text + hang};
+}
+
+std::string fold_lines(const std::string& text, size_t width, size_t hang) {
+  std::string out;
+  for (size_t start = 0; start < text.size();) {
+    size_t end = text.find('\n', start);
+    if (end == std::string::npos) end = text.size();
+    const std::string line = text.substr(start, end - start);
+    start = end + 1;
+    if (display_width(line) <= width) {
+      out += line + "\n";
+      continue;
+    }
+    const LineLayout l = line_layout(line, width, hang);
+    out += wrap(line.substr(l.head), line.substr(0, l.head), std::string(l.indent, ' '), width);
+  }
+  return out;
+}
+
+std::string fit_rest(const std::string& s, size_t used) {
+  constexpr size_t kLeast = 20;
+  const size_t width = output_width();
+  return elide_middle(s, width > used + kLeast ? width - used : kLeast);
+}
+
 std::string wrap(const std::string& text, const std::string& first, const std::string& rest, size_t width) {
   std::vector<std::string> words;
   size_t start = 0;

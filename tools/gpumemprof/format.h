@@ -24,6 +24,19 @@ std::string pad(std::string_view s, size_t width);
 // `s` in at most `width` columns: its middle replaced by "..." when it is wider, so that both the
 // start of a name and its end (a file:line) stay.
 std::string elide_middle(std::string_view s, size_t width);
+// Where a line's text goes on when it is broken: an option's or a list's description, a table row's
+// last column (after its last gap of two spaces within the first half of `width`), a usage line's arguments (after
+// "gpumemprof COMMAND "), else `hang` columns in from the line's text. line[0, head) is kept as is.
+struct LineLayout {
+  size_t head, indent;
+};
+LineLayout line_layout(const std::string& line, size_t width, size_t hang);
+// Every line of `text` wider than `width` broken at spaces, laid out by line_layout().
+std::string fold_lines(const std::string& text, size_t width, size_t hang);
+
+// The rest of a line that starts `used` columns in, its middle elided to fit the output's width (but
+// never narrower than 20 columns: less says too little, and the line overflows instead).
+std::string fit_rest(const std::string& s, size_t used);
 // `text` as lines of at most `width` columns (words longer than that stand alone), the first
 // prefixed with `first`, the others with `rest`; each line ends in '\n'. A size's unit stays on
 // the line of its number ("1.00 GiB" never breaks).

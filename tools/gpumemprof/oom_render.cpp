@@ -89,7 +89,7 @@ std::string holder_line(size_t rank, const OomAllocation& a, const std::map<uint
   s += ", thread " + u(a.thread);
   if (a.age_ms) s += ", age " + age_text(*a.age_ms);
   if (auto site = sites.find(a.stack_id); site != sites.end()) {
-    s += "\n          at " + printable(site->second);
+    s += "\n          at " + fit_rest(printable(site->second), 13);
   } else if (a.stack_id != 0) {
     s += ", stack " + u(a.stack_id);
   }
@@ -314,7 +314,8 @@ std::string oom_explanation_text(const OomExplanation& x) {
     out += "\nNotes\n";
     for (const auto& n : x.notes) out += "  - " + printable(n) + "\n";
   }
-  return out;
+  // Each fact is one line; one wider than the output goes on under its text, a little further in.
+  return fold_lines(out, output_width(), 2);
 }
 
 nlohmann::json oom_explanation_json(const OomExplanation& x) {

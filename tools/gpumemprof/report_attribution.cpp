@@ -39,12 +39,6 @@ size_t name_width(const Rows& rows, size_t other) {
 // A name in a column of `width`: elided in the middle when wider, padded by display width.
 std::string column(const std::string& name, size_t width) { return pad(elide_middle(name, width), width); }
 
-// The rest of a line that starts `used` columns in, its middle elided to fit the output's width.
-std::string fit_rest(const std::string& s, size_t used) {
-  const size_t width = output_width();
-  return elide_middle(s, width > used + kNameWidthMin ? width - used : kNameWidthMin);
-}
-
 }  // namespace
 
 void print_call_sites(const analysis::RunAnalysis& run, const std::vector<analysis::CallSite>& sites, int indent) {
