@@ -68,7 +68,10 @@ void print_text(const JobAnalysis& job) {
   if (facts.world_size) what += ", world size " + std::to_string(*facts.world_size);
   std::printf("gpumemprof report: %s (%s)\n", job.root.c_str(), what.c_str());
   if (!facts.started.empty()) {
-    std::printf("  the job started %s (its first process's start); times are since then\n", facts.started.c_str());
+    std::fputs(wrap("the job started " + facts.started + " (its first process's start); times are since then", "  ", "    ",
+                    output_width())
+                   .c_str(),
+               stdout);
   }
   print_table(job_table(job));
   for (size_t i = 0; i < job.members.size(); ++i) {
@@ -87,7 +90,7 @@ void print_text(const JobAnalysis& job) {
   }
   if (!job.spreads.empty()) {
     std::printf("spread across the job:\n");
-    for (const analysis::Spread& s : job.spreads) std::printf("  %s\n", spread_line(job, s).c_str());
+    for (const analysis::Spread& s : job.spreads) std::fputs(wrap(spread_line(job, s), "  ", "    ", output_width()).c_str(), stdout);
   }
   const std::vector<std::string> failed = failed_first_lines(job);
   if (failed.empty()) {
