@@ -100,7 +100,8 @@ TEST(Job, TwoRanksGetRankNamedDirectoriesAndAJobReport) {
   EXPECT_EQ(masked(r.out),
             "gpumemprof report: " + job.root + " (job job42, 2 processes started by torchrun, world size 2)\n"
             " the job started TIME (its first process's start); times are since then\n"
-            " rank host pid device allocated peak at reserved peak at OOMs alerts lost events\n"
+            " rank host pid device allocated at reserved at OOMs alerts lost\n"
+            " peak peak events\n"
             " 0 " + host + " " + job.pids[0] + " 0 3.00 MiB T 3.00 MiB T 0 0 0\n"
             " 1 " + host + " " + job.pids[1] + " 0 3.00 MiB T 3.00 MiB T 0 0 0\n"
             "spread across the job:\n"
@@ -174,7 +175,8 @@ TEST_F(FourRanks, TheReportNamesTheSpreadAndTheRankThatFailedFirst) {
   EXPECT_EQ(masked(r.out),
             "gpumemprof report: " + job_.root + " (job job42, 4 processes started by torchrun, world size 4)\n"
             " the job started TIME (its first process's start); times are since then\n"
-            " rank host pid device allocated peak at reserved peak at OOMs alerts lost events\n" +
+            " rank host pid device allocated at reserved at OOMs alerts lost\n"
+            " peak peak events\n" +
                 row(0, "4.00 MiB", 0) + row(1, "6.00 MiB", 1) + row(2, "8.00 MiB", 0) + row(3, "5.00 MiB", 1) +
                 "spread across the job:\n"
                 " allocated peak: highest rank 2 (device 0) 8.00 MiB, lowest rank 0 (device 0) 4.00 MiB, +4.00 MiB "

@@ -73,7 +73,17 @@ void print_text(const JobAnalysis& job) {
                    .c_str(),
                stdout);
   }
-  print_table(job_table(job));
+  // The header on two lines ("allocated" over "peak"): the figures are narrower than their names,
+  // and the table then fits 80 columns.
+  std::vector<std::vector<std::string>> table = job_table(job);
+  std::vector<std::string> under;
+  for (std::string& label : table.front()) {
+    const size_t space = label.rfind(' ');
+    under.push_back(space == std::string::npos ? "" : label.substr(space + 1));
+    if (space != std::string::npos) label.resize(space);
+  }
+  table.insert(table.begin() + 1, under);
+  print_table(table);
   for (size_t i = 0; i < job.members.size(); ++i) {
     const reader::JobMember& m = job.members[i];
     if (!m.run) continue;
