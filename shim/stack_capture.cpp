@@ -85,22 +85,35 @@ struct LastStacks {
 };
 __attribute__((tls_model("initial-exec"))) thread_local LastStacks t_last{};
 
+// A fold of frames into one of `sets` sets (a power of two): the fold is a sum of independent
+// multiplies (no chain through the frames), mixed once here.
+size_t set_of(uint64_t fold, size_t sets) {
+  fold = (fold ^ (fold >> 29)) * 0x9E3779B97F4A7C15ull;
+  return static_cast<size_t>(fold >> 50) & (sets - 1);
+}
+
 // The set of a walk: from its first frames only, known before the walk is done.
 size_t walk_set(const PythonFrameRef* walked, size_t n) {
-  uint64_t fold = 0;  // as cache_set below
+  uint64_t fold = 0;
   for (size_t i = 0; i < n && i < WalkSet::kKeyFrames; ++i) {
     fold += (reinterpret_cast<uintptr_t>(walked[i].code) ^ walked[i].instr) * (2 * i + 1);
   }
-  fold = (fold ^ (fold >> 29)) * 0x9E3779B97F4A7C15ull;
-  return static_cast<size_t>(fold >> 50) & (ThreadCaches::kWalkSets - 1);
+  return set_of(fold, ThreadCaches::kWalkSets);
 }
 
-// WalkHint's callback: the first line of each way is asked for (what the comparison reads first;
-// the rest of a way that matches so far is read in order, and found by the hardware's prefetcher).
-void fetch_walk_set(const PythonFrameRef* walked, size_t n, void* caches) {
-  for (const CachedWalk& w : static_cast<ThreadCaches*>(caches)->walks[walk_set(walked, n)].way) {
-    __builtin_prefetch(&w);
-  }
+// A capture's walk set, found by WalkHint's callback while the walk goes on.
+struct WalkLookup {
+  ThreadCaches* caches;
+  WalkSet* set = nullptr;
+};
+
+// WalkHint's callback: the set, and the first line of each of its ways asked for (what the
+// comparison reads first; the rest of a way that matches so far is read in order, and found by
+// the hardware's prefetcher).
+void fetch_walk_set(const PythonFrameRef* walked, size_t n, void* arg) {
+  auto* lookup = static_cast<WalkLookup*>(arg);
+  lookup->set = &lookup->caches->walks[walk_set(walked, n)];
+  for (const CachedWalk& w : lookup->set->way) __builtin_prefetch(&w);
 }
 
 bool same_walk(const CachedWalk& w, const PythonFrameRef* walked, size_t n) {
@@ -112,10 +125,9 @@ bool same_walk(const CachedWalk& w, const PythonFrameRef* walked, size_t n) {
 }
 
 size_t cache_set(const uint64_t* frames, size_t count) {
-  uint64_t fold = count;  // independent multiplies (no chain through the frames), one mix at the end
+  uint64_t fold = count;
   for (size_t i = 0; i < count; ++i) fold += frames[i] * (2 * i + 1);
-  fold = (fold ^ (fold >> 29)) * 0x9E3779B97F4A7C15ull;
-  return static_cast<size_t>(fold >> 50) & (ThreadCaches::kStackSets - 1);
+  return set_of(fold, ThreadCaches::kStackSets);
 }
 
 // A program allocates from a few dozen to a few hundred places in turn (a model's layers), so the
@@ -171,11 +183,12 @@ uint32_t capture_python_stack(uint32_t depth) {
   if (depth == 0) return 0;
   if (depth > kMaxDepth) depth = kMaxDepth;
   ThreadCaches* caches = thread_caches();
-  const WalkHint hint{WalkSet::kKeyFrames, &fetch_walk_set, caches};
+  WalkLookup lookup{caches};
+  const WalkHint hint{WalkSet::kKeyFrames, &fetch_walk_set, &lookup};
   PythonFrameRef walked[kMaxDepth];
   const size_t n = walk_python_frames(walked, depth, caches != nullptr ? &hint : nullptr);
   if (n == 0) return 0;
-  WalkSet* set = caches != nullptr && n <= CachedWalk::kMaxFrames ? &caches->walks[walk_set(walked, n)] : nullptr;
+  WalkSet* set = n <= CachedWalk::kMaxFrames ? lookup.set : nullptr;  // set by the hint for any n > 0
   const uint64_t now = caches != nullptr ? ++caches->walks_done : 0;
   if (set != nullptr) {
     for (CachedWalk& w : set->way) {

@@ -5,7 +5,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <charconv>
 #include <cstdio>
 #include <cstring>
 #include <optional>
@@ -17,6 +16,7 @@
 #include "format.h"
 #include "job_view.h"
 #include "trace_format.h"
+#include "value_text.h"
 
 namespace gmp::tool {
 namespace {
@@ -80,11 +80,8 @@ std::optional<int> parse(int argc, char** argv, Args& a) {
       a.output = *v;
     } else if (name == "--world-size") {
       auto v = option_value(argc, argv, i);
-      uint64_t n = 0;
-      const char* end = v ? v->data() + v->size() : nullptr;
-      if (!v || std::from_chars(v->data(), end, n).ptr != end || v->empty() || n == 0) {
-        return usage_error("--world-size needs a positive integer");
-      }
+      const auto n = v ? parse_uint(*v) : std::nullopt;
+      if (!n || *n == 0) return usage_error("--world-size needs a positive integer");
       a.world_size = n;
     } else if (name == "--resolution") {
       auto v = option_value(argc, argv, i);
@@ -95,12 +92,10 @@ std::optional<int> parse(int argc, char** argv, Args& a) {
       }
     } else if (name == "--max-events") {
       auto v = option_value(argc, argv, i);
-      uint64_t n = 0;
-      const char* end = v ? v->data() + v->size() : nullptr;
-      if (!v || v->empty() || std::from_chars(v->data(), end, n).ptr != end) {
+      a.max_entries = v ? parse_uint(*v) : std::nullopt;
+      if (!a.max_entries) {
         return usage_error("--max-events '" + v.value_or("") + "' is not a count; accepted: 0 (all) or a positive integer");
       }
-      a.max_entries = n;
     } else if (name == "--min-size") {
       auto v = option_value(argc, argv, i);
       a.min_size = v ? parse_byte_size(*v) : std::nullopt;

@@ -543,13 +543,16 @@ struct Survey {
   std::set<uint32_t> stacks;
   std::map<int, uint64_t> entries;  // by device
   EntryTimes times;
-  uint64_t total = 0;
+  uint64_t total() const {
+    uint64_t n = 0;
+    for (const auto& [_, count] : entries) n += count;
+    return n;
+  }
   VizReplay::Sink sink() {
     return [this](const Entry& e) {
       if (e.stack != 0) stacks.insert(e.stack);
       ++entries[e.device];
       times.add(e.time_us);
-      ++total;
     };
   }
 };
@@ -610,7 +613,7 @@ std::string seconds(uint64_t us) {
 // More entries than --max-events: the window narrowed to the latest entries, or to those around
 // the allocated peak when it is older, and surveyed again; a note says what was kept.
 bool thin(Context& ctx, reader::Window& window, Surveyed& s) {
-  const uint64_t found = s.survey().total;
+  const uint64_t found = s.survey().total();
   if (ctx.max_entries == 0 || found <= ctx.max_entries) return true;
   std::optional<uint64_t> peak = s.peak_us;
   if (peak && (*peak * 1000 < window.since_ns || window.after(*peak * 1000))) peak.reset();  // not in the window
@@ -620,7 +623,7 @@ bool thin(Context& ctx, reader::Window& window, Surveyed& s) {
   s = Surveyed{};
   if (!survey(ctx, window, s)) return false;
   const bool around_peak = to_us != UINT64_MAX;
-  ctx.notes.push_back(std::to_string(found) + " trace entries; kept the " + std::to_string(s.survey().total) +
+  ctx.notes.push_back(std::to_string(found) + " trace entries; kept the " + std::to_string(s.survey().total()) +
                       (around_peak ? " around the allocated peak" : " latest") + ", from " + seconds(from_us) +
                       (around_peak ? " to " + seconds(to_us) : "") +
                       " (--max-events " + std::to_string(ctx.max_entries) + "; 0 keeps all)" +

@@ -24,9 +24,10 @@ std::string pad(std::string_view s, size_t width);
 // `s` in at most `width` columns: its middle replaced by "..." when it is wider, so that both the
 // start of a name and its end (a file:line) stay.
 std::string elide_middle(std::string_view s, size_t width);
-// Where a line's text goes on when it is broken: an option's or a list's description, a table row's
-// last column (after its last gap of two spaces within the first half of `width`), a usage line's arguments (after
-// "gpumemprof COMMAND "), else `hang` columns in from the line's text. line[0, head) is kept as is.
+// Where a line's text goes on when it is broken: an option's or a list's description, a table
+// row's last column (after its last gap of two spaces within the first half of `width`), a usage
+// line's arguments (after "gpumemprof COMMAND "), else `hang` columns in from the line's text.
+// line[0, head) is kept as is.
 struct LineLayout {
   size_t head, indent;
 };
