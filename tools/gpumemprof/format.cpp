@@ -193,6 +193,10 @@ std::string wrap(const std::string& text, const std::string& first, const std::s
   return out + line + "\n";
 }
 
+void say(const std::string& text, const std::string& first, const std::string& rest, std::FILE* to) {
+  std::fputs(wrap(text, first, rest, output_width()).c_str(), to);
+}
+
 std::string grouped(uint64_t n) {
   std::string digits = std::to_string(n), out;
   for (size_t i = 0; i < digits.size(); ++i) {

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstdio>
 #include <string>
 #include <string_view>
 
@@ -49,6 +50,9 @@ std::string grouped(uint64_t n);
 // character: up to 1024 bytes "N bytes", then "%.2f KiB" up to 1 MiB, "%.2f MiB" up to 1 GiB, else
 // "%.2f GiB" (its bounds are inclusive).
 std::string pytorch_size_text(uint64_t bytes);
+
+// `text` wrap()ped for output_width() and written to `to`: prose of the text outputs.
+void say(const std::string& text, const std::string& first, const std::string& rest, std::FILE* to = stdout);
 
 // "1 allocation", "3 allocations", "2 processes": a count (grouped()) with its noun (plural -es after
 // s, x, ch, sh).

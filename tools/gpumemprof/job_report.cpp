@@ -68,10 +68,7 @@ void print_text(const JobAnalysis& job) {
   if (facts.world_size) what += ", world size " + std::to_string(*facts.world_size);
   std::printf("gpumemprof report: %s (%s)\n", job.root.c_str(), what.c_str());
   if (!facts.started.empty()) {
-    std::fputs(wrap("the job started " + facts.started + " (its first process's start); times are since then", "  ", "    ",
-                    output_width())
-                   .c_str(),
-               stdout);
+    say("the job started " + facts.started + " (its first process's start); times are since then", "  ", "    ");
   }
   // The header on two lines ("allocated" over "peak"): the figures are narrower than their names,
   // and the table then fits 80 columns.
@@ -89,18 +86,15 @@ void print_text(const JobAnalysis& job) {
     if (!m.run) continue;
     const std::string label = analysis::member_label(m);
     if (m.run->summary_rebuilt) {
-      std::fputs(wrap("note: " + label + ": " + m.run->rebuild_reason + "; figures rebuilt from the trace", "  ",
-                      "    ", output_width())
-                     .c_str(),
-                 stdout);
+      say("note: " + label + ": " + m.run->rebuild_reason + "; figures rebuilt from the trace", "  ", "    ");
     }
     for (const std::string& w : reader::event_count_warnings(m.run->events)) {
-      std::fputs(wrap("note: " + label + ": " + w, "  ", "    ", output_width()).c_str(), stdout);
+      say("note: " + label + ": " + w, "  ", "    ");
     }
   }
   if (!job.spreads.empty()) {
     std::printf("spread across the job:\n");
-    for (const analysis::Spread& s : job.spreads) std::fputs(wrap(spread_line(job, s), "  ", "    ", output_width()).c_str(), stdout);
+    for (const analysis::Spread& s : job.spreads) say(spread_line(job, s), "  ", "    ");
   }
   const std::vector<std::string> failed = failed_first_lines(job);
   if (failed.empty()) {

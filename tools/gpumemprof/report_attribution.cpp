@@ -79,11 +79,9 @@ void print_ranges(const analysis::RunAnalysis& run) {
   if (r.ranges.empty() && r.unbalanced_pops == 0) return;
   uint64_t calls = 0;
   for (const analysis::RangeRow& row : r.ranges) calls += row.calls;
-  std::fputs(wrap("ranges: " + counted(r.ranges.size(), "name") + ", " + counted(calls, "call") +
-                      " (allocated bytes of all devices; allocations by the range's thread, nested ranges included)",
-                  "", "  ", output_width())
-                 .c_str(),
-             stdout);
+  say("ranges: " + counted(r.ranges.size(), "name") + ", " + counted(calls, "call") +
+          " (allocated bytes of all devices; allocations by the range's thread, nested ranges included)",
+      "", "  ");
   const size_t w = name_width(r.ranges, 4 + 1 + 7 + 1 + 10 + 1 + 10 + 1 + 11 + 1 + 17 + 1 + 11);
   std::printf("    %s %7s %-10s %-10s %-11s %-17s %s\n", column("name", w).c_str(), "calls", "total", "average",
               "allocated", "peak above entry", "net change");
@@ -137,11 +135,9 @@ void print_marks(const analysis::RunAnalysis& run) {
 void print_pauses(const analysis::RunAnalysis& run) {
   const analysis::Regions& r = run.regions;
   if (r.pauses.empty() && r.pauses_dropped == 0) return;
-  std::fputs(wrap("pauses: " + counted(r.pauses.size() + r.pauses_dropped, "pause") +
-                      "; allocations in them were not recorded (their frees count as unknown frees)",
-                  "", "  ", output_width())
-                 .c_str(),
-             stdout);
+  say("pauses: " + counted(r.pauses.size() + r.pauses_dropped, "pause") +
+          "; allocations in them were not recorded (their frees count as unknown frees)",
+      "", "  ");
   size_t shown = 0;
   for (const analysis::PauseRow& p : r.pauses) {
     if (shown++ == kPausesShown) {

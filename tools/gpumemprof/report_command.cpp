@@ -26,11 +26,6 @@ constexpr size_t kMarkersShown = 20;
 
 using ull = unsigned long long;
 
-// Prose, wrapped to the output's width: the first line prefixed with `first`, the others with `rest`.
-void say(const std::string& text, const std::string& first, const std::string& rest) {
-  std::fputs(wrap(text, first, rest, output_width()).c_str(), stdout);
-}
-
 // The label of summary.json's figures in a window's report, which are the whole run's.
 const char* whole_run(const analysis::RunAnalysis& run) { return run.window.whole() ? "" : " (whole run)"; }
 

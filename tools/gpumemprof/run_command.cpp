@@ -194,11 +194,6 @@ bool ran_out_of_memory(const reader::JobMember& member) {
   return member.run && member.run->figures.oom.failures > 0;
 }
 
-// Prose on stderr, wrapped for the output's width (docs/report.md, "Width").
-void say(const std::string& text, const std::string& first, const std::string& rest) {
-  std::fputs(wrap(text, first, rest, output_width()).c_str(), stderr);
-}
-
 // One process: how it ended first (`child_status` when it is the command's own process), then
 // its figures; `self` non-empty: its next commands too.
 void print_run(const reader::JobMember& member, pid_t child, int child_status, const std::string& self) {
@@ -213,7 +208,7 @@ void print_run(const reader::JobMember& member, pid_t child, int child_status, c
       pid == static_cast<uint64_t>(child) ? wait_status_text(child_status) : summary_end_text(run);
   say(rank_prefix(run.manifest) + analysis::program_title(run.manifest) + " (pid " + std::to_string(pid) +
           "): " + ended,
-      "  ", "      ");
+      "  ", "      ", stderr);
   for (const DeviceFigures& d : s.devices) {
     std::fprintf(stderr, "    device %d: peak allocated %s, peak reserved %s\n", d.stats.device,
                  bytes_text(d.stats.allocated.peak).c_str(), bytes_text(d.stats.reserved.peak).c_str());
@@ -222,7 +217,7 @@ void print_run(const reader::JobMember& member, pid_t child, int child_status, c
   for (size_t i = 0; i < oom.size(); ++i) std::fprintf(stderr, "    %s%s\n", i == 0 ? "OOM: " : "     ", oom[i].c_str());
   std::fprintf(stderr, "    alerts %llu\n", (unsigned long long)s.alerts.fired());
   std::fprintf(stderr, "    events: %s\n", reader::event_counts_line(run.events).c_str());
-  for (const std::string& w : reader::event_count_warnings(run.events)) say("note: " + w, "    ", "      ");
+  for (const std::string& w : reader::event_count_warnings(run.events)) say("note: " + w, "    ", "      ", stderr);
   if (!self.empty()) {
     print_next(self, member.path, ran_out_of_memory(member) ? std::vector{member.path} : std::vector<std::string>{},
                "    ");
