@@ -431,6 +431,86 @@ def framework_checks(args, browser, workdir):
     check("PyTorch reserved: max 120.00 MiB" in tips, "hovering the peak shows 'PyTorch reserved: max 120.00 MiB'")
 
 
+# Appended to a copy of the zoom run's page: zooms in three drags onto the 90 MiB spike (times from
+# the embedded finer level), then sweeps the pointer across the chart; keeps the view, the column
+# width the toolbar names and every distinct tooltip in <body data-fine-zoom> as JSON.
+FINE_ZOOM = """<script>
+(function () {
+  var data = JSON.parse(document.getElementById("gmp-data").textContent);
+  var fine = data.analysis.devices[0].timeline.fine, svg = document.querySelector("svg.timeline");
+  var top = fine.allocated_max.indexOf(Math.max.apply(null, fine.allocated_max));
+  var spike = fine.origin_ns + fine.index[top] * fine.width_ns;
+  function clientX(t) {
+    var r = svg.getBoundingClientRect(), from = +svg.dataset.viewFrom, to = +svg.dataset.viewTo;
+    return r.left + (+svg.dataset.plotLeft + (t - from) / (to - from) * +svg.dataset.plotWidth) * r.width / svg.viewBox.baseVal.width;
+  }
+  function mouse(type, t, target) {
+    var r = svg.getBoundingClientRect();
+    (target || svg).dispatchEvent(new MouseEvent(type, { clientX: clientX(t), clientY: r.top + r.height / 3, bubbles: true, button: 0 }));
+  }
+  function sweep() {
+    var tip = document.querySelector(".chart .tooltip"), r = svg.getBoundingClientRect(), seen = {};
+    for (var i = 0; i <= 600; i++) {
+      svg.dispatchEvent(new MouseEvent("mousemove", { clientX: r.left + r.width * i / 600, clientY: r.top + r.height / 2, bubbles: true }));
+      if (tip.style.display === "block") seen[tip.textContent.replace(/^.*?(allocated:[^a-z]*max [^,]*).*$/, "$1")] = 1;
+    }
+    return Object.keys(seen);
+  }
+  function zoom(half) {
+    mouse("mousedown", spike - half);
+    mouse("mousemove", spike, window);
+    mouse("mouseup", spike + half, window);
+  }
+  var steps = [{ tips: sweep(), view: document.querySelector(".timeline-view").textContent }];
+  zoom(20e6);
+  zoom(500e3);
+  zoom(20e3);
+  steps.push({ tips: sweep(), view: document.querySelector(".timeline-view").textContent,
+               from: +svg.dataset.viewFrom, to: +svg.dataset.viewTo, slice: data.analysis.devices[0].timeline.t_ns[1] });
+  document.body.dataset.fineZoom = JSON.stringify(steps);
+})();
+</script>
+"""
+
+
+def fine_zoom_checks(args, browser, workdir):
+    """A 0.8 s run whose 10 -> 60 -> 90 -> 60 -> 10 MiB spike takes microseconds, inside one of the
+    2048 slices: zoomed onto it, the chart is re-sliced from the finer level and shows each level."""
+    run = profile(args, workdir, args.prog_ops, ["alloc:10M", "sleep:400", "alloc:50M", "alloc:30M", "free_last",
+                                                 "free_last", "sleep:400"])
+    report = os.path.join(workdir, "zoom.html")
+    page = html_report(args, run, report)
+    data = embedded_json(page)
+    fine = data["analysis"]["devices"][0]["timeline"].get("fine") if data else None
+    check(fine is not None and fine["width_ns"] == 1 and max(fine["allocated_max"]) == 90 * MiB,
+          "the page embeds the finer level, 1 ns slices for a run of few events, its highest 90 MiB")
+    zoom_page = os.path.join(workdir, "zoom.explore.html")
+    with open(zoom_page, "w", encoding="utf-8") as f:
+        f.write(page.replace("</body>", FINE_ZOOM + "</body>"))
+    dom = chromium(browser, workdir, zoom_page, "--dump-dom")
+    found = re.search(r'data-fine-zoom="([^"]*)"', dom)
+    try:
+        steps = json.loads(html.unescape(found.group(1))) if found else []
+    except ValueError:
+        steps = []
+    if not check(len(steps) == 2, "the fine zoom script ran (%d steps)" % len(steps)):
+        return
+    whole, zoomed = steps
+    check(not any("max 60.00 MiB" in t for t in whole["tips"]),
+          "the whole run's columns hide the 60 MiB level inside one slice: %s" % whole["tips"])
+    check(zoomed["to"] - zoomed["from"] < zoomed["slice"],
+          "zoomed to %d ns, narrower than one of the 2048 slices (%d ns)" % (zoomed["to"] - zoomed["from"], zoomed["slice"]))
+    levels = [l for l in ("10.00", "60.00", "90.00") if any(t.endswith("max %s MiB" % l) for t in zoomed["tips"])]
+    check(levels == ["10.00", "60.00", "90.00"],
+          "zoomed in, columns of their own show 10, 60 and 90 MiB: %s (%s)" % (levels, zoomed["view"]))
+    check(re.search(r"[\d.]+ ns a column\.$", zoomed["view"]) is not None,
+          "the toolbar names the finer columns' width: %r" % zoomed["view"])
+    bands = band_geometry(re.sub(r"<script.*?</script>", "", dom, flags=re.S))
+    check(all(n > 10 and not problems for _, n, problems in bands),
+          "zoomed in, each band's outline spans its columns' lowest to highest value: %s" %
+          [(series, n, problems[:2]) for series, n, problems in bands])
+
+
 def main():
     ap = argparse.ArgumentParser()
     for name in ("--tool", "--shim", "--fake-dir", "--fake-nvml-dir", "--prog-ops"):
@@ -634,6 +714,8 @@ def main():
                   b[0].count("flame-none") == 1 for b in boxes4), "every box has exactly one frame type")
     else:
         print("  skip  Python frame colours: this python3 (%s) recorded no Python frames" % sys.version.split()[0])
+
+    fine_zoom_checks(args, browser, workdir)
 
     if args.framework_run_writer:
         framework_checks(args, browser, workdir)

@@ -79,6 +79,33 @@ nlohmann::json marker_json(const Marker& m) {
   return j;
 }
 
+// The finer level (fine_timeline.h) in arrays, as the coarse one: kept slices only, by index.
+nlohmann::json fine_json(const FineTimeline& fine, bool framework) {
+  using Field = uint64_t FineSlice::*;
+  std::vector<std::pair<const char*, Field>> fields = {
+      {"index", &FineSlice::index},
+      {"allocated_min", &FineSlice::allocated_min},
+      {"allocated_max", &FineSlice::allocated_max},
+      {"allocated_last", &FineSlice::allocated_last},
+      {"reserved_min", &FineSlice::reserved_min},
+      {"reserved_max", &FineSlice::reserved_max},
+      {"reserved_last", &FineSlice::reserved_last},
+      {"nvml_process_max", &FineSlice::nvml_process_max}};
+  if (framework) {
+    fields.insert(fields.end(), {{"tensors_max", &FineSlice::tensors_max},
+                                 {"tensors_last", &FineSlice::tensors_last},
+                                 {"framework_reserved_max", &FineSlice::framework_reserved_max},
+                                 {"framework_reserved_last", &FineSlice::framework_reserved_last}});
+  }
+  nlohmann::json j = {{"origin_ns", fine.origin_ns()}, {"width_ns", fine.width_ns()}};
+  for (const auto& [key, field] : fields) {
+    nlohmann::json values = nlohmann::json::array();
+    for (const FineSlice& s : fine.slices()) values.push_back(s.*field);
+    j[key] = std::move(values);
+  }
+  return j;
+}
+
 nlohmann::json timeline_json(const DeviceAnalysis& d) {
   nlohmann::json t = {{"t_ns", nlohmann::json::array()},          {"allocated_max", nlohmann::json::array()},
                       {"reserved_max", nlohmann::json::array()},  {"allocated_last", nlohmann::json::array()},
@@ -94,6 +121,7 @@ nlohmann::json timeline_json(const DeviceAnalysis& d) {
     t["reserved_last"].push_back(b.reserved_last);
     t["nvml_process_max"].push_back(b.nvml_process_max);
   }
+  if (!d.fine.slices().empty()) t["fine"] = fine_json(d.fine, d.framework.attached);
   if (!d.framework.attached) return t;
   for (const char* key : {"tensors_max", "framework_reserved_max", "tensors_last", "framework_reserved_last"}) {
     t[key] = nlohmann::json::array();

@@ -255,10 +255,12 @@ bool first_pass(const std::string& trace_path, RunAnalysis& run, const Options& 
 class Timeline {
  public:
   // From where memory was first held in the window (RunAnalysis::timeline_from_ns) to its last event.
-  Timeline(RunAnalysis& run, size_t buckets)
+  // `fine_slices`: FineTimeline's cap, from 1 ns slices up.
+  Timeline(RunAnalysis& run, size_t buckets, size_t fine_slices)
       : run_(run), buckets_(std::max<size_t>(buckets, 1)), origin_(run.timeline_from_ns), end_index_(buckets_) {
     width_ = std::max<uint64_t>(1, (run.duration_ns > origin_ ? run.duration_ns - origin_ : 0) / buckets_ + 1);
     for (auto& [ordinal, d] : run.devices) {
+      d.fine = FineTimeline(origin_, 1, fine_slices);
       d.timeline.assign(buckets_, TimelineBucket{});
       for (size_t i = 0; i < buckets_; ++i) d.timeline[i].start_ns = origin_ + i * width_;
       touched_[ordinal].assign(buckets_, false);
@@ -284,7 +286,9 @@ class Timeline {
         t.framework_reserved_max = before.framework_reserved;
       }
       const FrameworkStats& f = d.framework;
-      before = {d.allocated.current, d.reserved.current, f.allocated.current, f.reserved.current, index};
+      const Level after{d.allocated.current, d.reserved.current, f.allocated.current, f.reserved.current, index};
+      it->second.fine.level(at_ns, before.levels(), after.levels());
+      before = after;
       if (d.allocated.current > t.allocated_max) {
         t.allocated_max = d.allocated.current;
         t.allocated_max_index = index;
@@ -306,6 +310,7 @@ class Timeline {
     if (it == run_.devices.end() || process_bytes == UINT64_MAX) return;
     TimelineBucket& t = it->second.timeline[bucket(at_ns)];
     t.nvml_process_max = std::max(t.nvml_process_max, process_bytes);
+    it->second.fine.sample(at_ns, level_[device].levels(), process_bytes);
   }
 
   // Buckets without an event hold the level the previous bucket ended at.
@@ -337,6 +342,7 @@ class Timeline {
   struct Level {
     uint64_t allocated = 0, reserved = 0, tensors = 0, framework_reserved = 0;
     uint64_t index = 0;  // the trace position it was set at
+    Levels levels() const { return {allocated, reserved, tensors, framework_reserved}; }
   };
   RunAnalysis& run_;
   size_t buckets_;
@@ -377,7 +383,7 @@ bool second_pass(const std::string& trace_path, RunAnalysis& run, const Options&
   std::sort(snapshots.begin(), snapshots.end());
   reader::TraceReplay trace;
   if (!open_replay(trace, trace_path, opt, error)) return false;
-  Timeline timeline(run, opt.timeline_buckets);
+  Timeline timeline(run, opt.timeline_buckets, opt.fine_slices);
   const Accounting& acc = trace.accounting();
   if (!trace.begin_window()) {
     error = trace.error();

@@ -27,6 +27,7 @@
 #include "attribution_replay.h"
 #include "bytes.h"
 #include "call_sites.h"
+#include "fine_timeline.h"
 #include "flame.h"
 #include "run_directory_reader.h"
 #include "symbolizer.h"
@@ -91,6 +92,7 @@ struct DeviceAnalysis {
   std::vector<CallSite> sites_at_peak;  // live_at_peak by call site, most bytes first
   FlameNode flame;                      // live_at_peak by stack, root "GPU N"
   std::vector<TimelineBucket> timeline;
+  FineTimeline fine;  // Options::fine_slices; empty by default
   uint64_t nvml_process_peak = 0;  // 0 when NVML never named this process's usage
   uint64_t nvml_device_used_peak = 0;
   DeviceLimitFigures limit;
@@ -118,6 +120,7 @@ struct Marker {
 
 struct Options {
   size_t timeline_buckets = 600;
+  size_t fine_slices = 0;     // per device, the finer level for zooming (fine_timeline.h); 0: none
   size_t largest = 10;        // allocations listed at the peak and among leaks
   size_t max_markers = 2000;  // further markers are counted, not kept
   size_t max_sites = 20;      // call sites kept per live set

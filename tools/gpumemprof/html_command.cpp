@@ -25,6 +25,9 @@ namespace {
 // than pixels, each with what was live at its highest point (timeline_sets.h); docs/html-report.md
 // gives the file size this makes.
 constexpr size_t kTimelineBuckets = 2048;
+// The finer level zooming re-slices from (fine_timeline.h): per device at most this many slices
+// where something happened, as fine as that allows; docs/html-report.md gives what it adds.
+constexpr size_t kFineSlices = 16384;
 
 int usage_error(const std::string& what) {
   std::fprintf(stderr, "gpumemprof html: %s\n", what.c_str());
@@ -123,6 +126,7 @@ int html_main(int argc, char** argv) {
     reader::Progress progress("gpumemprof html");
     options.progress = &progress;
     options.timeline_buckets = kTimelineBuckets;
+    options.fine_slices = kFineSlices;
     auto run = analysis::analyze_run(dir, options, error);
     if (!run) return usage_error(error);
     if (auto past = window_past_end(run->window, run->duration_ns)) return usage_error(*past);

@@ -14,6 +14,7 @@
   }
 
   function humanTime(ns) {
+    if (ns < 1e3 && ns !== 0) return Math.round(ns) + " ns";
     if (ns >= 1e9) return (ns / 1e9).toFixed(3) + " s";
     return ns >= 1e6 ? (ns / 1e6).toFixed(3) + " ms" : (ns / 1e3).toFixed(1) + " \u00b5s";
   }
@@ -145,6 +146,9 @@
     var sets = null;
     (data.explore ? data.explore.devices : []).forEach(function (d) { if (d.device === dev.device) sets = d; });
     var slice = n > 1 ? tl.t_ns[1] - tl.t_ns[0] : 1, t0 = tl.t_ns[0];
+    var fine = tl.fine && tl.fine.index.length ? tl.fine : null;
+    // The narrowest view: a few of the finest slices the page holds, and no less than a microsecond.
+    var minSpan = fine ? Math.max(8 * fine.width_ns, 1000) : slice;
     var full = [t0, Math.max(t0 + 1, Math.min(tl.t_ns[n - 1] + slice, data.analysis.duration_ns))];
     var lanes = Math.min(ranges.rows, MAX_LANES);
     var W = Math.max(520, Math.round(box.clientWidth || 960));
@@ -191,12 +195,15 @@
     function timeAt(sx) { return view[0] + (Math.min(Math.max(sx, M.l), M.l + pw) - M.l) / pw * (view[1] - view[0]); }
 
     // The buckets in view, gathered into columns at most a pixel wide: each the lowest and highest
-    // of its buckets and the value at its end.
+    // of its buckets and the value at its end. Zoomed in until a bucket is wider than a pixel, the
+    // columns come from the finer level instead (fineColumns).
     function columns() {
       var b0 = bucketAt(view[0]), b1 = Math.max(b0, bucketAt(view[1] - 1)), count = b1 - b0 + 1;
+      if (fine && count < pw && fine.width_ns < slice) return fineColumns();
       var per = Math.max(1, Math.ceil(count / pw)), cols = [];
+      colNs = per * slice;
       for (var i = b0; i <= b1; i += per) {
-        var j1 = Math.min(b1, i + per - 1), c = { first: i, last: j1, from: Math.max(tl.t_ns[i], view[0]),
+        var j1 = Math.min(b1, i + per - 1), c = { from: Math.max(tl.t_ns[i], view[0]),
           to: Math.min(tl.t_ns[j1] + slice, view[1]), amin: Infinity, amax: 0, rmin: Infinity, rmax: 0, nvml: 0, tmax: 0, fmax: 0 };
         for (var j = i; j <= j1; j++) {
           c.amin = Math.min(c.amin, tl.allocated_min[j]); c.amax = Math.max(c.amax, tl.allocated_max[j]);
@@ -211,7 +218,38 @@
       return cols;
     }
 
-    var cols = [], y = null;
+    // The finer level (fine_timeline.h): only the slices where something happened are kept, by
+    // index; between two kept slices the level stayed where the earlier one ended. Columns of whole
+    // fine slices, at most a pixel wide; a column's figures start at the level it was entered at.
+    function fineColumns() {
+      var w = fine.width_ns, o = fine.origin_ns, kept = fine.index.length, cols = [];
+      var per = Math.max(1, Math.ceil((view[1] - view[0]) / pw / w));
+      colNs = per * w;
+      var g0 = Math.floor(Math.max(0, view[0] - o) / w / per), g1 = Math.floor(Math.max(0, view[1] - 1 - o) / w / per);
+      var k = 0, hi = kept;  // k: the first kept slice at or after the view's first column
+      while (k < hi) { var mid = (k + hi) >> 1; if (fine.index[mid] < g0 * per) k = mid + 1; else hi = mid; }
+      function level(i) {
+        return i < 0 ? { a: 0, r: 0, t: 0, f: 0 } : { a: fine.allocated_last[i], r: fine.reserved_last[i],
+          t: fw ? fine.tensors_last[i] : 0, f: fw ? fine.framework_reserved_last[i] : 0 };
+      }
+      var now = level(k - 1);
+      for (var g = g0; g <= g1; g++) {
+        var end = (g + 1) * per, c = { from: Math.max(o + g * per * w, view[0]), to: Math.min(o + end * w, view[1]),
+          amin: now.a, amax: now.a, rmin: now.r, rmax: now.r, tmax: now.t, fmax: now.f, nvml: 0 };
+        for (; k < kept && fine.index[k] < end; k++) {
+          c.amin = Math.min(c.amin, fine.allocated_min[k]); c.amax = Math.max(c.amax, fine.allocated_max[k]);
+          c.rmin = Math.min(c.rmin, fine.reserved_min[k]); c.rmax = Math.max(c.rmax, fine.reserved_max[k]);
+          c.nvml = Math.max(c.nvml, fine.nvml_process_max[k]);
+          if (fw) { c.tmax = Math.max(c.tmax, fine.tensors_max[k]); c.fmax = Math.max(c.fmax, fine.framework_reserved_max[k]); }
+          now = level(k);
+        }
+        c.alast = now.a; c.rlast = now.r; c.tlast = now.t; c.flast = now.f;
+        cols.push(c);
+      }
+      return cols;
+    }
+
+    var cols = [], colNs = slice, y = null;
     function draw() {
       cols = columns();
       var max = 1;
@@ -324,7 +362,9 @@
       if (selection[0] > full[0] || selection[1] < full[1]) {
         svgEl("rect", { "class": "selection", x: x(selection[0]), y: M.t, width: Math.max(1, x(selection[1]) - x(selection[0])), height: ph }, layer);
       }
-      if (chosen >= 0 && tl.t_ns[chosen] + slice >= view[0] && tl.t_ns[chosen] <= view[1]) {
+      // (Not when the view is inside that slice: where in it the highest point lies is not known.)
+      if (chosen >= 0 && tl.t_ns[chosen] + slice >= view[0] && tl.t_ns[chosen] <= view[1] &&
+          (tl.t_ns[chosen] >= view[0] || tl.t_ns[chosen] + slice <= view[1])) {
         svgEl("circle", { "class": "selection-peak", cx: r1((x(tl.t_ns[chosen]) + x(tl.t_ns[chosen] + slice)) / 2),
           cy: y(tl.allocated_max[chosen]), r: 4 }, layer);
       }
@@ -333,12 +373,13 @@
       svg.dataset.plotLeft = M.l;
       svg.dataset.plotWidth = pw;
       resetButton.disabled = view[0] === full[0] && view[1] === full[1] && selection[0] === full[0] && selection[1] === full[1];
-      viewText.textContent = "Showing " + humanTime(view[0]) + " to " + humanTime(view[1]) + ".";
+      viewText.textContent = "Showing " + humanTime(view[0]) + " to " + humanTime(view[1]) + ", " +
+        humanTime(colNs) + " a column.";
     }
 
     // ---- zoom, pan, selection ----
     function setView(a, b) {
-      var span = Math.min(full[1] - full[0], Math.max(b - a, Math.min(slice, full[1] - full[0])));
+      var span = Math.min(full[1] - full[0], Math.max(b - a, Math.min(minSpan, full[1] - full[0])));
       a = Math.max(full[0], Math.min(a, full[1] - span));
       view = [a, a + span];
       draw();
