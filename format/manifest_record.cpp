@@ -27,6 +27,7 @@ json process_fields(const ManifestRecord& m) {
           {"world_size", or_null(m.world_size)},
           {"launcher", text_or_null(m.launcher)},
           {"job_id", text_or_null(m.job_id)},
+          {"invocation", text_or_null(m.invocation)},
           {"cuda_driver_version", m.cuda_driver_version}};
 }
 
@@ -69,6 +70,7 @@ ManifestRecord process_manifest(const ProcessInfo& info) {
   m.world_size = info.job.world_size;
   m.launcher = info.job.launcher;
   m.job_id = info.job.job_id;
+  m.invocation = info.job.invocation;
   m.cuda_driver_version = info.cuda_driver_version;
   m.start_realtime_ns = info.start_realtime_ns;
   m.start_monotonic_ns = info.start_monotonic_ns;
@@ -107,6 +109,7 @@ bool from_json(const json& j, ManifestRecord& out) {
   out.world_size = reader::as_u64(member(&j, "world_size"));
   out.launcher = reader::str_or(member(&j, "launcher"));
   out.job_id = reader::str_or(member(&j, "job_id"));
+  out.invocation = reader::str_or(member(&j, "invocation"));
   out.cuda_driver_version = reader::as_i64(member(&j, "cuda_driver_version")).value_or(0);
   out.tool_version = reader::str_or(member(&j, "tool_version"));
   out.start_time_utc = reader::str_or(member(&j, "start_time_utc"));

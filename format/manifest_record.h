@@ -38,7 +38,7 @@ struct ManifestRecord {
   // The job (process_record.h's JobIdentity). A rank, local rank or world size is a non-negative
   // integer or null; rank also reads the decimal string older manifests wrote (with "0" for none).
   std::optional<uint64_t> rank, local_rank, world_size;  // nullopt: null, or not such a number
-  std::string launcher, job_id;                          // "": null, or not a string
+  std::string launcher, job_id, invocation;              // "": null, or not a string
   int64_t cuda_driver_version = 0;  // 0: not an integer
   // The run.
   std::string tool_version;
@@ -60,7 +60,7 @@ nlohmann::json to_json(const ManifestRecord& m);
 bool from_json(const nlohmann::json& j, ManifestRecord& out);
 
 // {"pid", "ppid", "exe", "argv", "cwd", "host", "rank", "local_rank", "world_size", "launcher", "job_id",
-// "cuda_driver_version"}: the process as
+// "invocation", "cuda_driver_version"}: the process as
 // manifest.json and an OOM bundle's environment.json describe it.
 nlohmann::json process_json(const ProcessInfo& info);
 

@@ -10,12 +10,17 @@
 namespace gmp {
 
 // Which rank of which job the process is, from its launcher's environment (collector/launcher_env.h).
+// Set by `gpumemprof run` for the command it starts, the same for all of the command's processes:
+// which of the runs in one ROOT belong together (tools/reader/job_directory.h).
+inline constexpr const char* kInvocationVariable = "GPUMEMPROF_INVOCATION";
+
 struct JobIdentity {
-  std::string launcher;                  // "torchrun", "openmpi", "mvapich", "pmix", "pmi", "slurm"; "": none
+  std::string launcher;                  // "torchrun", "env", "openmpi", "mvapich", "pmix", "pmi", "slurm"; "": none
   std::optional<uint64_t> rank;          // nullopt: no launcher, or its value was not a number
   std::optional<uint64_t> local_rank;    // the rank among the processes on this host
   std::optional<uint64_t> world_size;    // the number of ranks in the job
   std::string job_id;                    // the scheduler's or launcher's job id; "": none
+  std::string invocation;                // GPUMEMPROF_INVOCATION: the `gpumemprof run` that started it; "": none
   bool operator==(const JobIdentity&) const = default;
 };
 

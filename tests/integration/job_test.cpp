@@ -38,14 +38,16 @@ struct Job {
   std::vector<std::string> pids;
 };
 
-// Runs `gpumemprof run -o ROOT -- launcher`, where the launcher starts rank r as `prog_ops ops[r]`.
-Job launch(const Sandbox& box, const std::vector<std::string>& ops) {
+// Runs `gpumemprof run -o ROOT -- launcher`, where the launcher starts rank r as `prog_ops ops[r]`
+// with torchrun's variables (`torchrun` false: RANK and WORLD_SIZE alone, as a plain script sets them).
+Job launch(const Sandbox& box, const std::vector<std::string>& ops, bool torchrun = true) {
   const std::string launcher = box.dir() + "/launch.sh";
   {
     std::ofstream f(launcher);
     f << "#!/bin/sh\n";
     for (size_t r = 0; r < ops.size(); ++r) {
-      f << "RANK=" << r << " LOCAL_RANK=" << r << " WORLD_SIZE=" << ops.size() << " TORCHELASTIC_RUN_ID=job42 "
+      f << "RANK=" << r << " WORLD_SIZE=" << ops.size()
+        << (torchrun ? " LOCAL_RANK=" + std::to_string(r) + " TORCHELASTIC_RUN_ID=job42 " : " ")
         << Paths::bin("prog_ops") << " " << ops[r] << " >/dev/null &\n";
     }
     f << "wait\n";
@@ -75,6 +77,20 @@ std::string masked(const std::string& text) {
   std::string s = std::regex_replace(text, std::regex(R"(\d{4}-\d\d-\d\dT[0-9:.]+Z)"), "TIME");
   s = std::regex_replace(s, std::regex(R"(\d+\.\d+ m?s\b)"), "T");
   return std::regex_replace(s, std::regex(" +"), " ");
+}
+
+// A script that sets RANK itself is not torchrun: the report says where the ranks came from.
+TEST(Job, RanksFromAPlainScriptAreNotSaidToBeTorchrun) {
+  Sandbox box;
+  const Job job = launch(box, {"alloc:1M", "alloc:2M"}, false);
+  ASSERT_EQ(job.run.exit_code, 0) << job.run.err;
+  RunResult r = run_tool({"report", job.root});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(contains(r.out, "gpumemprof report: " + job.root + " (2 processes ranked by RANK, world size 2)\n"))
+      << r.out;
+  EXPECT_FALSE(contains(r.out, "torchrun")) << r.out;
+  RunResult j = run_tool({"report", job.root, "--json"});
+  EXPECT_EQ(nlohmann::json::parse(j.out)["processes"][0]["launcher"], "env") << j.out;
 }
 
 TEST(Job, TwoRanksGetRankNamedDirectoriesAndAJobReport) {

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <set>
 
 #include "harness.h"
 #include "trace_reader.h"
@@ -182,6 +183,64 @@ TEST(RunCommand, EarlierRunsInTheRootAreNeitherCountedNorChecked) {
   EXPECT_EQ(r.exit_code, 1) << r.err;
   EXPECT_NE(r.err.find("already held 2 run directories"), std::string::npos) << r.err;
   EXPECT_EQ(dirs_under(root).size(), 3u);
+}
+
+// The same root read afterwards: `report ROOT` and `check ROOT` read the latest `gpumemprof run`'s
+// processes as the job (their manifests share its invocation) and say what else ROOT holds.
+TEST(RunCommand, ReportAndCheckOfAReusedRootReadTheLatestRun) {
+  Sandbox box;
+  const std::string root = box.dir() + "/runs";
+  for (const char* size : {"alloc:23M", "alloc:5M", "alloc:1M"}) {
+    ASSERT_EQ(box.run(run_args(root, {Paths::bin("prog_ops"), size}), tool_env()).exit_code, 0);
+  }
+  ASSERT_EQ(dirs_under(root).size(), 3u);
+  RunResult check = run_tool({"check", root, "--max-peak", "10MiB"});
+  EXPECT_EQ(check.exit_code, 0) << check.out << check.err;
+  EXPECT_NE(check.err.find("gpumemprof check: " + root +
+                           " also holds 2 run directories of 2 earlier jobs, not read here: this is the latest, 1 "
+                           "process of one `gpumemprof run` (prog_ops) started "),
+            std::string::npos)
+      << check.err;
+  RunResult report = run_tool({"report", root, "--json"});
+  ASSERT_EQ(report.exit_code, 0) << report.err;
+  const auto doc = nlohmann::json::parse(report.out);
+  EXPECT_EQ(doc["job"]["processes"], 1);
+  EXPECT_EQ(doc["processes"][0]["devices"][0]["allocated_peak"]["bytes"], 1u << 20) << report.out;
+  EXPECT_NE(doc["job"]["left_out"].get<std::string>().find("2 earlier jobs"), std::string::npos);
+  // Each run directory names the invocation that made it.
+  std::set<std::string> invocations;
+  for (const std::string& dir : dirs_under(root)) {
+    std::ifstream f(dir + "/manifest.json");
+    invocations.insert(nlohmann::json::parse(f)["invocation"].get<std::string>());
+  }
+  EXPECT_EQ(invocations.size(), 3u);
+}
+
+// Runs of unrelated jobs found in different directories (a search of /tmp) are not merged into one
+// job: the tools list what they found and ask for one.
+TEST(RunCommand, UnrelatedRunsInDifferentDirectoriesAreListedNotMerged) {
+  Sandbox box;
+  const std::string top = box.dir() + "/tmp";
+  ASSERT_EQ(box.run(run_args(top + "/a", {Paths::bin("prog_ops"), "alloc:1M"}), tool_env()).exit_code, 0);
+  ASSERT_EQ(box.run(run_args(top + "/b/c", {Paths::bin("prog_ops"), "alloc:100M"}), tool_env()).exit_code, 0);
+  for (const char* command : {"report", "check", "html"}) {
+    std::vector<std::string> args = {command, top};
+    if (std::string(command) == "html") args.insert(args.end(), {"-o", box.dir() + "/page.html"});
+    if (std::string(command) == "check") args.insert(args.end(), {"--max-peak", "1GiB"});
+    RunResult r = run_tool(args);
+    EXPECT_EQ(r.exit_code, 2) << command << ": " << r.out << r.err;
+    EXPECT_EQ(r.out, "") << command;
+    EXPECT_NE(r.err.find("gpumemprof " + std::string(command) + ": " + top +
+                         " holds the runs of 2 different jobs; give the directory of the one to read:\n  " + top +
+                         "/a  1 process of one `gpumemprof run` (prog_ops) started "),
+              std::string::npos)
+        << r.err;
+    EXPECT_NE(r.err.find("\n  " + top + "/b/c  1 process of one `gpumemprof run` (prog_ops) started "),
+              std::string::npos)
+        << r.err;
+  }
+  RunResult one = run_tool({"report", top + "/b/c"});
+  EXPECT_EQ(one.exit_code, 0) << one.err;
 }
 
 // The pid in an ELF core file's NT_PRPSINFO note (x86-64 elf_prpsinfo: pr_pid at byte 24); 0 when

@@ -47,11 +47,27 @@ TEST(LauncherEnv, TorchrunInsideSlurmAndMpiKeepsTheWorkersRankAndTheSchedulersJo
 }
 
 TEST(LauncherEnv, ValuesThatAreNotNumbersReadAsUnknown) {
-  EXPECT_EQ(identity({{"RANK", "x"}, {"LOCAL_RANK", "-1"}, {"WORLD_SIZE", " 8"}}),
+  EXPECT_EQ(identity({{"RANK", "x"}, {"LOCAL_RANK", "-1"}, {"WORLD_SIZE", " 8"}, {"TORCHELASTIC_RUN_ID", "none"}}),
             (JobIdentity{"torchrun", std::nullopt, std::nullopt, std::nullopt, ""}));
   // An empty rank variable is not a launcher: the next one decides.
   EXPECT_EQ(identity({{"RANK", ""}, {"SLURM_PROCID", "0"}, {"TORCHELASTIC_RUN_ID", "none"}}),
             (JobIdentity{"slurm", 0, std::nullopt, std::nullopt, ""}));
+}
+
+// torchrun always sets TORCHELASTIC_RUN_ID: RANK without it is a script or another launcher using
+// PyTorch's env:// variables, never said to be torchrun.
+TEST(LauncherEnv, RankWithoutTorchrunsRunIdIsTheEnvConvention) {
+  EXPECT_EQ(identity({{"RANK", "1"}, {"WORLD_SIZE", "2"}}), (JobIdentity{"env", 1, std::nullopt, 2, ""}));
+  EXPECT_EQ(identity({{"RANK", "1"}, {"SLURM_PROCID", "0"}, {"SLURM_JOB_ID", "7"}}),
+            (JobIdentity{"env", 1, std::nullopt, std::nullopt, "7"}));
+}
+
+TEST(LauncherEnv, GpumemprofRunsInvocationIsKeptAsGiven) {
+  JobIdentity expected{"torchrun", 0, std::nullopt, std::nullopt, ""};
+  expected.invocation = "1764337075123456789-4242";
+  EXPECT_EQ(identity({{"RANK", "0"}, {"TORCHELASTIC_RUN_ID", "none"}, {"GPUMEMPROF_INVOCATION", "1764337075123456789-4242"}}),
+            expected);
+  EXPECT_EQ(identity({}).invocation, "");
 }
 
 }  // namespace

@@ -57,7 +57,7 @@ TEST(ManifestRecord, Text) {
             R"("ring_events":0,"sample_ms":100,"stacks":0,"tensor_stacks":"python","trace_max":0,"warn_percent":80.0},"cuda_driver_version":12040,)"
             R"("cwd":"/work","devices":[{"name":"Fake CUDA Device 0","ordinal":0,"total_bytes":17179869184},)"
             R"({"name":"Fake CUDA Device 2","ordinal":2,"total_bytes":1073741824}],"exe":"/usr/bin/python3",)"
-            R"("host":"node7","job_id":"job-17","launcher":"torchrun","local_rank":1,"pid":4242,"ppid":1,"rank":3,)"
+            R"("host":"node7","invocation":null,"job_id":"job-17","launcher":"torchrun","local_rank":1,"pid":4242,"ppid":1,"rank":3,)"
             R"("schema_version":1,)"
             R"("start_monotonic_ns":55,"start_realtime_ns":1700000000000000000,)"
             R"("start_time_utc":"2023-11-14T22:13:20.000Z","tool":"gpumemprof","tool_version":"0.9.0",)"
@@ -70,7 +70,7 @@ TEST(ManifestRecord, ProcessJsonHasTheManifestsProcessKeys) {
   info.argv = {"a"};
   info.rank = "0";  // no launcher: the job's fields are null
   EXPECT_EQ(json_text(process_json(info)),
-            R"({"argv":["a"],"cuda_driver_version":0,"cwd":"","exe":"","host":"","job_id":null,"launcher":null,)"
+            R"({"argv":["a"],"cuda_driver_version":0,"cwd":"","exe":"","host":"","invocation":null,"job_id":null,"launcher":null,)"
             R"("local_rank":null,"pid":7,"ppid":0,"rank":null,"world_size":null})");
 }
 

@@ -129,9 +129,12 @@ uint64_t JobAnalysis::job_time(size_t member, uint64_t at_ns) const {
 }
 
 std::optional<JobAnalysis> analyze_job(const std::string& root, std::string& error) {
-  auto members = reader::open_job_directory(root, error);
+  std::string left_out;
+  auto members = reader::open_job_directory(root, error, &left_out);
   if (!members) return std::nullopt;
-  return analyze_job_members(root, std::move(*members));
+  JobAnalysis job = analyze_job_members(root, std::move(*members));
+  job.left_out = left_out;
+  return job;
 }
 
 JobAnalysis analyze_job_members(const std::string& root, std::vector<reader::JobMember> members) {
@@ -209,7 +212,8 @@ json job_json(const JobAnalysis& job) {
   return {{"job", {{"root", job.root},
                    {"processes", job.members.size()},
                    {"opened", job.opened},
-                   {"start_realtime_ns", job.start_realtime_ns}}},
+                   {"start_realtime_ns", job.start_realtime_ns},
+                   {"left_out", job.left_out.empty() ? json(nullptr) : json(job.left_out)}}},
           {"processes", processes},
           {"spread", spreads},
           {"failed_first", failed_first}};

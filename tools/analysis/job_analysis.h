@@ -57,6 +57,9 @@ struct JobOom {
 
 struct JobAnalysis {
   std::string root;
+  // What else the root holds, when it holds the runs of several jobs and this is the latest
+  // (reader::choose_job()); "" when nothing.
+  std::string left_out;
   std::vector<reader::JobMember> members;  // in job order (rank, host, pid), opened or with their error
   size_t opened = 0;
   uint64_t start_realtime_ns = 0;  // the earliest start among the opened manifests; 0 when none says

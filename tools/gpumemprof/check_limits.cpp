@@ -51,7 +51,9 @@ std::optional<std::vector<reader::JobMember>> open_runs(const char* command, con
     m.run = reader::open_run_directory(path, m.error);
     runs.emplace().push_back(std::move(m));
   } else {
-    runs = reader::open_job_directory(path, error);
+    std::string left_out;  // the root's earlier jobs: not checked, and said so
+    runs = reader::open_job_directory(path, error, &left_out);
+    if (runs && !left_out.empty()) say(prefix(command) + what + left_out, "", "  ", stderr);
   }
   if (!runs) {
     std::fprintf(stderr, "%s%s%s\n", prefix(command).c_str(), what, error.c_str());

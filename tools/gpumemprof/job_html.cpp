@@ -36,7 +36,9 @@ std::string render_job_html(const analysis::JobAnalysis& job) {
   out += "</style>\n</head>\n<body class=\"job\">\n<header>\n<h1>GPU memory of a job <span class=\"exe\">" +
          escape(job.root) + "</span></h1>\n";
   out += "<p>" + std::to_string(job.members.size()) + " run directories, " + std::to_string(job.opened) +
-         " read. Times are since the job started (its first process's start).</p>\n</header>\n";
+         " read. Times are since the job started (its first process's start).</p>\n";
+  if (!job.left_out.empty()) out += "<p class=\"note\">" + escape(job.left_out) + ".</p>\n";
+  out += "</header>\n";
 
   out += "<section id=\"processes\">\n<h2>Ranks and devices</h2>\n<table class=\"job-rows\">\n";
   const auto table = job_table(job);

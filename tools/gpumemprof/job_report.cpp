@@ -64,9 +64,11 @@ void print_text(const JobAnalysis& job) {
   const JobFacts facts = job_facts(job);
   std::string what = counted(job.members.size(), "process");
   if (!facts.job_id.empty()) what = "job " + facts.job_id + ", " + what;
-  if (!facts.launcher.empty()) what += " started by " + facts.launcher;
+  // "env": RANK without torchrun's own variables, a script or another launcher (launcher_env.h).
+  if (!facts.launcher.empty()) what += facts.launcher == "env" ? " ranked by RANK" : " started by " + facts.launcher;
   if (facts.world_size) what += ", world size " + std::to_string(*facts.world_size);
   std::printf("gpumemprof report: %s (%s)\n", job.root.c_str(), what.c_str());
+  if (!job.left_out.empty()) say(job.left_out, "  ", "    ");
   if (!facts.started.empty()) {
     say("the job started " + facts.started + " (its first process's start); times are since then", "  ", "    ");
   }

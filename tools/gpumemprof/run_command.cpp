@@ -32,6 +32,7 @@
 #include "format.h"
 #include "job_directory.h"
 #include "process_facts.h"
+#include "process_record.h"
 #include "trace_format.h"
 #include "trusted_dir.h"
 
@@ -355,6 +356,13 @@ int run_main(int argc, char** argv) {
     }
   }
 
+  // The id the command's processes write in their manifests (launcher_env.h): which runs under ROOT
+  // are this command's, even with another `gpumemprof run` writing there at the same time.
+  timespec now{};
+  clock_gettime(CLOCK_REALTIME, &now);
+  const std::string invocation =
+      std::to_string(now.tv_sec) + std::to_string(1'000'000'000 + now.tv_nsec).substr(1) + "-" + std::to_string(getpid());
+
   struct sigaction sa {};
   sa.sa_handler = forward_signal;
   sigemptyset(&sa.sa_mask);
@@ -368,6 +376,7 @@ int run_main(int argc, char** argv) {
     if (!nvtx_chain.empty()) setenv("GPUMEMPROF_NVTX_CHAIN", nvtx_chain.c_str(), 1);
     // A rank's directory is named by its rank (rank3.python.1234), anything else's <exe>.<pid>.
     setenv("GPUMEMPROF_OUTPUT", (root + "/%R%e.%p").c_str(), 1);
+    setenv(kInvocationVariable, invocation.c_str(), 1);
     for (auto& [k, v] : env) setenv(k.c_str(), v.c_str(), 1);
     execvp(argv[i], argv + i);
     std::fprintf(stderr, "gpumemprof run: cannot run %s: %s\n", argv[i], std::strerror(errno));
@@ -386,7 +395,9 @@ int run_main(int argc, char** argv) {
   std::string error;  // no run directory under ROOT: nothing allocated GPU memory
   std::vector<reader::JobMember> members;
   for (reader::JobMember& m : reader::open_job_directory(root, error).value_or(std::vector<reader::JobMember>{})) {
-    if (earlier.count(m.path) == 0) members.push_back(std::move(m));
+    // A run that cannot be read is counted when it appeared while the command ran.
+    const bool ours = m.run ? m.run->manifest.invocation == invocation : earlier.count(m.path) == 0;
+    if (ours) members.push_back(std::move(m));
   }
   std::fprintf(stderr, "\ngpumemprof: %s under %s\n", counted(members.size(), "profiled process").c_str(),
                root.c_str());

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <map>
 #include <tuple>
 
 #include "run_directory_files.h"
@@ -69,7 +70,96 @@ auto order_key(const JobMember& m) {
                          man != nullptr ? man->pid.value_or(0) : 0, m.path);
 }
 
+std::string parent_of(const std::string& path) { return path.substr(0, path.rfind('/')); }
+
+// What makes runs one job (choose_job()): "" for a member that could not be read.
+std::string job_key(const JobMember& m) {
+  if (!m.run) return "";
+  const ManifestRecord& man = m.run->manifest;
+  if (!man.invocation.empty()) return "run " + man.invocation;
+  if (!man.job_id.empty()) return "job " + man.job_id;
+  return "dir " + parent_of(m.path);
+}
+
+struct Group {
+  std::vector<size_t> members;
+  uint64_t start_ns = 0;  // the earliest start among them; 0 when none says
+  std::string start_utc, exe, dir;  // dir: where they all lie, "" when not one directory
+};
+
+// "2 processes of `gpumemprof run` (train.py) started 2026-11-28T12:00:00.000Z in /tmp/a"
+std::string group_text(const std::string& key, const Group& g) {
+  const size_t n = g.members.size();
+  std::string out = std::to_string(n) + (n == 1 ? " process" : " processes");
+  if (key.starts_with("run ")) out += " of one `gpumemprof run`";
+  if (key.starts_with("job ")) out += " of job " + key.substr(4);
+  if (!g.exe.empty()) out += " (" + g.exe + ")";
+  if (!g.start_utc.empty()) out += " started " + g.start_utc;
+  return out;
+}
+
+uint64_t changed_ns(const std::string& path) {
+  struct stat st {};
+  if (stat(path.c_str(), &st) != 0) return 0;
+  return static_cast<uint64_t>(st.st_mtim.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(st.st_mtim.tv_nsec);
+}
+
 }  // namespace
+
+std::optional<std::vector<JobMember>> choose_job(const std::string& root, std::vector<JobMember> members,
+                                                 std::string& left_out, std::string& error) {
+  left_out.clear();
+  std::map<std::string, Group> groups;
+  for (size_t i = 0; i < members.size(); ++i) {
+    const std::string key = job_key(members[i]);
+    if (key.empty()) continue;
+    Group& g = groups[key];
+    const ManifestRecord& man = members[i].run->manifest;
+    if (g.members.empty()) g.dir = parent_of(members[i].path);
+    if (g.dir != parent_of(members[i].path)) g.dir.clear();
+    g.members.push_back(i);
+    if (man.start_realtime_ns != 0 && (g.start_ns == 0 || man.start_realtime_ns < g.start_ns)) {
+      g.start_ns = man.start_realtime_ns;
+      g.start_utc = man.start_time_utc;
+      g.exe = man.exe.substr(man.exe.rfind('/') + 1);
+    }
+  }
+  if (groups.size() <= 1) return members;
+  const std::string top = root.size() > 1 && root.back() == '/' ? root.substr(0, root.size() - 1) : root;
+  const bool side_by_side = std::all_of(groups.begin(), groups.end(), [&](const auto& g) { return g.second.dir == top; });
+  if (!side_by_side) {
+    error = top + " holds the runs of " + std::to_string(groups.size()) +
+            " different jobs; give the directory of the one to read:";
+    std::vector<std::pair<uint64_t, std::string>> lines;
+    for (const auto& [key, g] : groups) {
+      const std::string where = g.dir.empty() || g.dir == top ? members[g.members.front()].path : g.dir;
+      lines.push_back({g.start_ns, "\n  " + where + "  " + group_text(key, g)});
+    }
+    std::sort(lines.begin(), lines.end());
+    for (const auto& line : lines) error += line.second;
+    return std::nullopt;
+  }
+  auto latest = groups.begin();
+  for (auto it = groups.begin(); it != groups.end(); ++it) {
+    if (it->second.start_ns > latest->second.start_ns) latest = it;
+  }
+  std::vector<bool> keep(members.size(), false);
+  for (size_t i : latest->second.members) keep[i] = true;
+  size_t others = 0;
+  for (size_t i = 0; i < members.size(); ++i) {
+    if (!members[i].run) keep[i] = changed_ns(members[i].path) >= latest->second.start_ns;
+    if (!keep[i]) ++others;
+  }
+  left_out = top + " also holds " + std::to_string(others) + (others == 1 ? " run directory" : " run directories") +
+             " of " + std::to_string(groups.size() - 1) + (groups.size() == 2 ? " earlier job" : " earlier jobs") +
+             ", not read here: this is the latest, " + group_text(latest->first, latest->second) +
+             "; give one run directory to read an earlier one";
+  std::vector<JobMember> chosen;
+  for (size_t i = 0; i < members.size(); ++i) {
+    if (keep[i]) chosen.push_back(std::move(members[i]));
+  }
+  return chosen;
+}
 
 bool looks_like_run_directory(const std::string& path) {
   struct stat st {};
@@ -91,7 +181,8 @@ std::vector<JobMember> find_run_directories(const std::string& root) {
   return found;
 }
 
-std::optional<std::vector<JobMember>> open_job_directory(const std::string& root, std::string& error) {
+std::optional<std::vector<JobMember>> open_job_directory(const std::string& root, std::string& error,
+                                                         std::string* left_out) {
   if (!is_directory(root)) {
     error = root + " is not a directory";
     return std::nullopt;
@@ -111,6 +202,7 @@ std::optional<std::vector<JobMember>> open_job_directory(const std::string& root
   }
   std::stable_sort(members.begin(), members.end(),
                    [](const JobMember& a, const JobMember& b) { return order_key(a) < order_key(b); });
+  if (left_out != nullptr) return choose_job(root, std::move(members), *left_out, error);
   return members;
 }
 
