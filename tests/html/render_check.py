@@ -438,8 +438,13 @@ FINE_ZOOM = """<script>
 (function () {
   var data = JSON.parse(document.getElementById("gmp-data").textContent);
   var fine = data.analysis.devices[0].timeline.fine, svg = document.querySelector("svg.timeline");
-  var top = fine.allocated_max.indexOf(Math.max.apply(null, fine.allocated_max));
-  var spike = fine.origin_ns + fine.index[top] * fine.width_ns;
+  // The spike: from the slice that first rose above 10 MiB to the one it came back down in; the
+  // view is centred on it and wide enough to hold it with some of the level either side.
+  function at(k) { return fine.origin_ns + fine.index[k] * fine.width_ns; }
+  var up = 0, down;
+  while (fine.allocated_max[up] <= 10 * 1048576) up++;
+  for (down = up; fine.allocated_last[down] !== 10 * 1048576; down++) {}
+  var spike = (at(up) + at(down)) / 2, half = Math.max(20e3, (at(down) - at(up)) / 2 + 5e3);
   function clientX(t) {
     var r = svg.getBoundingClientRect(), from = +svg.dataset.viewFrom, to = +svg.dataset.viewTo;
     return r.left + (+svg.dataset.plotLeft + (t - from) / (to - from) * +svg.dataset.plotWidth) * r.width / svg.viewBox.baseVal.width;
@@ -462,9 +467,9 @@ FINE_ZOOM = """<script>
     mouse("mouseup", spike + half, window);
   }
   var steps = [{ tips: sweep(), view: document.querySelector(".timeline-view").textContent }];
-  zoom(20e6);
-  zoom(500e3);
-  zoom(20e3);
+  zoom(Math.max(20e6, 400 * half));
+  zoom(Math.max(500e3, 20 * half));
+  zoom(half);
   steps.push({ tips: sweep(), view: document.querySelector(".timeline-view").textContent,
                from: +svg.dataset.viewFrom, to: +svg.dataset.viewTo, slice: data.analysis.devices[0].timeline.t_ns[1] });
   document.body.dataset.fineZoom = JSON.stringify(steps);

@@ -253,6 +253,76 @@ TEST_F(FourRanks, TheHtmlPageHasARowPerRank) {
   ASSERT_EQ(data["job"]["processes"].size(), 4u);
   EXPECT_EQ(data["job"]["processes"][2]["devices"][0]["allocated_peak"]["bytes"], 8 * MiB);
   EXPECT_EQ(data["job"]["failed_first"]["label"], "rank 3");
+  // A timeline strip per rank on the job's clock, and each rank's own page beside the job's, linked.
+  size_t strips = 0;
+  for (size_t at = page.find("class=\"rank-timeline\""); at != std::string::npos;
+       at = page.find("class=\"rank-timeline\"", at + 1)) {
+    ++strips;
+  }
+  EXPECT_EQ(strips, 4u) << page;
+  EXPECT_TRUE(contains(r.err, "and 4 processes' pages beside it")) << r.err;
+  const uint64_t peaks[] = {4 * MiB, 6 * MiB, 8 * MiB, 5 * MiB};
+  for (int rank = 0; rank < 4; ++rank) {
+    const std::string name = "job.rank" + std::to_string(rank) + ".html";
+    EXPECT_TRUE(contains(page, "<a class=\"rank-page\" href=\"" + name + "\">")) << page;
+    const std::string own = slurp(box_.dir() + "/" + name);
+    const size_t at = own.find(open);
+    ASSERT_NE(at, std::string::npos) << name;
+    const auto rank_data =
+        nlohmann::json::parse(own.substr(at + open.size(), own.find("</script>", at) - at - open.size()));
+    EXPECT_EQ(rank_data["analysis"]["devices"][0]["allocated_peak"]["bytes"], peaks[rank]) << name;
+  }
+  // To stdout there is no place for the ranks' pages: their commands instead.
+  RunResult piped = run_tool({"html", job_.root, "-o", "-"});
+  ASSERT_EQ(piped.exit_code, 0) << piped.err;
+  EXPECT_TRUE(contains(piped.out, "<code>gpumemprof html " + job_.dirs[0] + " -o rank-0.html</code>")) << piped.out;
+  EXPECT_FALSE(contains(piped.out, "rank-page"));
+}
+
+// `oom ROOT` explains the rank that ran out first and names the others' own commands.
+TEST_F(FourRanks, OomOfTheRootExplainsTheRankThatRanOutFirst) {
+  RunResult r = run_tool({"oom", job_.root});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(r.out.starts_with("gpumemprof oom: job " + job_.root + " (4 processes)\n  rank 3 ran out of memory first, at "))
+      << r.out;
+  EXPECT_TRUE(contains(r.out, "  the others' own explanations:\n    rank 1  gpumemprof oom " + job_.dirs[1] + "\n"))
+      << r.out;
+  EXPECT_TRUE(contains(r.out, "  explaining rank 3:\n\ngpumemprof oom: run directory " + job_.dirs[3] + "\n")) << r.out;
+  EXPECT_TRUE(contains(r.out, "cuMemAlloc_v2 asked for 64.00 GiB")) << r.out;
+  RunResult j = run_tool({"oom", job_.root, "--json"});
+  ASSERT_EQ(j.exit_code, 0) << j.err;
+  const auto doc = nlohmann::json::parse(j.out);
+  EXPECT_EQ(doc["job"]["explained"], "rank 3");
+  EXPECT_EQ(doc["job"]["others"][0]["path"], job_.dirs[1]);
+  EXPECT_EQ(doc["bundles"].size(), 1u);
+}
+
+// `diff ROOT_A ROOT_B`: rank against rank, with each pair's own diff, and the growth limit per rank.
+TEST_F(FourRanks, DiffOfTwoJobsComparesRankByRank) {
+  Sandbox other;
+  const Job b = launch(other, {"alloc:4M", "alloc:12M", "alloc:8M", "alloc:5M"});
+  ASSERT_EQ(b.run.exit_code, 0) << b.run.err;
+  RunResult r = run_tool({"diff", job_.root, b.root});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(r.out.starts_with("gpumemprof diff: job " + job_.root + " (4 processes) -> job " + b.root +
+                                " (4 processes)\n  rank 0, device 0: allocated peak 4.00 MiB -> 4.00 MiB (no change);"))
+      << r.out;
+  EXPECT_TRUE(contains(r.out, "  rank 1, device 0: allocated peak 6.00 MiB -> 12.00 MiB (+6.00 MiB, +100.0%);")) << r.out;
+  EXPECT_TRUE(contains(r.out, "  rank 1    gpumemprof diff " + job_.dirs[1] + " " + b.dirs[1] + "\n")) << r.out;
+  RunResult gate = run_tool({"diff", job_.root, b.root, "--fail-if-peak-grows", "50"});
+  EXPECT_EQ(gate.exit_code, 1) << gate.out << gate.err;
+  EXPECT_TRUE(contains(gate.out, "gpumemprof diff: rank 1, device 0: peak allocated 12.00 MiB against the baseline's "
+                                 "6.00 MiB (+100.00%), over --fail-if-peak-grows 50%\n"))
+      << gate.out;
+  RunResult j = run_tool({"diff", job_.root, b.root, "--json"});
+  ASSERT_EQ(j.exit_code, 0) << j.err;
+  const auto doc = nlohmann::json::parse(j.out);
+  EXPECT_EQ(doc["rows"][1]["allocated_peak"]["delta"], 6 * MiB);
+  EXPECT_EQ(doc["limits"], nullptr);
+  RunResult mixed = run_tool({"diff", job_.root, b.dirs[0]});
+  EXPECT_EQ(mixed.exit_code, 2);
+  EXPECT_EQ(mixed.err, "gpumemprof diff: " + job_.root + " is a job and " + b.dirs[0] +
+                           " one run directory; give two jobs or two run directories\n");
 }
 
 TEST_F(FourRanks, APerfettoExportHasOneTrackGroupPerRank) {

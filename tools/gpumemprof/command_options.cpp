@@ -108,7 +108,9 @@ const CommandOptions kOomOptions = {
     "  the device and in what, what the driver said was free, what other processes held, whether a\n"
     "  retry recovered, the largest live allocations, and what to try.\n"
     "  BUNDLE_OR_DIR: an OOM bundle directory (oom_dump_...), a run directory written by\n"
-    "  libgpumemprof.so (every bundle of the run, oldest first), or a directory of bundles.\n",
+    "  libgpumemprof.so (every bundle of the run, oldest first), or a directory of bundles.\n"
+    "  A job's ROOT (gpumemprof run -o ROOT): the rank that ran out of memory first is explained,\n"
+    "  and the others that did are named with their own command.\n",
     {{"options:", {{"--json", nullptr, nullptr, "the same explanation, machine-readable"}}}},
     "",
 };
@@ -167,7 +169,9 @@ const CommandOptions kDiffOptions = {
     "  OOMs and alerts; and the largest changes in what was live at the allocated peak,\n"
     "  by kind and by call site (sites are compared by their symbolised names, docs/attribution.md).\n"
     "  B is the new run: changes are B minus A. Runs of two different programs are compared with a\n"
-    "  warning on stderr.\n",
+    "  warning on stderr.\n"
+    "  Two jobs' ROOTs: each process of B against A's in its place (rank by rank, unranked processes\n"
+    "  in order), per device the allocated and reserved peaks, and each pair's own diff command.\n",
     {{"options:",
       {kJson,
        {"--fail-if-peak-grows", nullptr, "PERCENT",
@@ -196,8 +200,9 @@ const CommandOptions kHtmlOptions = {
         "250ms, 2m); summary.json's counts stay the whole run's, marked so"},
        kUntil}}},
     "  ROOT, a directory holding the run directories of a job: one page with a row per rank and device, bars\n"
-    "  of their peaks, the spread across the ranks and which rank ran out of memory first (the job view of\n"
-    "  gpumemprof report ROOT)\n",
+    "  of their peaks, each rank's timeline on the job's clock, the spread across the ranks and which rank\n"
+    "  ran out of memory first (the job view of gpumemprof report ROOT); each process's own page is\n"
+    "  written beside it (job.html: job.rank0.html, ...) and linked\n",
 };
 
 const CommandOptions kCheckOptions = {

@@ -16,6 +16,7 @@
 #include "commands.h"
 #include "output_streams.h"
 #include "format.h"
+#include "job_view.h"
 #include "json_text.h"
 #include "run_analysis.h"
 
@@ -250,6 +251,60 @@ std::string program_text(const ManifestRecord& m) {
   return m.exe;
 }
 
+// --json's "limits": null without a limit.
+nlohmann::json verdict_json(const std::optional<LimitsVerdict>& verdict) {
+  if (!verdict) return nullptr;
+  nlohmann::json j = {{"broken", verdict->broken}, {"notes", verdict->notes}};
+  j["passed"] = verdict->broken.empty() ? nlohmann::json(verdict->passed) : nlohmann::json();
+  return j;
+}
+
+// The growth limit's verdict, printed after the table as for two runs; the exit status.
+int print_verdict(const std::optional<LimitsVerdict>& verdict, bool json) {
+  if (!verdict) return 0;
+  if (!json) {
+    std::printf("\n");
+    for (const std::string& line : verdict->notes) std::printf("gpumemprof diff: %s\n", line.c_str());
+    for (const std::string& line : verdict->broken) std::printf("gpumemprof diff: %s\n", line.c_str());
+    if (verdict->broken.empty()) std::printf("gpumemprof diff: %s\n", verdict->passed.c_str());
+  }
+  return verdict->broken.empty() ? 0 : 1;
+}
+
+// Two jobs (job_diff.cpp); a job and one run are not compared.
+int diff_job_roots(const std::vector<std::string>& dirs, bool json, Limits limits) {
+  if (is_job_root(dirs[0]) != is_job_root(dirs[1])) {
+    std::fprintf(stderr, "gpumemprof diff: %s is a job and %s one run directory; give two jobs or two run directories\n",
+                 is_job_root(dirs[0]) ? dirs[0].c_str() : dirs[1].c_str(),
+                 is_job_root(dirs[0]) ? dirs[1].c_str() : dirs[0].c_str());
+    return 2;
+  }
+  auto a = open_job("diff", dirs[0]);
+  if (!a) return 2;
+  auto b = open_job("diff", dirs[1]);
+  if (!b) return 2;
+  std::optional<LimitsVerdict> verdict;
+  if (limits.any()) {  // check's --max-growth with A as the baseline, each of B's processes against its rank
+    auto opened = [](const analysis::JobAnalysis& job) {
+      std::vector<reader::JobMember> out;
+      for (const reader::JobMember& m : job.members) {
+        if (m.run) out.push_back(m);
+      }
+      return out;
+    };
+    std::string error;
+    limits.baseline_path = dirs[0];
+    limits.baseline = opened(*a);
+    verdict = evaluate_limits(opened(*b), limits, dirs[1], error);
+    if (!verdict) {
+      std::fprintf(stderr, "gpumemprof diff: %s\n", error.c_str());
+      return 2;
+    }
+  }
+  diff_jobs(*a, *b, json, verdict_json(verdict));
+  return print_verdict(verdict, json);
+}
+
 }  // namespace
 
 int diff_main(int argc, char** argv) {
@@ -270,6 +325,7 @@ int diff_main(int argc, char** argv) {
         dirs.size());
     return 2;
   }
+  if (is_job_root(dirs[0]) || is_job_root(dirs[1])) return diff_job_roots(dirs, json, limits);
   std::string error;
   auto a = analysis::analyze_run(dirs[0], analysis::Options{}, error);
   if (!a) {
@@ -300,20 +356,8 @@ int diff_main(int argc, char** argv) {
       return 2;
     }
   }
-  nlohmann::json limits_json;
-  if (verdict) {
-    limits_json = {{"broken", verdict->broken}, {"notes", verdict->notes}};
-    limits_json["passed"] = verdict->broken.empty() ? nlohmann::json(verdict->passed) : nlohmann::json();
-  }
-  diff(*a, *b, json, std::move(limits_json));
-  if (!verdict) return 0;
-  if (!json) {
-    std::printf("\n");
-    for (const std::string& line : verdict->notes) std::printf("gpumemprof diff: %s\n", line.c_str());
-    for (const std::string& line : verdict->broken) std::printf("gpumemprof diff: %s\n", line.c_str());
-    if (verdict->broken.empty()) std::printf("gpumemprof diff: %s\n", verdict->passed.c_str());
-  }
-  return verdict->broken.empty() ? 0 : 1;
+  diff(*a, *b, json, verdict_json(verdict));
+  return print_verdict(verdict, json);
 }
 
 }  // namespace gmp::tool

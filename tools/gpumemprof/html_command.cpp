@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <algorithm>
 #include <string>
 
 #include "bytes_text.h"
@@ -84,6 +85,55 @@ int write_output(const std::string& path, const std::string& text, std::string& 
   return 0;
 }
 
+// One run's page; nullopt with `error`. With `view`, what the job's page shows of it too.
+std::optional<std::string> run_page(const std::string& dir, analysis::Options options, std::string& error,
+                                    JobMemberView* view = nullptr) {
+  reader::Progress progress("gpumemprof html");
+  options.progress = &progress;
+  options.timeline_buckets = kTimelineBuckets;
+  options.fine_slices = kFineSlices;
+  auto run = analysis::analyze_run(dir, options, error);
+  if (!run) return std::nullopt;
+  if (auto past = window_past_end(run->window, run->duration_ns)) {
+    error = *past;
+    return std::nullopt;
+  }
+  auto sets = analysis::timeline_sets(*run, options, analysis::SetsOptions{}, error);
+  if (!sets) return std::nullopt;
+  if (view != nullptr) {
+    for (const auto& [ordinal, d] : run->devices) view->timelines[ordinal] = d.timeline;
+    view->end_ns = run->duration_ns;
+  }
+  return render_html_report(*run, *sets);
+}
+
+// A job's page, and beside it (unless it goes to stdout) each process's own page, which it links:
+// job.html, job.rank0.html, job.rank1.html, ... 0 when all were written, else the exit status.
+int write_job_pages(const std::string& root, const std::string& output, std::string& page, std::string& error,
+                    size_t& pages) {
+  auto job = open_job("html", root);
+  if (!job) return 2;
+  std::vector<JobMemberView> views(job->members.size());
+  const size_t slash = output.rfind('/');
+  const std::string dir = slash == std::string::npos ? "" : output.substr(0, slash + 1);
+  std::string stem = output.substr(dir.size());
+  if (stem.ends_with(".html")) stem.resize(stem.size() - 5);
+  for (size_t i = 0; i < job->members.size(); ++i) {
+    const reader::JobMember& m = job->members[i];
+    if (!m.run) continue;
+    auto member_page = run_page(m.path, analysis::Options{}, views[i].error, &views[i]);
+    if (!member_page || output == "-") continue;
+    std::string label = analysis::member_label(m);
+    label.erase(std::remove(label.begin(), label.end(), ' '), label.end());
+    const std::string name = stem + "." + label + ".html";
+    if (const int status = write_output(dir + name, *member_page, error)) return status;
+    views[i].page = name;
+    ++pages;
+  }
+  page = render_job_html(*job, views);
+  return 0;
+}
+
 }  // namespace
 
 int html_main(int argc, char** argv) {
@@ -117,30 +167,26 @@ int html_main(int argc, char** argv) {
   if (!have_output) return usage_error("-o FILE is required (the HTML file to write, '-' for stdout)");
 
   std::string error, page;
+  size_t member_pages = 0;  // a job's processes' own pages, written beside its page
   if (is_job_root(dir)) {
     if (!options.window.whole()) return window_refused("html", dir);
-    auto job = open_job("html", dir);
-    if (!job) return 2;
-    page = render_job_html(*job);
+    if (const int status = write_job_pages(dir, output, page, error, member_pages)) {
+      if (!error.empty()) std::fprintf(stderr, "gpumemprof html: %s\n", error.c_str());
+      return status;
+    }
   } else {
-    reader::Progress progress("gpumemprof html");
-    options.progress = &progress;
-    options.timeline_buckets = kTimelineBuckets;
-    options.fine_slices = kFineSlices;
-    auto run = analysis::analyze_run(dir, options, error);
+    auto run = run_page(dir, options, error);
     if (!run) return usage_error(error);
-    if (auto past = window_past_end(run->window, run->duration_ns)) return usage_error(*past);
-    auto sets = analysis::timeline_sets(*run, options, analysis::SetsOptions{}, error);
-    if (!sets) return usage_error(error);
-    page = render_html_report(*run, *sets);
+    page = std::move(*run);
   }
   if (const int status = write_output(output, page, error)) {
     std::fprintf(stderr, "gpumemprof html: %s\n", error.c_str());
     return status;
   }
   if (output != "-") {
-    std::fprintf(stderr, "gpumemprof html: wrote %s (%s); open it in a browser\n", output.c_str(),
-                 bytes_text(page.size()).c_str());
+    const std::string beside = member_pages == 0 ? "" : " and " + (member_pages == 1 ? std::string("1 process's page") : std::to_string(member_pages) + " processes' pages") + " beside it";
+    std::fprintf(stderr, "gpumemprof html: wrote %s (%s)%s; open it in a browser\n", output.c_str(),
+                 bytes_text(page.size()).c_str(), beside.c_str());
   }
   return 0;
 }

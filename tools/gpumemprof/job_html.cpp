@@ -4,6 +4,8 @@
 // embedded as JSON (#gmp-data, job_json()) like the single run's page.
 #include <algorithm>
 
+#include "bytes_text.h"
+#include "format.h"
 #include "html_escape.h"
 #include "html_report.h"
 #include "job_view.h"
@@ -26,9 +28,66 @@ std::string bars(const analysis::JobRow& r, uint64_t scale) {
          "\" style=\"fill: var(--allocated)\"/></svg>";
 }
 
+constexpr int kStripWidth = 720, kStripHeight = 44;
+
+// One series of a strip: per pixel column the highest value of the buckets it covers, drawn as
+// steps from the baseline, a closed shape per run of columns the process was running in.
+std::string strip_path(const std::vector<uint64_t>& values, const std::vector<bool>& has, uint64_t top) {
+  std::string d;
+  auto y = [&](uint64_t v) { return std::to_string(kStripHeight - static_cast<int>(v * (kStripHeight - 2) / top)); };
+  for (int px = 0; px < kStripWidth; ++px) {
+    if (!has[px]) continue;
+    d += "M" + std::to_string(px) + "," + std::to_string(kStripHeight);
+    for (; px < kStripWidth && has[px]; ++px) d += "V" + y(values[px]) + "H" + std::to_string(px + 1);
+    d += "V" + std::to_string(kStripHeight) + "Z";
+  }
+  return d;
+}
+
+// Every process's devices on the job's clock, a strip each on one scale (the job's highest
+// reserved figure), so that the ranks' timelines compare at a glance; each process's own page
+// has the full timeline.
+std::string timelines_section(const analysis::JobAnalysis& job, const std::vector<JobMemberView>& views) {
+  uint64_t end = 0, top = 0;
+  for (size_t i = 0; i < views.size(); ++i) {
+    for (const auto& [device, buckets] : views[i].timelines) {
+      for (const analysis::TimelineBucket& b : buckets) top = std::max(top, std::max(b.reserved_max, b.allocated_max));
+    }
+    if (!views[i].timelines.empty()) end = std::max(end, job.job_time(i, views[i].end_ns));
+  }
+  if (top == 0 || end == 0) return {};
+  std::string out = "<section id=\"timelines\">\n<h2>Timelines</h2>\n<p class=\"muted\">Each process's allocated (solid) "
+                    "and reserved (light) memory on the job's clock, from its start to " +
+                    escape(human_duration_ns(end)) + ", on one scale up to " + escape(bytes_text(top)) +
+                    ": each column is the highest figure of its time.</p>\n<table class=\"job-timelines\">\n";
+  for (size_t i = 0; i < views.size(); ++i) {
+    for (const auto& [device, buckets] : views[i].timelines) {
+      std::vector<uint64_t> allocated(kStripWidth, 0), reserved(kStripWidth, 0);
+      std::vector<bool> has(kStripWidth, false);
+      for (size_t k = 0; k < buckets.size(); ++k) {
+        const uint64_t from = buckets[k].start_ns, to = k + 1 < buckets.size() ? buckets[k + 1].start_ns : views[i].end_ns;
+        const uint64_t x0 = job.job_time(i, from) * kStripWidth / end;
+        const uint64_t x1 = std::max(x0, (job.job_time(i, std::max(from, to)) * kStripWidth) / end);
+        for (uint64_t px = x0; px <= x1 && px < static_cast<uint64_t>(kStripWidth); ++px) {
+          allocated[px] = std::max(allocated[px], buckets[k].allocated_max);
+          reserved[px] = std::max(reserved[px], buckets[k].reserved_max);
+          has[px] = true;
+        }
+      }
+      const std::string label = analysis::member_label(job.members[i]) + ", device " + std::to_string(device);
+      out += "<tr><td>" + escape(label) + "</td><td><svg class=\"rank-timeline\" width=\"" + std::to_string(kStripWidth) +
+             "\" height=\"" + std::to_string(kStripHeight) + "\" role=\"img\" aria-label=\"" + escape(label) + "\"><title>" +
+             escape(label) + "</title><path class=\"strip-reserved\" style=\"fill: var(--reserved); fill-opacity: .3\" d=\"" +
+             strip_path(reserved, has, top) + "\"/><path class=\"strip-allocated\" style=\"fill: var(--allocated)\" d=\"" +
+             strip_path(allocated, has, top) + "\"/></svg></td></tr>\n";
+    }
+  }
+  return out + "</table>\n</section>\n";
+}
+
 }  // namespace
 
-std::string render_job_html(const analysis::JobAnalysis& job) {
+std::string render_job_html(const analysis::JobAnalysis& job, const std::vector<JobMemberView>& views) {
   std::string out = "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n";
   out += "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n";
   out += "<title>" + escape("gpumemprof: job " + job.root) + "</title>\n<style>\n\n";
@@ -58,6 +117,7 @@ std::string render_job_html(const analysis::JobAnalysis& job) {
     for (const analysis::Spread& s : job.spreads) out += "<li>" + escape(spread_line(job, s)) + "</li>\n";
     out += "</ul>\n</section>\n";
   }
+  out += timelines_section(job, views);
   const std::vector<std::string> failed = failed_first_lines(job);
   if (!failed.empty()) {
     out += "<section id=\"failed-first\">\n<h2>Out of memory</h2>\n<p class=\"note bad\">" + escape(failed[0]) +
@@ -72,14 +132,17 @@ std::string render_job_html(const analysis::JobAnalysis& job) {
 
   out += "<section id=\"members\">\n<h2>Each rank's own report</h2>\n<table class=\"members\">\n"
          "<thead><tr><th>process</th><th>report</th><th>page</th></tr></thead>\n<tbody>\n";
-  for (const reader::JobMember& m : job.members) {
+  for (size_t i = 0; i < job.members.size(); ++i) {
+    const reader::JobMember& m = job.members[i];
     if (!m.run) continue;
     const std::string label = analysis::member_label(m);
     std::string file = label;
     std::replace(file.begin(), file.end(), ' ', '-');
-    out += "<tr><td>" + escape(label) + "</td><td><code>" + escape("gpumemprof report " + m.path) +
-           "</code></td><td><code>" + escape("gpumemprof html " + m.path + " -o " + file + ".html") +
-           "</code></td></tr>\n";
+    const std::string& page = views[i].page;
+    out += "<tr><td>" + escape(label) + "</td><td><code>" + escape("gpumemprof report " + m.path) + "</code></td><td>" +
+           (page.empty() ? "<code>" + escape("gpumemprof html " + m.path + " -o " + file + ".html") + "</code>"
+                         : "<a class=\"rank-page\" href=\"" + escape(page) + "\">" + escape(page) + "</a>") +
+           (views[i].error.empty() ? "" : " <span class=\"bad\">" + escape(views[i].error) + "</span>") + "</td></tr>\n";
   }
   out += "</tbody></table>\n";
   if (job.opened < job.members.size()) {

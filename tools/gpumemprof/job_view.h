@@ -6,11 +6,13 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "job_analysis.h"
+#include "run_analysis.h"
 
 namespace gmp::tool {
 
@@ -39,8 +41,21 @@ std::string spread_line(const analysis::JobAnalysis& job, const analysis::Spread
 // ones "rank 3, 12.0 ms later". Empty when no process did.
 std::vector<std::string> failed_first_lines(const analysis::JobAnalysis& job);
 
-// The page of `gpumemprof html ROOT` (job_html.cpp).
-std::string render_job_html(const analysis::JobAnalysis& job);
+// `gpumemprof diff ROOT_A ROOT_B` (job_diff.cpp): B's processes against A's, rank by rank; the text
+// or --json on stdout (with `limits`, the growth limit's verdict or null). Returns 0.
+int diff_jobs(const analysis::JobAnalysis& a, const analysis::JobAnalysis& b, bool json, nlohmann::json limits);
+
+// What the job's page shows of one process beyond the job view (html_command.cpp replays its trace):
+// its devices' timelines, and its own page's file name beside the job's ("" when none was written).
+struct JobMemberView {
+  std::map<int, std::vector<analysis::TimelineBucket>> timelines;  // by device; times since its start
+  uint64_t end_ns = 0;                                              // the timeline's end, the same clock
+  std::string page;
+  std::string error;  // why its trace could not be replayed ("" when it was)
+};
+
+// The page of `gpumemprof html ROOT` (job_html.cpp); `views` by member, as many as job.members.
+std::string render_job_html(const analysis::JobAnalysis& job, const std::vector<JobMemberView>& views);
 
 // `gpumemprof export ROOT --format perfetto [-o FILE] [--resolution D] [--min-size S]` (job_export.cpp):
 // every process its own track group, aligned on the wall clock; the options as for one run, applied

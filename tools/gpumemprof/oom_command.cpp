@@ -18,6 +18,8 @@
 #include "commands.h"
 #include "output_streams.h"
 #include "format.h"
+#include "job_directory.h"
+#include "job_view.h"
 #include "json_text.h"
 #include "oom_advice.h"
 #include "oom_bundle_reader.h"
@@ -82,9 +84,19 @@ struct RunOom {
   std::vector<SummaryFailure> failed_oom;  // summary.json's failed requests with CUDA_ERROR_OUT_OF_MEMORY
 };
 
+// `oom ROOT` of a job: which process is explained (the first to run out) and the others that did.
+struct JobPart {
+  std::string root;
+  size_t processes = 0;
+  std::string explained;                                   // its label, "" when no process ran out
+  std::vector<std::string> lines;                          // failed_first_lines()
+  std::vector<std::pair<std::string, std::string>> others; // label, run directory
+};
+
 struct Result {
   Source source = Source::Bundle;
   std::string path;
+  std::optional<JobPart> job;
   std::optional<RunOom> run;
   std::vector<OomExplanation> explained;
   std::vector<std::string> errors;  // bundles that could not be read
@@ -162,6 +174,19 @@ std::string no_oom_text(const RunOom& run) {
 
 void print_text(const Result& r) {
   std::string out;
+  if (r.job) {
+    const JobPart& j = *r.job;
+    out += "gpumemprof oom: job " + printable(j.root) + " (" + counted(j.processes, "process") + ")\n";
+    if (j.explained.empty()) out += "  no process ran out of memory: nothing to explain\n";
+    for (const std::string& line : j.lines) out += "  " + printable(line) + "\n";
+    if (!j.others.empty()) out += "  the others' own explanations:\n";
+    for (const auto& [label, dir] : j.others) out += "    " + label + "  gpumemprof oom " + printable(dir) + "\n";
+    if (j.explained.empty()) {
+      std::fputs(out.c_str(), stdout);
+      return;
+    }
+    out += "  explaining " + j.explained + ":\n\n";
+  }
   if (r.run) {
     const RunOom& run = *r.run;
     out += "gpumemprof oom: run directory " + printable(run.path) + "\n";
@@ -195,6 +220,15 @@ void print_json(const Result& r) {
                      : r.source == Source::RunDirectory ? "run_directory"
                                                         : "bundle_directory";
   out["source"] = {{"path", r.path}, {"type", type}};
+  if (r.job) {
+    nlohmann::json others = nlohmann::json::array();
+    for (const auto& [label, dir] : r.job->others) others.push_back({{"label", label}, {"path", dir}});
+    out["job"] = {{"root", r.job->root},
+                  {"processes", r.job->processes},
+                  {"explained", r.job->explained.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.job->explained)},
+                  {"others", others}};
+    if (r.job->explained.empty()) out["source"] = {{"path", r.job->root}, {"type", "job"}};
+  }
   if (r.run) {
     out["run"] = {{"pid", r.run->pid},
                   {"exe", r.run->exe},
@@ -242,6 +276,33 @@ int oom_main(int argc, char** argv) {
   if (!is_dir(path)) return fail(path + " is not a directory; " + kExpected);
 
   Result r;
+  // A job's ROOT: the process that ran out of memory first is explained, the others named.
+  if (!reader::looks_like_oom_bundle(path) && !reader::looks_like_run_directory(path) &&
+      reader::list_oom_bundles(path).empty() && is_job_root(path)) {
+    auto job = open_job("oom", path);
+    if (!job) return 2;
+    JobPart part{path, job->members.size(), "", failed_first_lines(*job), {}};
+    std::optional<size_t> first;
+    if (!job->ooms.empty()) first = job->ooms.front().member;
+    for (size_t i = 0; i < job->members.size(); ++i) {
+      const reader::JobMember& m = job->members[i];
+      if (!m.run || m.run->figures.oom.failures == 0) continue;
+      if (!first) first = i;  // none at a known time: the first in job order
+      if (i != *first) part.others.push_back({analysis::member_label(m), m.path});
+    }
+    if (first) {
+      part.explained = analysis::member_label(job->members[*first]);
+      path = job->members[*first].path;
+    }
+    r.job = std::move(part);
+    if (!first) {
+      r.path = r.job->root;
+      r.source = Source::RunDirectory;
+      if (json) print_json(r);
+      else print_text(r);
+      return 0;
+    }
+  }
   r.path = path;
   const bool bundle_like = reader::looks_like_oom_bundle(path);
   const bool run_like = reader::has_trace(path) || exists(path + "/" + kManifestFile) ||
