@@ -471,7 +471,8 @@ FINE_ZOOM = """<script>
   zoom(Math.max(500e3, 20 * half));
   zoom(half);
   steps.push({ tips: sweep(), view: document.querySelector(".timeline-view").textContent,
-               from: +svg.dataset.viewFrom, to: +svg.dataset.viewTo, slice: data.analysis.devices[0].timeline.t_ns[1] });
+               from: +svg.dataset.viewFrom, to: +svg.dataset.viewTo, slice: data.analysis.devices[0].timeline.t_ns[1],
+               spike: at(down) - at(up) });
   document.body.dataset.fineZoom = JSON.stringify(steps);
 })();
 </script>
@@ -501,8 +502,9 @@ def fine_zoom_checks(args, browser, workdir):
     if not check(len(steps) == 2, "the fine zoom script ran (%d steps)" % len(steps)):
         return
     whole, zoomed = steps
-    check(not any("max 60.00 MiB" in t for t in whole["tips"]),
-          "the whole run's columns hide the 60 MiB level inside one slice: %s" % whole["tips"])
+    if zoomed["spike"] < zoomed["slice"] / 4:  # a loaded machine may stretch the spike over two slices
+        check(not any("max 60.00 MiB" in t for t in whole["tips"]),
+              "the whole run's columns hide the 60 MiB level inside one slice: %s" % whole["tips"])
     check(zoomed["to"] - zoomed["from"] < zoomed["slice"],
           "zoomed to %d ns, narrower than one of the 2048 slices (%d ns)" % (zoomed["to"] - zoomed["from"], zoomed["slice"]))
     levels = [l for l in ("10.00", "60.00", "90.00") if any(t.endswith("max %s MiB" % l) for t in zoomed["tips"])]

@@ -226,7 +226,7 @@ TEST(Attribution, MarksGiveExactCheckpoints) {
     last_at = m["at_ns"];
   }
   RunResult text = run_tool({"report", dir});
-  EXPECT_TRUE(std::regex_search(text.out, std::regex(R"(after_a .*\+100\.00 MiB  <- largest growth)"))) << text.out;
+  EXPECT_TRUE(std::regex_search(text.out, std::regex(R"(\n    largest growth: #2 after_a, \+100\.00 MiB at [0-9.]+ ms\n)"))) << text.out;
 }
 
 // 1M (A); pause; 7M (B); free A; resume; 3M (C); free B; free C.

@@ -141,8 +141,9 @@ TEST(Nvtx, ReportAlignsWideNames) {
   const size_t table = text.out.find("\nranges: ");
   ASSERT_NE(table, std::string::npos) << text.out;
   std::istringstream lines(text.out.substr(text.out.find("\n    name ", table) + 1));
-  std::string header;
+  std::string header, under;
   std::getline(lines, header);
+  std::getline(lines, under);  // the header's second row ("entry", "change")
   const size_t calls_end = columns(header.substr(0, header.find("calls") + 5));
   size_t rows = 0;
   bool wide = false;

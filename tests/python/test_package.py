@@ -65,7 +65,7 @@ def test_profiled_calls_are_ranges_in_the_report(tmp_path):
     start = next(i for i, line in enumerate(lines) if line.startswith("ranges: 3 names, 4 calls"))
     # name, calls, allocated and the peak above entry: the same bytes as the ProfileResults'.
     rows = [(t[0], t[1], " ".join(t[6:8]), " ".join(t[8:10]))
-            for t in (line.split() for line in lines[start + 2:start + 5])]
+            for t in (line.split() for line in lines[start + 3:start + 6])]  # after the two header rows
     assert rows == [("profile.<locals>.train_step", "2", "25.00 MiB", "10.00 MiB"),
                     ("data_loading", "1", "18.00 MiB", "15.00 MiB"),
                     ("profile.<locals>.<lambda>", "1", "4.00 MiB", "4.00 MiB")]

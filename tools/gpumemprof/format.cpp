@@ -3,6 +3,7 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cstdio>
 #include <cstdlib>
@@ -195,6 +196,53 @@ std::string wrap(const std::string& text, const std::string& first, const std::s
 
 void say(const std::string& text, const std::string& first, const std::string& rest, std::FILE* to) {
   std::fputs(wrap(text, first, rest, output_width()).c_str(), to);
+}
+
+void print_table(std::vector<std::vector<std::string>> table, const TableLayout& layout) {
+  constexpr size_t kElasticMin = 20;
+  std::vector<size_t> width;
+  for (const auto& row : table) {
+    if (row.size() == 1 && table.front().size() > 1) continue;  // a line of its own
+    width.resize(std::max(width.size(), row.size()));
+    for (size_t c = 0; c < row.size(); ++c) width[c] = std::max(width[c], display_width(row[c]));
+  }
+  if (layout.elastic >= 0 && static_cast<size_t>(layout.elastic) < width.size()) {
+    const size_t e = static_cast<size_t>(layout.elastic);
+    size_t total = layout.indent;
+    for (size_t c = 0; c < width.size(); ++c) total += width[c] + (c ? layout.gap : 0);
+    if (total > output_width()) {
+      const size_t excess = total - output_width();
+      width[e] = std::min(width[e], std::max(kElasticMin, width[e] > excess ? width[e] - excess : 0));
+      for (size_t r = layout.header_rows; r < table.size(); ++r) {
+        if (e < table[r].size()) table[r][e] = elide_middle(table[r][e], width[e]);
+      }
+    }
+  }
+  for (const auto& row : table) {
+    if (row.size() == 1 && table.front().size() > 1) {
+      std::printf("%s%s\n", std::string(layout.indent, ' ').c_str(), row.front().c_str());
+      continue;
+    }
+    std::string line(layout.indent, ' ');
+    for (size_t c = 0; c < row.size(); ++c) {
+      const bool right = std::find(layout.right.begin(), layout.right.end(), c) != layout.right.end();
+      const std::string gap = c + 1 < row.size() ? std::string(layout.gap, ' ') : "";
+      if (right) line += std::string(width[c] - std::min(width[c], display_width(row[c])), ' ') + row[c] + gap;
+      else line += (c + 1 < row.size() ? pad(row[c], width[c]) : row[c]) + gap;
+    }
+    while (!line.empty() && line.back() == ' ') line.pop_back();
+    std::printf("%s\n", line.c_str());
+  }
+}
+
+std::vector<std::vector<std::string>> two_row_header(const std::vector<std::string>& labels) {
+  std::vector<std::vector<std::string>> rows(2);
+  for (const std::string& label : labels) {
+    const size_t space = label.rfind(' ');
+    rows[0].push_back(space == std::string::npos ? label : label.substr(0, space));
+    rows[1].push_back(space == std::string::npos ? "" : label.substr(space + 1));
+  }
+  return rows;
 }
 
 std::string grouped(uint64_t n) {

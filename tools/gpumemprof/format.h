@@ -54,6 +54,23 @@ std::string pytorch_size_text(uint64_t bytes);
 // `text` wrap()ped for output_width() and written to `to`: prose of the text outputs.
 void say(const std::string& text, const std::string& first, const std::string& rest, std::FILE* to = stdout);
 
+// A table of the text outputs, on stdout: the first `header_rows` rows are its header, each column
+// as wide as its widest cell (by display width), `gap` spaces apart, after `indent` spaces; columns
+// in `right` right-aligned. Column `elastic` (a name) is elided in the middle, down to 20 columns,
+// where the table would be wider than output_width(); the last column is never padded. A row of one
+// cell (in a table of more columns) is a line of its own, not aligned.
+struct TableLayout {
+  size_t indent = 2;
+  size_t gap = 1;  // spaces between columns
+  size_t header_rows = 1;
+  int elastic = -1;
+  std::vector<size_t> right;
+};
+void print_table(std::vector<std::vector<std::string>> table, const TableLayout& layout);
+// A header of two rows from one: each label's last word under the rest ("peak above entry" is
+// "peak above" over "entry"), so that the columns can be as narrow as their figures.
+std::vector<std::vector<std::string>> two_row_header(const std::vector<std::string>& labels);
+
 // "1 allocation", "3 allocations", "2 processes": a count (grouped()) with its noun (plural -es after
 // s, x, ch, sh).
 std::string counted(uint64_t n, const std::string& noun);

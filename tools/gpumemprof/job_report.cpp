@@ -44,22 +44,6 @@ JobFacts job_facts(const JobAnalysis& job) {
   return f;
 }
 
-void print_table(const std::vector<std::vector<std::string>>& table) {
-  std::vector<size_t> width;
-  for (const auto& row : table) {
-    width.resize(std::max(width.size(), row.size()));
-    for (size_t c = 0; c < row.size(); ++c) width[c] = std::max(width[c], display_width(row[c]));
-  }
-  for (const auto& row : table) {  // aligned by display width: a host name may be wide Unicode
-    std::string line = " ";
-    for (size_t c = 0; c < row.size(); ++c) {
-      line += ' ';
-      line += c + 1 < row.size() ? pad(row[c], width[c] + 1) : row[c];
-    }
-    std::printf("%s\n", line.c_str());
-  }
-}
-
 void print_text(const JobAnalysis& job) {
   const JobFacts facts = job_facts(job);
   std::string what = counted(job.members.size(), "process");
@@ -75,14 +59,10 @@ void print_text(const JobAnalysis& job) {
   // The header on two lines ("allocated" over "peak"): the figures are narrower than their names,
   // and the table then fits 80 columns.
   std::vector<std::vector<std::string>> table = job_table(job);
-  std::vector<std::string> under;
-  for (std::string& label : table.front()) {
-    const size_t space = label.rfind(' ');
-    under.push_back(space == std::string::npos ? "" : label.substr(space + 1));
-    if (space != std::string::npos) label.resize(space);
-  }
-  table.insert(table.begin() + 1, under);
-  print_table(table);
+  const auto header = two_row_header(table.front());
+  table.erase(table.begin());
+  table.insert(table.begin(), header.begin(), header.end());
+  print_table(std::move(table), {.indent = 2, .gap = 2, .header_rows = 2});
   for (size_t i = 0; i < job.members.size(); ++i) {
     const reader::JobMember& m = job.members[i];
     if (!m.run) continue;

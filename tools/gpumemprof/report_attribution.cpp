@@ -16,7 +16,6 @@ constexpr size_t kSitesShown = 10;
 constexpr size_t kCallersShown = 4;  // frames below the site: enough to tell two callers apart
 constexpr size_t kMarksShown = 40;
 constexpr size_t kPausesShown = 20;
-constexpr size_t kNameWidthMax = 40;
 
 std::string signed_bytes(int64_t v) {
   if (v == 0) return "0 B";
@@ -24,20 +23,6 @@ std::string signed_bytes(int64_t v) {
   return (v < 0 ? "-" : "+") + bytes_text(mag);
 }
 
-// The width of a table's name column: its longest name, at most kNameWidthMax and what the output's
-// width leaves beside the `other` columns, at least kNameWidthMin.
-constexpr size_t kNameWidthMin = 20;  // narrower names say too little: the table overflows instead
-template <typename Rows>
-size_t name_width(const Rows& rows, size_t other) {
-  size_t widest = 4;  // "name"
-  for (const auto& row : rows) widest = std::max(widest, display_width(row.name));
-  const size_t width = output_width();
-  const size_t room = width > other + kNameWidthMin ? width - other : kNameWidthMin;
-  return std::min({widest, kNameWidthMax, room});
-}
-
-// A name in a column of `width`: elided in the middle when wider, padded by display width.
-std::string column(const std::string& name, size_t width) { return pad(elide_middle(name, width), width); }
 
 }  // namespace
 
@@ -82,18 +67,15 @@ void print_ranges(const analysis::RunAnalysis& run) {
   say("ranges: " + counted(r.ranges.size(), "name") + ", " + counted(calls, "call") +
           " (allocated bytes of all devices; allocations by the range's thread, nested ranges included)",
       "", "  ");
-  const size_t w = name_width(r.ranges, 4 + 1 + 7 + 1 + 10 + 1 + 10 + 1 + 11 + 1 + 17 + 1 + 11);
-  std::printf("    %s %7s %-10s %-10s %-11s %-17s %s\n", column("name", w).c_str(), "calls", "total", "average",
-              "allocated", "peak above entry", "net change");
+  auto table = two_row_header({"name", "calls", "total", "average", "allocated", "peak above entry", "net change"});
   for (const analysis::RangeRow& row : r.ranges) {
-    std::printf("    %s %7s %s %s %-11s %-17s %s", column(row.name, w).c_str(), grouped(row.calls).c_str(),
-                pad(human_duration_ns(row.total_ns), 10).c_str(),
-                pad(human_duration_ns(row.calls ? row.total_ns / row.calls : 0), 10).c_str(),
-                bytes_text(row.bytes_allocated).c_str(), bytes_text(row.peak_above_entry).c_str(),
-                signed_bytes(row.net_change).c_str());
-    if (row.open_at_end) std::printf("  (%s still open at the end)", grouped(row.open_at_end).c_str());
-    std::printf("\n");
+    table.push_back({row.name, grouped(row.calls), human_duration_ns(row.total_ns),
+                     human_duration_ns(row.calls ? row.total_ns / row.calls : 0), bytes_text(row.bytes_allocated),
+                     bytes_text(row.peak_above_entry),
+                     signed_bytes(row.net_change) +
+                         (row.open_at_end ? "  (" + grouped(row.open_at_end) + " still open at the end)" : "")});
   }
+  print_table(std::move(table), {.indent = 4, .header_rows = 2, .elastic = 0, .right = {1, 2, 3, 4, 5, 6}});
   if (r.unbalanced_pops)
     std::printf("    %s without an open range ignored\n", counted(r.unbalanced_pops, "pop").c_str());
 }
@@ -102,33 +84,29 @@ void print_marks(const analysis::RunAnalysis& run) {
   const analysis::Regions& r = run.regions;
   if (r.marks_total == 0) return;
   std::printf("marks: %s (allocated bytes of all devices)\n", counted(r.marks_total, "checkpoint").c_str());
-  const size_t w = name_width(r.marks, 4 + 5 + 1 + 1 + 10 + 1 + 11 + 1 + 15 + 1 + 12 + 1 + 11);
-  std::printf("    %5s %s %-10s %-11s %-15s %-12s %s\n", "#", column("name", w).c_str(), "at", "allocated",
-              "peak since prev", "peak so far", "growth");
+  auto table = two_row_header({"#", "name", "at", "allocated", "peak since prev", "peak so far", "growth"});
   auto row = [&](const analysis::MarkRow& m) {
-    const bool largest = r.largest_growth && r.largest_growth->index == m.index;
-    std::printf("    %5llu %s %s %-11s %-15s %-12s %s%s\n", (ull)m.index, column(m.name, w).c_str(),
-                pad(human_duration_ns(m.at_ns), 10).c_str(), bytes_text(m.allocated).c_str(),
-                bytes_text(m.peak_since_previous).c_str(), bytes_text(m.peak_so_far).c_str(),
-                signed_bytes(m.growth).c_str(), largest ? "  <- largest growth" : "");
+    table.push_back({grouped(m.index), m.name, human_duration_ns(m.at_ns), bytes_text(m.allocated),
+                     bytes_text(m.peak_since_previous), bytes_text(m.peak_so_far), signed_bytes(m.growth)});
   };
   // Long runs: the first and last checkpoints, and the largest growth wherever it was.
   const size_t n = r.marks.size();
   const size_t head = std::min(n, kMarksShown / 2);
   const size_t tail_from = std::max(head, n > kMarksShown / 2 ? n - kMarksShown / 2 : 0);
-  bool largest_shown = false;
   for (size_t i = 0; i < n; ++i) {
-    if (i == head && tail_from > head) {
-      std::printf("    %5s ... %s checkpoints not shown (--json has %zu of them)\n", "",
-                  grouped(r.marks_total - head - (n - tail_from)).c_str(), tail_from - head);
+    if (i == head && tail_from > head) {  // a line of its own across the table
+      table.push_back({"... " + grouped(r.marks_total - head - (n - tail_from)) + " checkpoints not shown (--json has " +
+                       std::to_string(tail_from - head) + " of them)"});
     }
     if (i >= head && i < tail_from) continue;
     row(r.marks[i]);
-    largest_shown = largest_shown || (r.largest_growth && r.largest_growth->index == r.marks[i].index);
   }
-  if (r.largest_growth && !largest_shown) {
-    std::printf("    largest growth:\n");
-    row(*r.largest_growth);
+  print_table(std::move(table), {.indent = 4, .header_rows = 2, .elastic = 1, .right = {0, 2, 3, 4, 5}});
+  // Named below the table, shown there or not (a long run's middle marks are not).
+  if (const auto& g = r.largest_growth) {
+    say("largest growth: #" + grouped(g->index) + " " + g->name + ", " + signed_bytes(g->growth) + " at " +
+            human_duration_ns(g->at_ns),
+        "    ", "      ");
   }
 }
 
