@@ -111,10 +111,28 @@ def sites():
     report()
 
 
+def ranges():
+    """Three calls of a range "step", each allocating 4 tensors of 2 MiB and dropping them: the
+    caching allocator gets one 20 MiB segment in the first step and reuses it, so at the driver
+    level the steps allocate 20 MiB once, and at the tensor level 8 MiB each. Marks around them."""
+    prof = ctypes.CDLL(None)  # the preloaded shim's marker functions (include/gpumemprof.h)
+    torch.empty(1, device="cuda")  # CUDA set up (and the bridge's self-check done) before the steps
+    prof.gpumemprof_mark(b"before")
+    for _ in range(3):
+        prof.gpumemprof_range_push(b"step")
+        x = [torch.empty(2 * MiB, dtype=torch.uint8, device="cuda") for _ in range(4)]
+        del x
+        prof.gpumemprof_range_pop()
+    y = torch.empty(3 * MiB, dtype=torch.uint8, device="cuda")
+    prof.gpumemprof_mark(b"after")
+    keep(y)
+    report()
+
+
 def cpu_only():
     print(torch.__version__, torch.cuda.is_initialized())
 
 
 if __name__ == "__main__":
     {"basic": basic, "record_stream": record_stream, "late": late, "oom": oom, "cpu_only": cpu_only,
-     "private_pools": private_pools, "sites": sites}[sys.argv[1]]()
+     "private_pools": private_pools, "sites": sites, "ranges": ranges}[sys.argv[1]]()

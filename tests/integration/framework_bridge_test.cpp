@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 
 #include <fstream>
+#include <regex>
 #include <sstream>
 #include <typeinfo>
 
@@ -339,6 +340,35 @@ TEST_F(FrameworkBridge, TensorsCarryPythonFramesOnlyUnlessAllAreAskedFor) {
 
 // Allocations from three lines in turn: every tensor's innermost frame in the program is its own line
 // (the shim's per-thread caches of frames and stacks must give exactly the shared tables' ids).
+// Under PyTorch a range's driver-level bytes are the caching allocator's segments; with the bridge
+// the ranges and marks also count the tensors the steps asked for.
+TEST_F(FrameworkBridge, RangesAndMarksCountTensorsToo) {
+  const TorchRun r = run_torch(box, "ranges");
+  ASSERT_EQ(r.result.exit_code, 0) << r.result.err;
+  ASSERT_EQ(r.summary["framework"]["state"], "attached") << r.log;
+  RunResult j = run_tool({"report", r.dir, "--json"});
+  ASSERT_EQ(j.exit_code, 0) << j.err;
+  const auto doc = nlohmann::json::parse(j.out);
+  const auto& step = doc["analysis"]["ranges"][0];
+  ASSERT_EQ(step["name"], "step") << step.dump(1);
+  EXPECT_EQ(step["calls"], 3);
+  EXPECT_EQ(step["bytes_allocated"], 20 * kMiB) << "one segment, in the first step";
+  EXPECT_EQ(step["tensors"]["bytes_allocated"], 3 * 8 * kMiB);
+  EXPECT_EQ(step["tensors"]["allocations"], 12);
+  EXPECT_EQ(step["tensors"]["peak_above_entry"], 8 * kMiB);
+  EXPECT_EQ(step["tensors"]["net_change"], 0);
+  const auto& marks = doc["analysis"]["marks"];
+  ASSERT_EQ(marks.size(), 2u);
+  EXPECT_EQ(marks[1]["tensors"]["allocated"], 3 * kMiB);
+  EXPECT_EQ(marks[1]["tensors"]["growth"], 3 * kMiB);
+  EXPECT_EQ(marks[1]["tensors"]["peak_since_previous"], 8 * kMiB);
+  RunResult text = run_tool({"report", r.dir});
+  EXPECT_TRUE(std::regex_search(text.out, std::regex(R"(\n    name +calls .* tensors +tensor peak above\n)"))) << text.out;
+  EXPECT_TRUE(std::regex_search(text.out, std::regex(R"(\n    step +3 .* \+20\.00 MiB +24\.00 MiB +8\.00 MiB\n)")))
+      << text.out;
+  EXPECT_TRUE(std::regex_search(text.out, std::regex(R"(\n    2 after .* 3\.00 MiB \+3\.00 MiB\n)"))) << text.out;
+}
+
 TEST_F(FrameworkBridge, EachTensorOfALoopNamesItsOwnLine) {
   const TorchRun r = run_torch(box, "sites");
   ASSERT_EQ(r.result.exit_code, 0) << r.result.err;

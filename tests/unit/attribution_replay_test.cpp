@@ -59,27 +59,27 @@ TEST(Ranges, NestAcrossThreadsWithExactFigures) {
   const RangeRow* outer = row(r, "outer");
   EXPECT_EQ(outer->calls, 1u);
   EXPECT_EQ(outer->total_ns, 100u);
-  EXPECT_EQ(outer->bytes_allocated, 31 * M);  // A, C (inside inner) and D; not thread 2's B
-  EXPECT_EQ(outer->allocations, 3u);
-  EXPECT_EQ(outer->peak_above_entry, 35 * M);
-  EXPECT_EQ(outer->net_change, static_cast<int64_t>(26 * M));
+  EXPECT_EQ(outer->driver.bytes_allocated, 31 * M);  // A, C (inside inner) and D; not thread 2's B
+  EXPECT_EQ(outer->driver.allocations, 3u);
+  EXPECT_EQ(outer->driver.peak_above_entry, 35 * M);
+  EXPECT_EQ(outer->driver.net_change, static_cast<int64_t>(26 * M));
   EXPECT_EQ(outer->open_at_end, 0u);
 
   const RangeRow* inner = row(r, "inner");
   EXPECT_EQ(inner->calls, 1u);
   EXPECT_EQ(inner->total_ns, 30u);
-  EXPECT_EQ(inner->bytes_allocated, 20 * M);
-  EXPECT_EQ(inner->peak_above_entry, 20 * M);  // 35 - 15
-  EXPECT_EQ(inner->net_change, static_cast<int64_t>(10 * M));
+  EXPECT_EQ(inner->driver.bytes_allocated, 20 * M);
+  EXPECT_EQ(inner->driver.peak_above_entry, 20 * M);  // 35 - 15
+  EXPECT_EQ(inner->driver.net_change, static_cast<int64_t>(10 * M));
 
   const RangeRow* worker = row(r, "worker");
   EXPECT_EQ(worker->calls, 2u);
   EXPECT_EQ(worker->total_ns, 60u + 20u);  // the open call ends at the last event (240)
   EXPECT_EQ(worker->max_ns, 60u);
-  EXPECT_EQ(worker->bytes_allocated, 7 * M);
-  EXPECT_EQ(worker->allocations, 2u);
-  EXPECT_EQ(worker->peak_above_entry, 25 * M);  // first call: 35 - 10; the second only 2M
-  EXPECT_EQ(worker->net_change, static_cast<int64_t>(15 * M) - static_cast<int64_t>(18 * M));
+  EXPECT_EQ(worker->driver.bytes_allocated, 7 * M);
+  EXPECT_EQ(worker->driver.allocations, 2u);
+  EXPECT_EQ(worker->driver.peak_above_entry, 25 * M);  // first call: 35 - 10; the second only 2M
+  EXPECT_EQ(worker->driver.net_change, static_cast<int64_t>(15 * M) - static_cast<int64_t>(18 * M));
   EXPECT_EQ(worker->open_at_end, 1u);
 
   const auto j = analysis_json(a, false);
@@ -97,7 +97,7 @@ TEST(Ranges, UnknownNamesAreNumbered) {
   const RunAnalysis a = analyze(run);
   ASSERT_EQ(a.regions.ranges.size(), 1u);
   EXPECT_EQ(a.regions.ranges[0].name, "#77");
-  EXPECT_EQ(a.regions.ranges[0].bytes_allocated, 4096u);
+  EXPECT_EQ(a.regions.ranges[0].driver.bytes_allocated, 4096u);
 }
 
 // X 100M; free after Y 50M; Z 300M comes and goes; W 30M.
@@ -133,10 +133,10 @@ TEST(Marks, CheckpointFiguresAreExact) {
     EXPECT_EQ(m.name, want[i].name);
     EXPECT_EQ(m.index, i + 1);
     EXPECT_EQ(m.at_ns, want[i].at) << m.name;
-    EXPECT_EQ(m.allocated, want[i].allocated) << m.name;
-    EXPECT_EQ(m.peak_since_previous, want[i].since) << m.name;
-    EXPECT_EQ(m.peak_so_far, want[i].so_far) << m.name;
-    EXPECT_EQ(m.growth, want[i].growth) << m.name;
+    EXPECT_EQ(m.driver.allocated, want[i].allocated) << m.name;
+    EXPECT_EQ(m.driver.peak_since_previous, want[i].since) << m.name;
+    EXPECT_EQ(m.driver.peak_so_far, want[i].so_far) << m.name;
+    EXPECT_EQ(m.driver.growth, want[i].growth) << m.name;
   }
   EXPECT_EQ(r.marks[3].thread, 2u);
   ASSERT_TRUE(r.largest_growth);
@@ -172,8 +172,8 @@ TEST(Marks, KeepsTheFirstAndLastAndTheLargestGrowth) {
   EXPECT_EQ(r.marks[0].name, "#0");
   ASSERT_TRUE(r.largest_growth);
   EXPECT_EQ(r.largest_growth->index, 5u);
-  EXPECT_EQ(r.largest_growth->growth, static_cast<int64_t>(100 * M));
-  EXPECT_EQ(r.marks[3].allocated, (1 + 2 + 3 + 4 + 100 + 6 + 7 + 8 + 9 + 10) * M);
+  EXPECT_EQ(r.largest_growth->driver.growth, static_cast<int64_t>(100 * M));
+  EXPECT_EQ(r.marks[3].driver.allocated, (1 + 2 + 3 + 4 + 100 + 6 + 7 + 8 + 9 + 10) * M);
 }
 
 TEST(Pauses, IntervalsWithTheFreesRecordedInThem) {

@@ -187,34 +187,49 @@ nlohmann::json flame_json(const FlameNode& n) {
   return j;
 }
 
+namespace {
+// A level's figures: the driver's at the row's top level, the tensors' under "tensors" (null
+// without the bridge).
+nlohmann::json figures_json(const RangeFigures& f) {
+  return {{"bytes_allocated", f.bytes_allocated},
+          {"allocations", f.allocations},
+          {"peak_above_entry", f.peak_above_entry},
+          {"net_change", f.net_change}};
+}
+nlohmann::json figures_json(const MarkFigures& f) {
+  return {{"allocated", f.allocated},
+          {"peak_since_previous", f.peak_since_previous},
+          {"peak_so_far", f.peak_so_far},
+          {"growth", f.growth}};
+}
+}  // namespace
+
 nlohmann::json ranges_json(const Regions& r) {
   nlohmann::json out = nlohmann::json::array();
   for (const RangeRow& row : r.ranges) {
-    out.push_back({{"name", row.name},
-                   {"calls", row.calls},
-                   {"total_ns", row.total_ns},
-                   {"average_ns", row.calls ? row.total_ns / row.calls : 0},
-                   {"max_ns", row.max_ns},
-                   {"bytes_allocated", row.bytes_allocated},
-                   {"allocations", row.allocations},
-                   {"peak_above_entry", row.peak_above_entry},
-                   {"net_change", row.net_change},
-                   {"open_at_end", row.open_at_end}});
+    nlohmann::json j = {{"name", row.name},
+                        {"calls", row.calls},
+                        {"total_ns", row.total_ns},
+                        {"average_ns", row.calls ? row.total_ns / row.calls : 0},
+                        {"max_ns", row.max_ns},
+                        {"open_at_end", row.open_at_end}};
+    j.update(figures_json(row.driver));
+    j["tensors"] = r.tensors ? figures_json(row.tensors) : nlohmann::json();
+    out.push_back(std::move(j));
   }
   return out;
 }
 
 namespace {
 nlohmann::json mark_json(const MarkRow& m, const Regions& r) {
-  return {{"name", m.name},
-          {"index", m.index},
-          {"at_ns", m.at_ns},
-          {"thread", m.thread},
-          {"allocated", m.allocated},
-          {"peak_since_previous", m.peak_since_previous},
-          {"peak_so_far", m.peak_so_far},
-          {"growth", m.growth},
-          {"largest_growth", r.largest_growth && r.largest_growth->index == m.index}};
+  nlohmann::json j = {{"name", m.name},
+                      {"index", m.index},
+                      {"at_ns", m.at_ns},
+                      {"thread", m.thread},
+                      {"largest_growth", r.largest_growth && r.largest_growth->index == m.index}};
+  j.update(figures_json(m.driver));
+  j["tensors"] = r.tensors ? figures_json(m.tensors) : nlohmann::json();
+  return j;
 }
 }  // namespace
 

@@ -15,34 +15,64 @@ std::string AttributionReplay::name_of(uint64_t id) const {
   return "#" + std::to_string(id);  // a name attribution.jsonl lost (a partial last line)
 }
 
-void AttributionReplay::apply(const Event& e, uint64_t allocated) {
-  const uint64_t before = allocated_;
-  allocated_ = allocated;
-  peak_ = std::max(peak_, allocated);
-  since_mark_max_ = std::max(since_mark_max_, allocated);
-  if (!segments_.empty()) segments_.rbegin()->second = std::max(segments_.rbegin()->second, allocated);
+void AttributionReplay::Level::set(uint64_t now) {
+  now_ = now;
+  peak_ = std::max(peak_, now);
+  since_mark_max_ = std::max(since_mark_max_, now);
+  if (!stretches_.empty()) stretches_.rbegin()->second = std::max(stretches_.rbegin()->second, now);
+}
 
+uint64_t AttributionReplay::Level::enter() {
+  const uint64_t stretch = next_stretch_++;
+  stretches_[stretch] = now_;
+  return stretch;
+}
+
+uint64_t AttributionReplay::Level::leave(uint64_t stretch, uint64_t entry) {
+  auto s = stretches_.find(stretch);
+  uint64_t max = entry;
+  for (auto j = s; j != stretches_.end(); ++j) max = std::max(max, j->second);
+  // The stretch this range opened now belongs to the stretch before it.
+  if (s != stretches_.begin()) std::prev(s)->second = std::max(std::prev(s)->second, s->second);
+  stretches_.erase(s);
+  return max;
+}
+
+MarkFigures AttributionReplay::Level::mark() {
+  const MarkFigures m{now_, since_mark_max_, peak_, static_cast<int64_t>(now_) - static_cast<int64_t>(last_mark_)};
+  since_mark_max_ = now_;
+  last_mark_ = now_;
+  return m;
+}
+
+void AttributionReplay::apply(const Event& e, uint64_t allocated, uint64_t tensors) {
+  const uint64_t before = driver_.now(), tensors_before = tensors_.now();
+  driver_.set(allocated);
+  tensors_.set(tensors);
+  // An allocation counts for the innermost range open on its thread, at its level.
+  auto count = [&](OpenLevel Open::*level, uint64_t grew) {
+    auto it = open_.find(e.thread_id);
+    if (grew == 0 || it == open_.end() || it->second.empty()) return;
+    OpenLevel& o = it->second.back().*level;
+    o.bytes += grew;
+    ++o.allocations;
+  };
   switch (e.op) {
     case Op::Alloc:
     case Op::VmmMap:
       if (e.result != 0) break;
       if (paused_) ++paused_->allocations;
-      if (allocated > before) {
-        auto it = open_.find(e.thread_id);
-        if (it != open_.end() && !it->second.empty()) {
-          it->second.back().bytes += allocated - before;
-          ++it->second.back().allocations;
-        }
-      }
+      count(&Open::driver, allocated > before ? allocated - before : 0);
       break;
+    case Op::TensorAlloc: count(&Open::tensors, tensors > tensors_before ? tensors - tensors_before : 0); break;
     case Op::Free:
     case Op::VmmRelease:
     case Op::VmmUnmap:
       if (paused_) ++paused_->frees;
       break;
-    case Op::Mark: mark(e, allocated); break;
-    case Op::RangePush: push(e, allocated); break;
-    case Op::RangePop: pop(e.thread_id, e.timestamp_ns, allocated, false); break;
+    case Op::Mark: mark(e); break;
+    case Op::RangePush: push(e); break;
+    case Op::RangePop: pop(e.thread_id, e.timestamp_ns, false); break;
     case Op::Pause:
       if (!paused_) paused_ = PauseRow{since(e.timestamp_ns)};
       break;
@@ -59,16 +89,28 @@ void AttributionReplay::apply(const Event& e, uint64_t allocated) {
   }
 }
 
-void AttributionReplay::push(const Event& e, uint64_t allocated) {
+void AttributionReplay::push(const Event& e) {
   const std::string name = name_of(e.address);
   auto [it, added] = row_of_.emplace(name, rows_.size());
   if (added) rows_.push_back(RangeRow{name});
-  const uint64_t segment = next_segment_++;
-  segments_[segment] = allocated;
-  open_[e.thread_id].push_back(Open{it->second, e.timestamp_ns, allocated, segment});
+  Open o{it->second, e.timestamp_ns, {}, {}};
+  o.driver = {driver_.now(), driver_.enter()};
+  o.tensors = {tensors_.now(), tensors_.enter()};
+  open_[e.thread_id].push_back(o);
 }
 
-void AttributionReplay::pop(uint32_t thread, uint64_t at_ns, uint64_t allocated, bool at_end) {
+namespace {
+
+void close_call(RangeFigures& f, uint64_t entry, uint64_t max, uint64_t exit, uint64_t bytes, uint64_t allocations) {
+  f.bytes_allocated += bytes;
+  f.allocations += allocations;
+  f.peak_above_entry = std::max(f.peak_above_entry, max - entry);
+  f.net_change += static_cast<int64_t>(exit) - static_cast<int64_t>(entry);
+}
+
+}  // namespace
+
+void AttributionReplay::pop(uint32_t thread, uint64_t at_ns, bool at_end) {
   auto t = open_.find(thread);
   if (t == open_.end() || t->second.empty()) {
     ++unbalanced_;
@@ -76,22 +118,15 @@ void AttributionReplay::pop(uint32_t thread, uint64_t at_ns, uint64_t allocated,
   }
   const Open o = t->second.back();
   t->second.pop_back();
-  auto s = segments_.find(o.segment);
-  uint64_t max = o.entry_allocated;
-  for (auto j = s; j != segments_.end(); ++j) max = std::max(max, j->second);
-  // The stretch this range opened now belongs to the stretch before it.
-  if (s != segments_.begin()) std::prev(s)->second = std::max(std::prev(s)->second, s->second);
-  segments_.erase(s);
-
   RangeRow& r = rows_[o.row];
   const uint64_t duration = at_ns > o.entry_ns ? at_ns - o.entry_ns : 0;
   ++r.calls;
   r.total_ns += duration;
   r.max_ns = std::max(r.max_ns, duration);
-  r.bytes_allocated += o.bytes;
-  r.allocations += o.allocations;
-  r.peak_above_entry = std::max(r.peak_above_entry, max - o.entry_allocated);
-  r.net_change += static_cast<int64_t>(allocated) - static_cast<int64_t>(o.entry_allocated);
+  close_call(r.driver, o.driver.entry, driver_.leave(o.driver.stretch, o.driver.entry), driver_.now(), o.driver.bytes,
+             o.driver.allocations);
+  close_call(r.tensors, o.tensors.entry, tensors_.leave(o.tensors.stretch, o.tensors.entry), tensors_.now(),
+             o.tensors.bytes, o.tensors.allocations);
   if (at_end) {
     ++r.open_at_end;
     ++open_at_end_;
@@ -99,25 +134,23 @@ void AttributionReplay::pop(uint32_t thread, uint64_t at_ns, uint64_t allocated,
   if (on_range) on_range({r.name, thread, since(o.entry_ns), since(at_ns), t->second.size(), at_end});
   if (t->second.empty()) {
     open_.erase(t);
-  } else {
-    t->second.back().bytes += o.bytes;  // inclusive: the enclosing range allocated these too
-    t->second.back().allocations += o.allocations;
+    return;
+  }
+  for (auto [outer, inner] : {std::pair{&t->second.back().driver, &o.driver}, {&t->second.back().tensors, &o.tensors}}) {
+    outer->bytes += inner->bytes;  // inclusive: the enclosing range allocated these too
+    outer->allocations += inner->allocations;
   }
 }
 
-void AttributionReplay::mark(const Event& e, uint64_t allocated) {
+void AttributionReplay::mark(const Event& e) {
   MarkRow m;
   m.name = name_of(e.address);
   m.index = ++marks_;
   m.at_ns = since(e.timestamp_ns);
   m.thread = e.thread_id;
-  m.allocated = allocated;
-  m.peak_since_previous = since_mark_max_;
-  m.peak_so_far = peak_;
-  m.growth = static_cast<int64_t>(allocated) - static_cast<int64_t>(last_mark_allocated_);
-  since_mark_max_ = allocated;
-  last_mark_allocated_ = allocated;
-  if (m.growth > 0 && (!largest_ || m.growth > largest_->growth)) largest_ = m;
+  m.driver = driver_.mark();
+  m.tensors = tensors_.mark();
+  if (m.driver.growth > 0 && (!largest_ || m.driver.growth > largest_->driver.growth)) largest_ = m;
   if (on_mark) on_mark(m);
   // Long runs mark every step: keep the first and the last ones, count those between.
   const size_t head_cap = max_marks_ / 2;
@@ -137,7 +170,7 @@ Regions AttributionReplay::finish(uint64_t last_ns) {
   for (const auto& [tid, _] : open_) threads.push_back(tid);
   std::sort(threads.begin(), threads.end());
   for (uint32_t tid : threads) {
-    while (open_.count(tid)) pop(tid, last_ns, allocated_, true);
+    while (open_.count(tid)) pop(tid, last_ns, true);
   }
   if (paused_) {
     paused_->resumed_at_ns = since(last_ns);

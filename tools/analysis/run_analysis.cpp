@@ -127,11 +127,19 @@ struct PeakWatch {
   uint64_t tensors = 0, tensors_index = 0;  // the framework's allocated peak and the event that set it
 };
 
-// The process's allocated bytes: the figure ranges and marks are measured in.
+// The process's allocated bytes and its tensors' (the framework's allocated): the figures ranges
+// and marks are measured in.
 uint64_t process_allocated(const Accounting& acc) {
   uint64_t total = 0;
   for (const auto& [ordinal, d] : acc.devices()) {
     if (ordinal >= 0) total += d.allocated.current;
+  }
+  return total;
+}
+uint64_t process_tensors(const Accounting& acc) {
+  uint64_t total = 0;
+  for (const auto& [ordinal, d] : acc.devices()) {
+    if (ordinal >= 0) total += d.framework.allocated.current;
   }
   return total;
 }
@@ -168,7 +176,8 @@ bool first_pass(const std::string& trace_path, RunAnalysis& run, const Options& 
     w.tensors = d.framework.allocated.current;
     w.tensors_index = trace.index();
   }
-  uint64_t allocated = process_allocated(acc);
+  uint64_t allocated = process_allocated(acc), tensors = process_tensors(acc);
+  bool framework = false;  // tensors were recorded: ranges and marks get their figures too
   const auto holds_memory = [&acc] {
     for (const auto& [ordinal, d] : acc.devices()) {
       if (ordinal >= 0 && (d.allocated.current > 0 || d.reserved.current > 0)) return true;
@@ -186,7 +195,9 @@ bool first_pass(const std::string& trace_path, RunAnalysis& run, const Options& 
     collect_marker(run, opt, e);
     if (e.stack_id != 0) ++run.stack_events;
     if (changes_memory(e.op)) allocated = process_allocated(acc);
-    regions.apply(e, allocated);
+    if (changes_framework_memory(e.op)) tensors = process_tensors(acc);
+    framework = framework || e.op == Op::TensorAlloc;
+    regions.apply(e, allocated, tensors);
     if (e.op == Op::Sample && e.device >= 0) {
       DeviceAnalysis& d = run.devices[e.device];
       d.nvml_device_used_peak = std::max(d.nvml_device_used_peak, e.size);
@@ -233,6 +244,7 @@ bool first_pass(const std::string& trace_path, RunAnalysis& run, const Options& 
   last_ns = acc.last_timestamp_ns();
   run.host_pinned = acc.host_pinned();
   run.regions = regions.finish(last_ns);
+  run.regions.tensors = framework;
   run.duration_ns = since(last_ns, run.start_ns);
   run.timeline_from_ns = first_memory_ns.value_or(run.window.since_ns);
   for (const auto& [ordinal, d] : acc.devices()) {

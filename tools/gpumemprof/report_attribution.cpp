@@ -64,18 +64,25 @@ void print_ranges(const analysis::RunAnalysis& run) {
   if (r.ranges.empty() && r.unbalanced_pops == 0) return;
   uint64_t calls = 0;
   for (const analysis::RangeRow& row : r.ranges) calls += row.calls;
-  say("ranges: " + counted(r.ranges.size(), "name") + ", " + counted(calls, "call") +
-          " (allocated bytes of all devices; allocations by the range's thread, nested ranges included)",
+  say("ranges: " + counted(r.ranges.size(), "name") + ", " + counted(calls, "call") + " (allocated bytes of all devices" +
+          (r.tensors ? ", and the framework's tensors'" : "") +
+          "; allocations by the range's thread, nested ranges included)",
       "", "  ");
-  auto table = two_row_header({"name", "calls", "total", "average", "allocated", "peak above entry", "net change"});
+  // With the framework bridge, the tensors' figures beside the driver's (what the steps asked for,
+  // where the driver's show the caching allocator's segments).
+  std::vector<std::string> labels = {"name", "calls", "total", "average", "allocated", "peak above entry", "net change"};
+  if (r.tensors) labels.insert(labels.end(), {"tensors allocated", "tensor peak above entry"});
+  auto table = two_row_header(labels);
   for (const analysis::RangeRow& row : r.ranges) {
-    table.push_back({row.name, grouped(row.calls), human_duration_ns(row.total_ns),
-                     human_duration_ns(row.calls ? row.total_ns / row.calls : 0), bytes_text(row.bytes_allocated),
-                     bytes_text(row.peak_above_entry),
-                     signed_bytes(row.net_change) +
-                         (row.open_at_end ? "  (" + grouped(row.open_at_end) + " still open at the end)" : "")});
+    std::vector<std::string> cells = {row.name, grouped(row.calls), human_duration_ns(row.total_ns),
+                                      human_duration_ns(row.calls ? row.total_ns / row.calls : 0),
+                                      bytes_text(row.driver.bytes_allocated), bytes_text(row.driver.peak_above_entry),
+                                      signed_bytes(row.driver.net_change)};
+    if (r.tensors) cells.insert(cells.end(), {bytes_text(row.tensors.bytes_allocated), bytes_text(row.tensors.peak_above_entry)});
+    if (row.open_at_end) cells.back() += "  (" + grouped(row.open_at_end) + " still open at the end)";
+    table.push_back(std::move(cells));
   }
-  print_table(std::move(table), {.indent = 4, .header_rows = 2, .elastic = 0, .right = {1, 2, 3, 4, 5, 6}});
+  print_table(std::move(table), {.indent = 4, .header_rows = 2, .elastic = 0, .right = {1, 2, 3, 4, 5, 6, 7, 8}});
   if (r.unbalanced_pops)
     std::printf("    %s without an open range ignored\n", counted(r.unbalanced_pops, "pop").c_str());
 }
@@ -83,11 +90,17 @@ void print_ranges(const analysis::RunAnalysis& run) {
 void print_marks(const analysis::RunAnalysis& run) {
   const analysis::Regions& r = run.regions;
   if (r.marks_total == 0) return;
-  std::printf("marks: %s (allocated bytes of all devices)\n", counted(r.marks_total, "checkpoint").c_str());
-  auto table = two_row_header({"#", "name", "at", "allocated", "peak since prev", "peak so far", "growth"});
+  std::printf("marks: %s (allocated bytes of all devices%s)\n", counted(r.marks_total, "checkpoint").c_str(),
+              r.tensors ? ", and the framework's tensors'" : "");
+  std::vector<std::string> labels = {"#", "name", "at", "allocated", "peak since prev", "peak so far", "growth"};
+  if (r.tensors) labels.insert(labels.end(), {"tensors allocated", "tensor growth"});
+  auto table = two_row_header(labels);
   auto row = [&](const analysis::MarkRow& m) {
-    table.push_back({grouped(m.index), m.name, human_duration_ns(m.at_ns), bytes_text(m.allocated),
-                     bytes_text(m.peak_since_previous), bytes_text(m.peak_so_far), signed_bytes(m.growth)});
+    std::vector<std::string> cells = {grouped(m.index), m.name, human_duration_ns(m.at_ns), bytes_text(m.driver.allocated),
+                                      bytes_text(m.driver.peak_since_previous), bytes_text(m.driver.peak_so_far),
+                                      signed_bytes(m.driver.growth)};
+    if (r.tensors) cells.insert(cells.end(), {bytes_text(m.tensors.allocated), signed_bytes(m.tensors.growth)});
+    table.push_back(std::move(cells));
   };
   // Long runs: the first and last checkpoints, and the largest growth wherever it was.
   const size_t n = r.marks.size();
@@ -101,10 +114,10 @@ void print_marks(const analysis::RunAnalysis& run) {
     if (i >= head && i < tail_from) continue;
     row(r.marks[i]);
   }
-  print_table(std::move(table), {.indent = 4, .header_rows = 2, .elastic = 1, .right = {0, 2, 3, 4, 5}});
+  print_table(std::move(table), {.indent = 4, .header_rows = 2, .elastic = 1, .right = {0, 2, 3, 4, 5, 6, 7, 8}});
   // Named below the table, shown there or not (a long run's middle marks are not).
   if (const auto& g = r.largest_growth) {
-    say("largest growth: #" + grouped(g->index) + " " + g->name + ", " + signed_bytes(g->growth) + " at " +
+    say("largest growth: #" + grouped(g->index) + " " + g->name + ", " + signed_bytes(g->driver.growth) + " at " +
             human_duration_ns(g->at_ns),
         "    ", "      ");
   }
