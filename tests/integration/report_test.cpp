@@ -79,6 +79,18 @@ TEST(Report, PeakBreakdownLeaksAndFailures) {
   EXPECT_LE(d["allocated_peak"]["at_ns"].get<uint64_t>(), j["analysis"]["markers"][0]["at_ns"].get<uint64_t>());
 }
 
+// A loop's equal buffers from one line read alike in the "largest" list: one row with their count.
+TEST(Report, IdenticalLargestRowsAreOneRowWithTheirCount) {
+  Sandbox box;
+  const std::string dir = ops_run(box, {"alloc:3M", "alloc:3M", "alloc:3M", "alloc:1M"}, {{"GPUMEMPROF_STACKS", "0"}});
+  RunResult r = run_tool({"report", dir});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::regex rows(R"(\n    largest:\n      3\.00 MiB ×3 linear +cuMemAlloc_v2 +at [0-9.]+ [mµ]?s +thread \d+\n)"
+                        R"(      1\.00 MiB    linear +cuMemAlloc_v2 )");
+  EXPECT_TRUE(std::regex_search(r.out, rows)) << r.out;
+  EXPECT_EQ(report_json(dir)["analysis"]["devices"][0]["live_at_peak"]["largest"].size(), 4u) << "--json keeps each";
+}
+
 // The whole text report, with what changes from run to run (paths, pid, times, thread ids) masked.
 // Without stacks: call sites name source lines of this machine's C library (attribution_test.cpp
 // covers them).

@@ -127,7 +127,7 @@ std::string Frame::label() const {
 
 std::string Frame::flame_name() const {
   if (python) return (function.empty() ? std::string("?") : function) + where(file, line);
-  if (!function.empty()) return function;
+  if (!function.empty()) return file.empty() ? function : function + where(file, line);
   if (!module.empty()) return std::string(base_name(module)) + "+" + hex(offset);
   return hex(address);
 }

@@ -30,8 +30,9 @@ struct Frame {
   // What reports show: "forward (train.py:42)", "alloc_a (prog.cpp:31)", "alloc_a [libx.so]",
   // "libx.so+0x1a2b [build-id mismatch]", "0x7f0012345678".
   std::string label() const;
-  // Function-level name for flame graphs and folded stacks: no line for native frames, so one
-  // function is one box whatever line in it allocated.
+  // The name for flame graphs and folded stacks: the function and, where known, its file and line
+  // ("run() (train.cpp:103)"), so that two lines of one function that allocate are two boxes, and
+  // an inlined function is a frame of its own; no module or note, which label() adds.
   std::string flame_name() const;
 };
 

@@ -29,10 +29,13 @@ using ull = unsigned long long;
 // The label of summary.json's figures in a window's report, which are the whole run's.
 const char* whole_run(const analysis::RunAnalysis& run) { return run.window.whole() ? "" : " (whole run)"; }
 
-void print_allocation(const analysis::RunAnalysis& run, const LiveAllocation& a,
-                      const std::vector<analysis::CallSite>& sites, bool with_device) {
+// One allocation's row (and its call site); `size` is its size cell ("384.00 MiB", "384.00 MiB ×4"
+// for identical rows collapsed), padded to `size_width`.
+std::string allocation_row(const analysis::RunAnalysis& run, const LiveAllocation& a,
+                           const std::vector<analysis::CallSite>& sites, bool with_device, const std::string& size,
+                           size_t size_width) {
   const uint64_t start_ns = run.start_ns;
-  std::string row = "      " + pad(bytes_text(a.size), 11) + " " + pad(analysis::allocation_kind_label(a), 7) + " ";
+  std::string row = "      " + pad(size, size_width) + " " + pad(analysis::allocation_kind_label(a), 7) + " ";
   if (with_device) row += "device " + pad(std::to_string(a.device), 2) + " ";
   row += pad(api_name(a.api), 16) + " at " +
          pad(human_duration_ns(a.timestamp_ns > start_ns ? a.timestamp_ns - start_ns : 0), 10) + " thread " +
@@ -49,7 +52,7 @@ void print_allocation(const analysis::RunAnalysis& run, const LiveAllocation& a,
       row += "\n" + std::string(kSiteIndent, ' ') + elide_middle(site, width > kSiteIndent ? width - kSiteIndent : 1);
     }
   }
-  std::printf("%s\n", row.c_str());
+  return row;
 }
 
 void print_by_kind(const analysis::LiveSet& set) {
@@ -65,7 +68,27 @@ void print_by_kind(const analysis::LiveSet& set) {
 void print_largest(const analysis::RunAnalysis& run, const analysis::LiveSet& set,
                    const std::vector<analysis::CallSite>& sites, bool with_device) {
   std::printf("    largest:\n");
-  for (const LiveAllocation& a : set.largest) print_allocation(run, a, sites, with_device);
+  // Rows that would read the same (a layer's equal buffers, allocated in one millisecond from one
+  // line) are one row with their count: "384.00 MiB ×4".
+  std::vector<std::pair<const LiveAllocation*, size_t>> rows;
+  std::string last;
+  for (const LiveAllocation& a : set.largest) {
+    std::string text = allocation_row(run, a, sites, with_device, bytes_text(a.size), 11);
+    if (!rows.empty() && text == last) {
+      ++rows.back().second;
+      continue;
+    }
+    rows.push_back({&a, 1});
+    last = std::move(text);
+  }
+  size_t width = 11;
+  auto size_cell = [](const std::pair<const LiveAllocation*, size_t>& r) {
+    return bytes_text(r.first->size) + (r.second > 1 ? " \u00d7" + std::to_string(r.second) : "");
+  };
+  for (const auto& r : rows) width = std::max(width, display_width(size_cell(r)));
+  for (const auto& r : rows) {
+    std::printf("%s\n", allocation_row(run, *r.first, sites, with_device, size_cell(r), width).c_str());
+  }
   print_call_sites(run, sites, 4);
 }
 
