@@ -512,6 +512,9 @@ def fine_zoom_checks(args, browser, workdir):
           "zoomed in, columns of their own show 10, 60 and 90 MiB: %s (%s)" % (levels, zoomed["view"]))
     check(re.search(r"[\d.]+ ns a column\.$", zoomed["view"]) is not None,
           "the toolbar names the finer columns' width: %r" % zoomed["view"])
+    legend_total = re.search(r'<span class="legend-total"( hidden(?:="")?)?>', dom)
+    check(legend_total is not None and legend_total.group(1) is not None and 'class="device-total"' not in dom,
+          "90 MiB on a 1 GiB device: the total is not drawn, and the legend does not name it")
     bands = band_geometry(re.sub(r"<script.*?</script>", "", dom, flags=re.S))
     check(all(n > 10 and not problems for _, n, problems in bands),
           "zoomed in, each band's outline spans its columns' lowest to highest value: %s" %
@@ -580,6 +583,17 @@ def main():
     for series, n, problems in bands:
         check(n > 100 and not problems, "the %s band's outline spans each of its %d columns' lowest to highest value%s"
               % (series, n, (": " + "; ".join(problems[:3])) if problems else ""))
+    # Under the axis: the range bands above the axis caption, never over it; the legend names the
+    # device total exactly when it is drawn (here it is: 550 MiB of 1 GiB), and the peak's circle.
+    caption = re.search(r'<text[^>]*class="tick-label axis-caption"[^>]*\by="([\d.]+)"', dom)
+    band_bottoms = [float(y) + float(h) for y, h in
+                    re.findall(r'<g class="range-band"[^>]*><rect[^>]*\by="([\d.]+)"[^>]*\bheight="([\d.]+)"', dom)]
+    check(caption is not None and band_bottoms and max(band_bottoms) + 2 <= float(caption.group(1)),
+          "the range bands (bottom %s) end above the axis caption (%s)" % (band_bottoms, caption and caption.group(1)))
+    legend_total = re.search(r'<span class="legend-total"( hidden(?:="")?)?>', dom)
+    check(legend_total is not None and legend_total.group(1) is None and "device-total" in dom,
+          "the legend names the device total, which is drawn")
+    check("the selection's highest point" in dom and 'class="key key-peak"' in dom, "the legend names the peak's circle")
     for marker in ("alloc_failed", "oom_bundle", "alert"):
         check(re.search(r'<g[^>]*class="marker marker-%s"' % marker, dom) is not None, "the chart marks the %s event" % marker)
     check(re.search(r'<g class="marker marker-alloc_failed"[^>]*>.*?failed 2\.00 GiB', dom, re.S) is not None,

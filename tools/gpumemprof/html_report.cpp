@@ -342,7 +342,10 @@ class Page {
               " reserved";
     }
     if (d.nvml_process_peak) out_ += " <span class=\"key key-nvml\"></span>NVML process usage";
-    if (s.total_bytes) out_ += " <span class=\"key key-total\"></span>device total";
+    // The device's total is drawn only when the view's figures come within a quarter of it (report.js
+    // hides this key when it is not).
+    if (s.total_bytes) out_ += "<span class=\"legend-total\"> <span class=\"key key-total\"></span>device total</span>";
+    out_ += " <span class=\"key key-peak\"></span>the selection's highest point";
     out_ += " <span class=\"muted\">(the shade spans each time slice's lowest to highest value, so short peaks "
             "stay visible; the line is the value at each slice's end; vertical lines are alerts, failed "
             "allocations, OOM events and marks; bands under the chart are ranges)</span></div>\n";

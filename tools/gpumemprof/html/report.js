@@ -153,7 +153,11 @@
     var lanes = Math.min(ranges.rows, MAX_LANES);
     var W = Math.max(520, Math.round(box.clientWidth || 960));
     var M = { l: 78, r: 18, t: 40, b: 40 }, pw = W - M.l - M.r, ph = 290 - M.t - M.b;
-    var bandTop = M.t + ph + 24, H = 290 + (lanes ? lanes * LANE_H + 10 : 0);
+    // Under the axis: the tick labels, the range bands (a row each), then the axis caption, and a
+    // note when rows of bands were left out.
+    var bandTop = M.t + ph + 24, more = ranges.rows > lanes;
+    var captionY = lanes ? bandTop + lanes * LANE_H + 10 : M.t + ph + 30, H = captionY + (more ? 20 : 10);
+    var legendTotal = box.previousElementSibling ? box.previousElementSibling.querySelector(".legend-total") : null;
     var fw = tl.tensors_max ? frameworkName() : null, total = dev.total_bytes || 0;
     var view = full.slice(), selection = full.slice(), chosen = -1;
 
@@ -267,7 +271,7 @@
         svgEl("line", { "class": "axis", x1: x(t.ns), x2: x(t.ns), y1: M.t + ph, y2: M.t + ph + 4 }, layer);
         svgText(layer, x(t.ns), M.t + ph + 16, t.label, { "class": "tick-label", "text-anchor": "middle" });
       });
-      svgText(layer, M.l + pw, M.t + ph + 30, "time since the profiler started", { "class": "tick-label", "text-anchor": "end" });
+      svgText(layer, M.l + pw, captionY, "time since the profiler started", { "class": "tick-label axis-caption", "text-anchor": "end" });
       svgEl("line", { "class": "axis", x1: M.l, x2: M.l + pw, y1: M.t + ph, y2: M.t + ph }, layer);
       svgEl("line", { "class": "axis", x1: M.l, x2: M.l, y1: M.t, y2: M.t + ph }, layer);
 
@@ -312,6 +316,7 @@
         if (c.nvml > 0) d += (pts++ ? "L" : "M") + r1((x(c.from) + x(c.to)) / 2) + "," + y(c.nvml);
       });
       if (pts) svgEl("path", { "class": "series series-nvml", d: pts === 1 ? d + "h2" : d, "data-series": "nvml" }, layer);
+      if (legendTotal) legendTotal.hidden = !totalShown;
       if (totalShown) {
         var g = svgEl("g", { "class": "device-total" }, layer);
         svgEl("line", { x1: M.l, x2: M.l + pw, y1: y(total), y2: y(total) }, g);
@@ -353,7 +358,7 @@
         var label = bw >= FLAME_LABEL_MIN ? fitLabel(b.name + (b.calls > 1 ? " \u00d7" + b.calls : ""), bw - 6) : "";
         if (label) svgText(g, r1(bx + 3), by + 10.5, label);
       });
-      if (ranges.rows > lanes) {
+      if (more) {
         svgText(layer, M.l, H - 2, (ranges.rows - lanes) + " more rows of ranges are not drawn (the tooltip names them)",
           { "class": "tick-label" });
       }
