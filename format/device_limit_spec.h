@@ -19,12 +19,13 @@ struct KnownGpu {
   uint64_t bytes;
 };
 inline constexpr uint64_t kMiB = uint64_t{1} << 20;
-inline constexpr std::array<KnownGpu, 6> kKnownGpus = {{
+inline constexpr std::array<KnownGpu, 7> kKnownGpus = {{
     {"L4", 22579 * kMiB},
     {"A10", 22723 * kMiB},
     {"A100-40GB", 40336 * kMiB},
     {"A100-80GB", 81050 * kMiB},
     {"H100-80GB", 81009 * kMiB},
+    {"H200", 143157 * kMiB},  // measured on an H200 (driver 580.159.04), 2026-11-28
     {"RTX-4090", 24217 * kMiB},
 }};
 inline constexpr int kMaxLimitDevices = 64;

@@ -1036,6 +1036,11 @@ def compare_train(t, work, name):
     for rname in ("forward", "backward"):
         r = ranges.get(rname, {})
         t.add(name, f"range '{rname}' peak above entry", r.get("peak_above_entry"), None, "INFO")
+    # The tensor level of a range: the forward passes' tensors (all on the main thread) against
+    # PyTorch's requested_bytes.all.allocated across them.
+    tensors = ranges.get("forward", {}).get("tensors") or {}
+    t.exact(name, "range 'forward' tensors bytes allocated vs torch requested_bytes delta",
+            tensors.get("bytes_allocated"), gt.get("forward_requested_bytes"))
     marks = [m.get("name") for m in a.get("marks", []) if isinstance(m, dict)]
     t.exact(name, "marks", marks, ["epoch 0", "epoch 1", "epoch 2"])
     # The model's own lines must be the top sites of what was live at the peak: the weights

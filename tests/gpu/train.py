@@ -34,9 +34,18 @@ def make_batch(torch, size=512):
     return torch.randn(size, 4096, device="cuda"), torch.randn(size, 1024, device="cuda")
 
 
-def train_step(torch, model, optimizer, x, y):
+def requested(torch):
+    """The bytes PyTorch's caching allocator has handed out so far, as requested (what the profiler's
+    tensor level counts)."""
+    return torch.cuda.memory_stats()["requested_bytes.all.allocated"]
+
+
+def train_step(torch, model, optimizer, x, y, out=None):
+    before = requested(torch) if out is not None else 0
     with torch.cuda.nvtx.range("forward"):
         loss = torch.nn.functional.mse_loss(model(x), y)
+    if out is not None:  # the forward range's tensors, for its tensor-level figures
+        out["forward_requested_bytes"] = out.get("forward_requested_bytes", 0) + requested(torch) - before
     with torch.cuda.nvtx.range("backward"):
         loss.backward()
     with torch.cuda.nvtx.range("optimizer"):
@@ -51,7 +60,7 @@ def train(torch, out):
     x, y = make_batch(torch)
     for epoch in range(3):
         for _ in range(10):
-            train_step(torch, model, optimizer, x, y)
+            train_step(torch, model, optimizer, x, y, out)
         torch.cuda.synchronize()
         mark(f"epoch {epoch}")
     out["parameters"] = sum(p.numel() for p in model.parameters())

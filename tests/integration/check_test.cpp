@@ -328,7 +328,7 @@ TEST(Check, BadOptionsAreRefusedBeforeAnythingIsRead) {
   const std::vector<std::pair<std::vector<std::string>, std::string>> rows = {
       {{"/nowhere", "--max-peak", "40 GB"},
        "--max-peak '40 GB' is not a size or a GPU name; accepted: a byte count with an optional unit K, M, G, KiB, "
-       "MiB or GiB (e.g. 1M, 512KiB), or a GPU name: L4, A10, A100-40GB, A100-80GB, H100-80GB, RTX-4090"},
+       "MiB or GiB (e.g. 1M, 512KiB), or a GPU name: L4, A10, A100-40GB, A100-80GB, H100-80GB, H200, RTX-4090"},
       {{"/nowhere", "--max-leak"},
        "--max-leak needs a value; accepted: a byte count with an optional unit K, M, G, KiB, MiB or GiB (e.g. 1M, "
        "512KiB)"},

@@ -131,7 +131,7 @@ TEST(DeviceLimit, BadValuesAreOneLineAndIgnored) {
     EXPECT_EQ(r.out, "alloc:500M 0\nmeminfo 0 free 549453824 total 1073741824\n") << bad;
     EXPECT_EQ(r.err, "gpumemprof: invalid GPUMEMPROF_DEVICE_LIMIT='" + bad +
                          "': expected a size (24GiB), a GPU name (L4, A10, A100-40GB, A100-80GB, H100-80GB, "
-                         "RTX-4090) or per device (0:24GiB,1:L4); using the default none (the device's own size)\n");
+                         "H200, RTX-4090) or per device (0:24GiB,1:L4); using the default none (the device's own size)\n");
   }
 }
 
@@ -204,13 +204,13 @@ TEST(DeviceLimit, RunSetsItAndCheckTakesAGpuName) {
   expect_tool_says({"check", root, "--max-peak", "l4"}, "--max-peak 22.05 GiB");
   expect_tool_says({"run", "--help"},
                    "  --device-limit LIMIT     rehearse a smaller GPU: 24GiB, a GPU name (L4, A10, A100-40GB, "
-                   "A100-80GB,\n                           H100-80GB, RTX-4090) or per device 0:24GiB,1:L4 "
+                   "A100-80GB,\n                           H100-80GB, H200, RTX-4090) or per device 0:24GiB,1:L4 "
                    "(docs/device-limit.md)\n");
   RunResult bad = run_tool({"check", root, "--max-peak", "V100"});
   EXPECT_EQ(bad.exit_code, 2);
   EXPECT_EQ(bad.err, "gpumemprof check: --max-peak 'V100' is not a size or a GPU name; accepted: a byte count with "
                      "an optional unit K, M, G, KiB, MiB or GiB (e.g. 1M, 512KiB), or a GPU name: L4, A10, A100-40GB, "
-                     "A100-80GB, H100-80GB, RTX-4090\n");
+                     "A100-80GB, H100-80GB, H200, RTX-4090\n");
 }
 
 }  // namespace

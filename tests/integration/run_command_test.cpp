@@ -78,9 +78,9 @@ TEST(RunCommand, ABadOptionValueIsRefusedBeforeTheCommandRuns) {
       {{"--metrics-dir", "\n"}, "invalid --metrics-dir '\\n': expected a non-empty directory path"},
       {{"--max-peak", "lots"}, "--max-peak 'lots' is not a size or a GPU name; accepted: a byte count with an "
                                "optional unit K, M, G, KiB, MiB or GiB (e.g. 1M, 512KiB), or a GPU name: L4, A10, "
-                               "A100-40GB, A100-80GB, H100-80GB, RTX-4090"},
+                               "A100-40GB, A100-80GB, H100-80GB, H200, RTX-4090"},
       {{"--device-limit", "T4"}, "invalid --device-limit 'T4': expected a size (24GiB), a GPU name (L4, A10, "
-                                 "A100-40GB, A100-80GB, H100-80GB, RTX-4090) or per device (0:24GiB,1:L4)"},
+                                 "A100-40GB, A100-80GB, H100-80GB, H200, RTX-4090) or per device (0:24GiB,1:L4)"},
   };
   for (const auto& [options, message] : rows) {
     std::vector<std::string> args = {Paths::tool(), "run"};

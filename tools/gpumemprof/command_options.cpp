@@ -60,7 +60,7 @@ const CommandOptions kRunOptions = {
         "(node_exporter's textfile collector; docs/metrics.md)"},
        {"--device-limit", nullptr, "LIMIT",
         "rehearse a smaller GPU: 24GiB, a GPU name (L4, A10, A100-40GB, A100-80GB,\n"
-        "H100-80GB, RTX-4090) or per device 0:24GiB,1:L4 (docs/device-limit.md)"},
+        "H100-80GB, H200, RTX-4090) or per device 0:24GiB,1:L4 (docs/device-limit.md)"},
        {"--shim", nullptr, "PATH",
         "libgpumemprof.so to preload (default: ../" GMP_INSTALL_SHIM_DIR "/ from this\n"
         "program's directory, where it is installed, else ../lib/ in a build tree)"}}},

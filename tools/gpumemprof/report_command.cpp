@@ -68,18 +68,20 @@ void print_by_kind(const analysis::LiveSet& set) {
 void print_largest(const analysis::RunAnalysis& run, const analysis::LiveSet& set,
                    const std::vector<analysis::CallSite>& sites, bool with_device) {
   std::printf("    largest:\n");
-  // Rows that would read the same (a layer's equal buffers, allocated in one millisecond from one
-  // line) are one row with their count: "384.00 MiB ×4".
+  // Neighbours alike but for their time (a layer's equal buffers from one line: size, kind, API,
+  // device, thread and stack) are one row with their count, "384.00 MiB ×4", at the first one's time.
+  auto alike = [](const LiveAllocation& a, const LiveAllocation& b) {
+    return a.size == b.size && a.kind == b.kind && a.api == b.api && a.device == b.device &&
+           a.thread_id == b.thread_id && a.stack_id == b.stack_id && a.pool == b.pool &&
+           a.free_requested == b.free_requested;
+  };
   std::vector<std::pair<const LiveAllocation*, size_t>> rows;
-  std::string last;
   for (const LiveAllocation& a : set.largest) {
-    std::string text = allocation_row(run, a, sites, with_device, bytes_text(a.size), 11);
-    if (!rows.empty() && text == last) {
+    if (!rows.empty() && alike(*rows.back().first, a)) {
       ++rows.back().second;
       continue;
     }
     rows.push_back({&a, 1});
-    last = std::move(text);
   }
   size_t width = 11;
   auto size_cell = [](const std::pair<const LiveAllocation*, size_t>& r) {
