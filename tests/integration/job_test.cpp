@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <regex>
+#include <sstream>
 
 #include "harness.h"
 
@@ -277,6 +278,21 @@ TEST_F(FourRanks, TheHtmlPageHasARowPerRank) {
   ASSERT_EQ(piped.exit_code, 0) << piped.err;
   EXPECT_TRUE(contains(piped.out, "<code>gpumemprof html " + job_.dirs[0] + " -o rank-0.html</code>")) << piped.out;
   EXPECT_FALSE(contains(piped.out, "rank-page"));
+}
+
+// At 80 columns the job view fits: prose wrapped, the table's columns a space apart.
+TEST_F(FourRanks, TheReportFitsEightyColumns) {
+  ScopedColumns eighty("80");
+  RunResult r = run_tool({"report", job_.root});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::istringstream lines(r.out);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.find("gpumemprof report " + job_.root) != std::string::npos) continue;  // a command, whole
+    size_t columns = 0;
+    for (unsigned char c : line) columns += (c & 0xC0) != 0x80;
+    EXPECT_LE(columns, 80u) << line;
+  }
+  EXPECT_TRUE(contains(r.out, "\n  rank host ")) << r.out;
 }
 
 // `oom ROOT` explains the rank that ran out first and names the others' own commands.

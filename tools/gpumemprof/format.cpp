@@ -198,18 +198,24 @@ void say(const std::string& text, const std::string& first, const std::string& r
   std::fputs(wrap(text, first, rest, output_width()).c_str(), to);
 }
 
-void print_table(std::vector<std::vector<std::string>> table, const TableLayout& layout) {
+void print_table(std::vector<std::vector<std::string>> table, const TableLayout& given) {
   constexpr size_t kElasticMin = 20;
+  TableLayout layout = given;
   std::vector<size_t> width;
   for (const auto& row : table) {
     if (row.size() == 1 && table.front().size() > 1) continue;  // a line of its own
     width.resize(std::max(width.size(), row.size()));
     for (size_t c = 0; c < row.size(); ++c) width[c] = std::max(width[c], display_width(row[c]));
   }
-  if (layout.elastic >= 0 && static_cast<size_t>(layout.elastic) < width.size()) {
-    const size_t e = static_cast<size_t>(layout.elastic);
+  auto total_width = [&] {
     size_t total = layout.indent;
     for (size_t c = 0; c < width.size(); ++c) total += width[c] + (c ? layout.gap : 0);
+    return total;
+  };
+  if (layout.gap > 1 && total_width() > output_width()) layout.gap = 1;  // narrower before anything is cut
+  if (layout.elastic >= 0 && static_cast<size_t>(layout.elastic) < width.size()) {
+    const size_t e = static_cast<size_t>(layout.elastic);
+    const size_t total = total_width();
     if (total > output_width()) {
       const size_t excess = total - output_width();
       width[e] = std::min(width[e], std::max(kElasticMin, width[e] > excess ? width[e] - excess : 0));

@@ -61,7 +61,7 @@ void say(const std::string& text, const std::string& first, const std::string& r
 // cell (in a table of more columns) is a line of its own, not aligned.
 struct TableLayout {
   size_t indent = 2;
-  size_t gap = 1;  // spaces between columns
+  size_t gap = 1;  // spaces between columns; 1 where `gap` would make the table wider than the output
   size_t header_rows = 1;
   int elastic = -1;
   std::vector<size_t> right;

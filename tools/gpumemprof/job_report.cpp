@@ -51,7 +51,7 @@ void print_text(const JobAnalysis& job) {
   // "env": RANK without torchrun's own variables, a script or another launcher (launcher_env.h).
   if (!facts.launcher.empty()) what += facts.launcher == "env" ? " ranked by RANK" : " started by " + facts.launcher;
   if (facts.world_size) what += ", world size " + std::to_string(*facts.world_size);
-  std::printf("gpumemprof report: %s (%s)\n", job.root.c_str(), what.c_str());
+  say("gpumemprof report: " + job.root + " (" + what + ")", "", "  ");
   if (!job.left_out.empty()) say(job.left_out, "  ", "    ");
   if (!facts.started.empty()) {
     say("the job started " + facts.started + " (its first process's start); times are since then", "  ", "    ");
@@ -85,7 +85,7 @@ void print_text(const JobAnalysis& job) {
     if (failures == 0) std::printf("out of memory: no process ran out\n");
     else std::printf("out of memory: %s, none at a known time\n", counted(failures, "failure").c_str());
   }
-  for (size_t i = 0; i < failed.size(); ++i) std::printf(i == 0 ? "%s\n" : "  %s\n", failed[i].c_str());
+  for (size_t i = 0; i < failed.size(); ++i) say(failed[i], i == 0 ? "" : "  ", i == 0 ? "  " : "    ");
   std::printf("each process's own report:\n");
   for (const reader::JobMember& m : job.members) {
     if (m.run) std::printf("  %-10s gpumemprof report %s\n", analysis::member_label(m).c_str(), m.path.c_str());
