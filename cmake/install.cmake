@@ -3,7 +3,7 @@
 #   lib/gpumemprof/libgpumemprof.so, libunwind.so.8 the shim and the unwinder it loads from beside itself
 #   lib/gpumemprof/python/                          the Python bootstrap (docs/framework-bridge.md)
 #   include/gpumemprof.h                            marks, ranges and pauses from C and C++
-#   share/doc/gpumemprof/                           README.md and docs/
+#   share/doc/gpumemprof/                           README.md, docs/ and libunwind8.copyright
 #   share/man/man1/gpumemprof.1                     every command's --help (cmake/help_pages.py)
 #   share/bash-completion/completions/gpumemprof    commands, options and export formats
 # bin/ and GMP_INSTALL_SHIM_DIR (set in the top-level CMakeLists.txt, before the shim's own rules) are
@@ -15,6 +15,16 @@ install(FILES ${CMAKE_SOURCE_DIR}/include/gpumemprof.h DESTINATION include)
 
 set(GMP_INSTALL_DOC_DIR share/doc/gpumemprof)
 install(FILES ${CMAKE_SOURCE_DIR}/README.md DESTINATION ${GMP_INSTALL_DOC_DIR})
+# The bundled libunwind.so.8 (shim/CMakeLists.txt) goes with its licence (MIT/Expat): the notice of
+# the distribution's package it was copied from, as libunwind8.copyright (in the .deb and tarball too).
+if(LIBUNWIND_RUNTIME)
+  find_file(LIBUNWIND_COPYRIGHT copyright PATHS /usr/share/doc/libunwind8 /usr/share/doc/libunwind NO_DEFAULT_PATH)
+  if(LIBUNWIND_COPYRIGHT)
+    install(FILES ${LIBUNWIND_COPYRIGHT} RENAME libunwind8.copyright DESTINATION ${GMP_INSTALL_DOC_DIR})
+  else()
+    message(WARNING "libunwind's copyright notice not found: the installed libunwind.so.8 goes without it")
+  endif()
+endif()
 # docs/ as docs/, so that the README's links work where it is installed. docs/man is the man page's
 # source, installed as the page itself.
 install(DIRECTORY ${CMAKE_SOURCE_DIR}/docs DESTINATION ${GMP_INSTALL_DOC_DIR} PATTERN man EXCLUDE)

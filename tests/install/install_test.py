@@ -41,6 +41,7 @@ LAYOUT = [
     "include/gpumemprof.h",
     "share/bash-completion/completions/gpumemprof",
     "share/man/man1/gpumemprof.1",
+    "share/doc/gpumemprof/libunwind8.copyright",  # the bundled libunwind's licence
 ]
 
 
