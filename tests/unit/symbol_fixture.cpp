@@ -27,3 +27,19 @@ extern "C" __attribute__((visibility("default"), noinline)) int fixture_exported
   asm volatile("" ::: "memory");
   return n;
 }
+
+// An inlined frame: always_inline is inlined even under -fno-inline, so backtrace()'s return
+// address lies in inlined_capture's code inside fixture_inlined_level1 (one address, two frames).
+namespace fixture_ns {
+__attribute__((always_inline)) inline int inlined_capture(void** frames, int max) {
+  const int n = backtrace(frames, max);
+  asm volatile("" ::: "memory");
+  return n;
+}
+}  // namespace fixture_ns
+
+extern "C" __attribute__((visibility("default"), noinline)) int fixture_inlined_level1(void** frames, int max) {
+  const int n = fixture_ns::inlined_capture(frames, max);
+  asm volatile("" ::: "memory");
+  return n;
+}

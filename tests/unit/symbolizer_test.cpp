@@ -86,10 +86,11 @@ struct Fixture {
   ~Fixture() {
     if (handle != nullptr) dlclose(handle);
   }
-  // The chain's return addresses as a stack record.
-  std::string stack_line(uint32_t id) const {
+  // The chain's return addresses as a stack record (`entry`: another of the fixture's chains).
+  std::string stack_line(uint32_t id, const char* entry = nullptr) const {
     void* frames[16];
-    const int n = chain(frames, 16);
+    const Chain call = entry == nullptr ? chain : reinterpret_cast<Chain>(dlsym(handle, entry));
+    const int n = call(frames, 16);
     nlohmann::json list = nlohmann::json::array();
     for (int i = 0; i < n; ++i) list.push_back(hex(reinterpret_cast<uint64_t>(frames[i])));
     return nlohmann::json{{"type", "stack"}, {"id", id}, {"frames", list}}.dump() + "\n";
@@ -110,6 +111,27 @@ CallStack from_module(const CallStack& st, const std::string& module) {
     if (st[i].module == module) return CallStack(st.begin() + static_cast<long>(i), st.end());
   }
   return {};
+}
+
+// An inlined function is a frame of its own, named by its own function and line, in reports, flame
+// graphs and folded stacks alike: not its caller's name again.
+TEST(Symbolizer, AnInlinedFunctionIsAFrameOfItsOwn) {
+  if (!addr2line_available()) GTEST_SKIP() << "no addr2line: inline chains need it";
+  Fixture f;
+  ASSERT_NE(f.chain, nullptr) << dlerror();
+  const reader::Attribution a = parse(module_lines() + f.stack_line(1, "fixture_inlined_level1"));
+  Symbolizer s(a, SymbolizerOptions{true});
+  StackTable t = s.symbolize({1});
+  const CallStack st = from_module(t[1], GMP_SYMBOL_FIXTURE);
+  ASSERT_GE(st.size(), 2u);
+  EXPECT_TRUE(starts_with(st[0].function, "fixture_ns::inlined_capture")) << st[0].label();
+  EXPECT_TRUE(st[0].inlined);
+  EXPECT_EQ(st[1].function, "fixture_inlined_level1") << st[1].label();
+  EXPECT_FALSE(st[1].inlined);
+  EXPECT_EQ(st[0].address, st[1].address) << "one return address, two frames";
+  EXPECT_TRUE(starts_with(st[0].flame_name(), "fixture_ns::inlined_capture(void**, int) (symbol_fixture.cpp:"))
+      << st[0].flame_name();
+  EXPECT_TRUE(starts_with(st[1].flame_name(), "fixture_inlined_level1 (symbol_fixture.cpp:")) << st[1].flame_name();
 }
 
 TEST(Symbolizer, NamesTheFunctionsOfAKnownChain) {
