@@ -70,6 +70,23 @@ HOVER_SWEEP = """<script>
 """
 
 
+# Appended to the same copy, first: the drawn labels of markers and marks, as the browser laid them out,
+# and how many pairs of them overlap, in <body data-labels>.
+LABELS = """<script>
+(function () {
+  var boxes = Array.prototype.map.call(document.querySelectorAll("svg.timeline g.marker text, svg.timeline g.mark text"),
+    function (t) { var b = t.getBBox(); return { text: t.textContent, x0: b.x, x1: b.x + b.width, y0: b.y, y1: b.y + b.height }; });
+  var overlaps = [];
+  for (var i = 0; i < boxes.length; i++) for (var j = i + 1; j < boxes.length; j++) {
+    var a = boxes[i], b = boxes[j];
+    if (a.x0 < b.x1 && b.x0 < a.x1 && a.y0 < b.y1 && b.y0 < a.y1) overlaps.push(a.text + " / " + b.text);
+  }
+  document.body.dataset.labels = JSON.stringify({ labels: boxes.map(function (b) { return b.text; }), overlaps: overlaps });
+})();
+</script>
+"""
+
+
 # Appended to the same copy: clicks the widest frame below the root, then "Reset zoom", and keeps what
 # the first flame graph looked like at each step in <body data-flame-zoom> as JSON.
 FLAME_ZOOM = """<script>
@@ -623,8 +640,13 @@ def main():
     # The hover tooltip: sweep the pointer across the chart and collect what the tooltip said.
     hover_page = os.path.join(workdir, "report.hover.html")
     with open(hover_page, "w", encoding="utf-8") as f:
-        f.write(page.replace("</body>", HOVER_SWEEP + FLAME_ZOOM + EXPLORE + "</body>"))
+        f.write(page.replace("</body>", LABELS + HOVER_SWEEP + FLAME_ZOOM + EXPLORE + "</body>"))
     hover = chromium(browser, workdir, hover_page, "--dump-dom")
+    found = re.search(r'data-labels="([^"]*)"', hover)
+    labels = json.loads(html.unescape(found.group(1))) if found else {"labels": [], "overlaps": ["no data-labels"]}
+    check(len(labels["labels"]) >= 3 and not labels["overlaps"],
+          "the markers' and marks' labels do not overlap: %d drawn %s, overlapping %s"
+          % (len(labels["labels"]), labels["labels"], labels["overlaps"]))
     tips = re.search(r'data-tooltips="([^"]*)"', hover)
     tips = tips.group(1) if tips else ""
     check("allocated: max 550.00 MiB" in tips, "hovering the peak shows 'allocated: max 550.00 MiB' in the tooltip")
