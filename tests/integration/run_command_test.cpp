@@ -207,6 +207,12 @@ TEST(RunCommand, ReportAndCheckOfAReusedRootReadTheLatestRun) {
   EXPECT_EQ(doc["job"]["processes"], 1);
   EXPECT_EQ(doc["processes"][0]["devices"][0]["allocated_peak"]["bytes"], 1u << 20) << report.out;
   EXPECT_NE(doc["job"]["left_out"].get<std::string>().find("2 earlier jobs"), std::string::npos);
+  // The other commands say it on stderr.
+  RunResult page = run_tool({"html", root, "-o", box.dir() + "/job.html"});
+  EXPECT_EQ(page.exit_code, 0) << page.err;
+  EXPECT_NE(page.err.find("gpumemprof html: " + root + " also holds 2 run directories of 2 earlier jobs"),
+            std::string::npos)
+      << page.err;
   // Each run directory names the invocation that made it.
   std::set<std::string> invocations;
   for (const std::string& dir : dirs_under(root)) {

@@ -107,9 +107,6 @@ int diff_jobs(const JobAnalysis& a, const JobAnalysis& b, bool json, nlohmann::j
   }
   std::printf("gpumemprof diff: job %s (%s) -> job %s (%s)\n", a.root.c_str(), counted(a.members.size(), "process").c_str(),
               b.root.c_str(), counted(b.members.size(), "process").c_str());
-  for (const std::string* left_out : {&a.left_out, &b.left_out}) {
-    if (!left_out->empty()) say(*left_out, "  ", "    ");
-  }
   for (const Pair& p : pairs) {
     const std::string where = p.place + (p.device < 0 ? ", no device memory" : ", device " + std::to_string(p.device));
     if (p.a.row == nullptr || p.b.row == nullptr) {

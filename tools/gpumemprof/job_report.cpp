@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
 
 #include "bytes_text.h"
 #include "format.h"
@@ -126,6 +127,10 @@ std::optional<analysis::JobAnalysis> open_job(const char* command, const std::st
                  job->members.size(), root.c_str());
     for (const reader::JobMember& m : job->members) std::fprintf(stderr, "  %s\n", m.error.c_str());
     return std::nullopt;
+  }
+  // What else ROOT holds: the report says it in its own output; the other commands on stderr.
+  if (!job->left_out.empty() && std::strcmp(command, "report") != 0) {
+    say("gpumemprof " + std::string(command) + ": " + job->left_out, "", "  ", stderr);
   }
   return job;
 }
