@@ -127,21 +127,21 @@ struct PeakWatch {
   uint64_t tensors = 0, tensors_index = 0;  // the framework's allocated peak and the event that set it
 };
 
-// The process's allocated bytes and its tensors' (the framework's allocated): the figures ranges
-// and marks are measured in.
-uint64_t process_allocated(const Accounting& acc) {
+// A figure summed over the process's devices: the allocated bytes, and the tensors' (the
+// framework's allocated), which ranges and marks are measured in.
+template <typename Figure>
+uint64_t process_total(const Accounting& acc, Figure figure) {
   uint64_t total = 0;
   for (const auto& [ordinal, d] : acc.devices()) {
-    if (ordinal >= 0) total += d.allocated.current;
+    if (ordinal >= 0) total += figure(d);
   }
   return total;
 }
+uint64_t process_allocated(const Accounting& acc) {
+  return process_total(acc, [](const DeviceStats& d) { return d.allocated.current; });
+}
 uint64_t process_tensors(const Accounting& acc) {
-  uint64_t total = 0;
-  for (const auto& [ordinal, d] : acc.devices()) {
-    if (ordinal >= 0) total += d.framework.allocated.current;
-  }
-  return total;
+  return process_total(acc, [](const DeviceStats& d) { return d.framework.allocated.current; });
 }
 
 bool open_replay(reader::TraceReplay& replay, const std::string& trace_path, const Options& opt, std::string& error) {

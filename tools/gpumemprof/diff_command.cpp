@@ -271,12 +271,11 @@ int print_verdict(const std::optional<LimitsVerdict>& verdict, bool json) {
   return verdict->broken.empty() ? 0 : 1;
 }
 
-// Two jobs (job_diff.cpp); a job and one run are not compared.
-int diff_job_roots(const std::vector<std::string>& dirs, bool json, Limits limits) {
-  if (is_job_root(dirs[0]) != is_job_root(dirs[1])) {
+// Two jobs (job_diff.cpp); a job and one run are not compared. `job_a`, `job_b`: is_job_root() of each.
+int diff_job_roots(const std::vector<std::string>& dirs, bool job_a, bool job_b, bool json, Limits limits) {
+  if (job_a != job_b) {
     std::fprintf(stderr, "gpumemprof diff: %s is a job and %s one run directory; give two jobs or two run directories\n",
-                 is_job_root(dirs[0]) ? dirs[0].c_str() : dirs[1].c_str(),
-                 is_job_root(dirs[0]) ? dirs[1].c_str() : dirs[0].c_str());
+                 dirs[job_a ? 0 : 1].c_str(), dirs[job_a ? 1 : 0].c_str());
     return 2;
   }
   auto a = open_job("diff", dirs[0]);
@@ -325,7 +324,10 @@ int diff_main(int argc, char** argv) {
         dirs.size());
     return 2;
   }
-  if (is_job_root(dirs[0]) || is_job_root(dirs[1])) return diff_job_roots(dirs, json, limits);
+  // Each is_job_root() searches its directory: asked once.
+  if (const bool job_a = is_job_root(dirs[0]), job_b = is_job_root(dirs[1]); job_a || job_b) {
+    return diff_job_roots(dirs, job_a, job_b, json, limits);
+  }
   std::string error;
   auto a = analysis::analyze_run(dirs[0], analysis::Options{}, error);
   if (!a) {

@@ -251,6 +251,12 @@ std::vector<std::vector<std::string>> two_row_header(const std::vector<std::stri
   return rows;
 }
 
+std::string signed_bytes(int64_t v) {
+  if (v == 0) return "0 B";
+  const uint64_t mag = v < 0 ? static_cast<uint64_t>(-(v + 1)) + 1 : static_cast<uint64_t>(v);
+  return (v < 0 ? "-" : "+") + bytes_text(mag);
+}
+
 std::string grouped(uint64_t n) {
   std::string digits = std::to_string(n), out;
   for (size_t i = 0; i < digits.size(); ++i) {

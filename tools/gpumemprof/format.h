@@ -71,6 +71,9 @@ void print_table(std::vector<std::vector<std::string>> table, const TableLayout&
 // "peak above" over "entry"), so that the columns can be as narrow as their figures.
 std::vector<std::vector<std::string>> two_row_header(const std::vector<std::string>& labels);
 
+// A change in bytes with its sign: "+10.00 MiB", "-512.00 KiB", "0 B".
+std::string signed_bytes(int64_t v);
+
 // "1 allocation", "3 allocations", "2 processes": a count (grouped()) with its noun (plural -es after
 // s, x, ch, sh).
 std::string counted(uint64_t n, const std::string& noun);

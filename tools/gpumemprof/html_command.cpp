@@ -184,7 +184,10 @@ int html_main(int argc, char** argv) {
     return status;
   }
   if (output != "-") {
-    const std::string beside = member_pages == 0 ? "" : " and " + (member_pages == 1 ? std::string("1 process's page") : std::to_string(member_pages) + " processes' pages") + " beside it";
+    const std::string beside =
+        member_pages == 0 ? ""
+        : member_pages == 1 ? " and 1 process's page beside it"
+                            : " and " + std::to_string(member_pages) + " processes' pages beside it";
     std::fprintf(stderr, "gpumemprof html: wrote %s (%s)%s; open it in a browser\n", output.c_str(),
                  bytes_text(page.size()).c_str(), beside.c_str());
   }

@@ -49,8 +49,7 @@ struct Pair {
 std::string change_text(uint64_t a, uint64_t b) {
   std::string s = bytes_text(a) + " -> " + bytes_text(b);
   if (a == b) return s + " (no change)";
-  const uint64_t mag = b > a ? b - a : a - b;
-  s += std::string(" (") + (b > a ? "+" : "-") + bytes_text(mag);
+  s += " (" + signed_bytes(static_cast<int64_t>(b) - static_cast<int64_t>(a));
   if (a != 0) {
     char pct[32];
     std::snprintf(pct, sizeof pct, ", %+.1f%%", 100.0 * (static_cast<double>(b) - static_cast<double>(a)) / static_cast<double>(a));

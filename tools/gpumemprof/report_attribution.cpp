@@ -17,11 +17,6 @@ constexpr size_t kCallersShown = 4;  // frames below the site: enough to tell tw
 constexpr size_t kMarksShown = 40;
 constexpr size_t kPausesShown = 20;
 
-std::string signed_bytes(int64_t v) {
-  if (v == 0) return "0 B";
-  const uint64_t mag = v < 0 ? static_cast<uint64_t>(-(v + 1)) + 1 : static_cast<uint64_t>(v);
-  return (v < 0 ? "-" : "+") + bytes_text(mag);
-}
 
 
 }  // namespace

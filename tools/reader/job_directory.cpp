@@ -72,6 +72,11 @@ auto order_key(const JobMember& m) {
 
 std::string parent_of(const std::string& path) { return path.substr(0, path.rfind('/')); }
 
+// `root` as its members' paths begin: without a trailing slash ("/" stays).
+std::string without_trailing_slash(const std::string& root) {
+  return root.size() > 1 && root.back() == '/' ? root.substr(0, root.size() - 1) : root;
+}
+
 // What makes runs one job (choose_job()): "" for a member that could not be read.
 std::string job_key(const JobMember& m) {
   if (!m.run) return "";
@@ -125,7 +130,7 @@ std::optional<std::vector<JobMember>> choose_job(const std::string& root, std::v
     }
   }
   if (groups.size() <= 1) return members;
-  const std::string top = root.size() > 1 && root.back() == '/' ? root.substr(0, root.size() - 1) : root;
+  const std::string top = without_trailing_slash(root);
   const bool side_by_side = std::all_of(groups.begin(), groups.end(), [&](const auto& g) { return g.second.dir == top; });
   if (!side_by_side) {
     error = top + " holds the runs of " + std::to_string(groups.size()) +
@@ -177,7 +182,7 @@ std::optional<uint64_t> rank_in_name(const std::string& path) {
 
 std::vector<JobMember> find_run_directories(const std::string& root) {
   std::vector<JobMember> found;
-  find_runs(root.size() > 1 && root.back() == '/' ? root.substr(0, root.size() - 1) : root, kJobSearchDepth, found);
+  find_runs(without_trailing_slash(root), kJobSearchDepth, found);
   return found;
 }
 
