@@ -14,6 +14,7 @@
 #include "json_text.h"
 #include "log.h"
 #include "pyframe_entry.h"
+#include "records.h"
 
 namespace gmp {
 namespace {
@@ -79,9 +80,9 @@ bool AttributionWriter::first_time(uint32_t id) {
 
 void AttributionWriter::note(const Event& e, uint64_t now_ns) {
   if (e.stack_id != 0 && first_time(e.stack_id)) write_stack(e.stack_id, now_ns);
-  if ((e.op == Op::Mark || e.op == Op::RangePush) && e.address != 0 && e.address <= UINT32_MAX &&
-      first_time(static_cast<uint32_t>(e.address))) {
-    write_name(static_cast<uint32_t>(e.address));
+  if (const uint32_t name = NameRecord::from_event(e).name_id;
+      (e.op == Op::Mark || e.op == Op::RangePush) && name != 0 && first_time(name)) {
+    write_name(name);
   }
 }
 

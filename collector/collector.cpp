@@ -18,6 +18,7 @@
 #include "summary.h"
 #include "trace_format.h"
 #include "run_directory_files.h"
+#include "records.h"
 
 namespace gmp {
 namespace {
@@ -201,14 +202,9 @@ void Collector::evaluate_alerts(uint64_t now_ns) {
   for (const Alert& a : fired_) {
     Event e{};
     e.timestamp_ns = a.t_ns;
-    e.op = Op::Alert;
+    AlertRecord{a.type, a.fired, a.allocated, a.reserved, a.threshold_bytes}.to_event(e);
     e.api = Api::Collector;
     e.device = static_cast<int16_t>(a.device);
-    e.value = static_cast<uint64_t>(a.type);
-    e.result = a.fired ? 1 : 0;
-    e.size = a.allocated;
-    e.object = a.reserved;
-    e.address = a.threshold_bytes;
     add_own(e);
     log::warn("{}", alert_message(a, config_));
     const std::string name = a.device >= 0 && a.device < kMaxDevices ? devices_.entries[a.device].name : "";

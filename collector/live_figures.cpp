@@ -1,4 +1,5 @@
 #include "live_figures.h"
+#include "records.h"
 
 #include <sched.h>
 
@@ -142,11 +143,13 @@ void LiveFigures::after(const Event& e, const Accounting& acc) {
   if (e.op == Op::Alloc && e.result == kOutOfMemory) {
     add_record(e, d, GPUMEMPROF_OOM, static_cast<uint64_t>(e.kind), e.size, 0);
   } else if (e.op == Op::Alert) {
-    add_record(e, d, e.result == 1 ? GPUMEMPROF_ALERT : GPUMEMPROF_ALERT_CLEARED, e.value, e.address, 0);
+    const auto a = AlertRecord::from_event(e);
+    add_record(e, d, a.fired ? GPUMEMPROF_ALERT : GPUMEMPROF_ALERT_CLEARED, AlertRecord::type_index(e), a.threshold, 0);
   } else if (e.op == Op::Cleanup) {
-    add_record(e, d, GPUMEMPROF_CLEANUP, e.value, e.size, 0);
+    const auto c = CleanupRecord::from_event(e);
+    add_record(e, d, GPUMEMPROF_CLEANUP, c.pools_trimmed, c.bytes_released, 0);
     ++cleanups_;
-    cleanup_bytes_ += e.size;
+    cleanup_bytes_ += c.bytes_released;
   }
 }
 

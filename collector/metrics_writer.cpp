@@ -12,6 +12,7 @@
 #include "json_text.h"
 #include "log.h"
 #include "trusted_dir.h"
+#include "records.h"
 
 namespace gmp {
 namespace {
@@ -164,8 +165,9 @@ std::string render_metrics(const Accounting& acc, const MetricsTally& tally, std
 void MetricsTally::note(const Event& e) {
   if (e.op == Op::OomBundle) {
     ++devices_[e.device].oom_bundles;
-  } else if (e.op == Op::Alert && e.result == 1 && e.value < MetricsTally::Device{}.alerts_fired.size()) {
-    ++devices_[e.device].alerts_fired[e.value];  // fired (result 1), not cleared; as the accounting counts
+  } else if (const uint64_t type = AlertRecord::type_index(e);
+             e.op == Op::Alert && AlertRecord::from_event(e).fired && type < MetricsTally::Device{}.alerts_fired.size()) {
+    ++devices_[e.device].alerts_fired[type];  // fired, not cleared; as the accounting counts
   }
 }
 

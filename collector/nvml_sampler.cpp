@@ -3,6 +3,7 @@
 #include <dlfcn.h>
 
 #include "log.h"
+#include "records.h"
 
 namespace gmp {
 namespace {
@@ -63,12 +64,9 @@ void NvmlSampler::maybe_sample(uint64_t now_ns, const DeviceTable& devices, std:
     const uint64_t process = nvml_process_usage(get_processes_, handles_[d], pid_);
     Event e{};
     e.timestamp_ns = now_ns;
-    e.op = Op::Sample;
+    SampleRecord{mem.used, mem.total, process}.to_event(e);
     e.api = Api::Collector;
     e.device = static_cast<int16_t>(d);
-    e.size = mem.used;
-    e.object = mem.total;
-    e.value = process;
     out.push_back(e);
   }
 }

@@ -12,6 +12,7 @@
 #include "manifest_record.h"
 #include "oom_bundle.h"
 #include "run_directory_files.h"
+#include "records.h"
 
 extern char** environ;
 
@@ -79,12 +80,14 @@ nlohmann::json OomRecorder::environment_json() const {
 void OomRecorder::after(const Event& e, const Accounting& acc, std::vector<Event>& out) {
   remember(e);
   if (e.op == Op::DriverMemory) {
-    driver_memory_[e.device] = {e.value, e.size};
-  } else if (e.op == Op::DeviceLimit && e.result == kOutOfMemory) {
-    limit_refusals_[e.device] = OomDeviceLimit{e.device, e.value, e.object, e.size, e.address};
+    const auto m = DriverMemoryRecord::from_event(e);
+    driver_memory_[e.device] = {m.free, m.total};
+  } else if (e.op == Op::DeviceLimit) {
+    const auto l = DeviceLimitRecord::from_event(e);
+    if (l.refused) limit_refusals_[e.device] = OomDeviceLimit{e.device, l.limit, l.before, l.context, l.bytes};
   } else if (e.op == Op::FrameworkOomFigures) {
     failure(framework_episodes_[e.device], e, acc, out);
-  } else if (e.op == Op::TensorAlloc && e.value != kSeeded) {
+  } else if (e.op == Op::TensorAlloc && !FrameworkBlockRecord::from_event(e).seeded) {
     // Like with like: the tensor against the framework's request, not the driver's, which PyTorch
     // rounded up (to 2 MiB and beyond). Recovering the framework's OOM recovers the driver failure
     // that was part of it.
@@ -132,7 +135,6 @@ bool OomRecorder::success(std::map<int, Episode>& episodes, int key, const Event
 void OomRecorder::describe_failure(OomMetadata& m, const Event& e, const Accounting& acc) const {
   const std::string size = bytes_text(e.size, ByteUnits::MiBOrGiB) + " (" + std::to_string(e.size) + " bytes)";
   if (e.op == Op::FrameworkOomFigures) {
-    // The event's stream is the capacity, not a stream; its free is what PyTorch asked the driver.
     m.reason = "PyTorch out of memory: tried to allocate " + size + " on device " + std::to_string(e.device);
     m.request = {std::string(api_name(e.api)), kOomTensorKind, "", e.size, e.device, 0, e.thread_id, std::nullopt,
                  since(e.timestamp_ns, info_.start_monotonic_ns)};
@@ -140,7 +142,9 @@ void OomRecorder::describe_failure(OomMetadata& m, const Event& e, const Account
     const DeviceStats none{};
     const DeviceStats& stats = d != acc.devices().end() ? d->second : none;
     m.framework = oom_framework(e, stats, info_.start_monotonic_ns);
-    if (stats.total_bytes > 0) m.driver_memory = OomDriverMemory{e.device, e.value, stats.total_bytes};
+    if (stats.total_bytes > 0) {
+      m.driver_memory = OomDriverMemory{e.device, FrameworkOomFiguresRecord::from_event(e).free, stats.total_bytes};
+    }
     return;
   }
   const std::string where = e.kind == Kind::HostPinned ? "pinned host memory" : "device " + std::to_string(e.device);
@@ -218,11 +222,9 @@ void OomRecorder::open_episode(Episode& ep, const Event& e, const Accounting& ac
   apply_retention(bundle_dir_, config_.oom_max_dumps, config_.oom_max_total_mb << 20, name, geteuid());
   Event b{};
   b.timestamp_ns = e.timestamp_ns;
-  b.op = Op::OomBundle;
+  OomBundleRecord{bundles_, e.size}.to_event(b);
   b.api = Api::Collector;
   b.device = e.device;
-  b.address = bundles_;
-  b.size = e.size;
   out.push_back(b);
 }
 

@@ -1,16 +1,14 @@
 #include "pool_reader.h"
+#include "records.h"
 
 namespace gmp {
 
 Event pool_reserved_event(const PoolReading& r, Api api) {
   Event e{};
-  e.op = Op::PoolReserved;
+  PoolReservedRecord{r.pool, r.reserved, r.high}.to_event(e);
   e.api = api;
   e.kind = Kind::Pool;
   e.device = static_cast<int16_t>(r.device);
-  e.object = r.pool;
-  e.value = r.reserved;
-  e.size = r.high;
   return e;
 }
 

@@ -1,4 +1,5 @@
 #include "watchdog.h"
+#include "records.h"
 
 #include <atomic>
 
@@ -18,25 +19,24 @@ void Watchdog::on_critical(int device, uint64_t now_ns, const Accounting& acc, s
   last_ns_ = now_ns;
   Event cleanup{};
   cleanup.timestamp_ns = now_ns;
-  cleanup.op = Op::Cleanup;
+  CleanupRecord trimmed;
   cleanup.api = Api::Collector;
   cleanup.device = static_cast<int16_t>(device);
   for (const Accounting::PoolInfo& p : acc.pools()) {
     uint64_t before = 0, after = 0;
     if (p.device != device || !trim(p.handle, &before, &after)) continue;
-    ++cleanup.value;
+    ++trimmed.pools_trimmed;
     if (after >= before) continue;
-    cleanup.size += before - after;
+    trimmed.bytes_released += before - after;
     Event e{};
     e.timestamp_ns = now_ns;
-    e.op = Op::PoolReserved;
+    PoolReservedRecord{p.handle, after, 0}.to_event(e);
     e.api = Api::cuMemPoolTrimTo;
     e.kind = Kind::Pool;
     e.device = static_cast<int16_t>(device);
-    e.object = p.handle;
-    e.value = after;
     out.push_back(e);
   }
+  trimmed.to_event(cleanup);
   out.push_back(cleanup);
 }
 

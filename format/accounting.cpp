@@ -1,4 +1,5 @@
 #include "accounting.h"
+#include "records.h"
 
 #include <algorithm>
 
@@ -33,29 +34,36 @@ void Accounting::apply(const Event& e) {
     case Op::ReleaseFailed: on_release_failed(e); break;
     case Op::PoolCreate: on_pool_create(e); break;
     case Op::PoolDestroy: on_pool_destroy(e); break;
-    case Op::PoolReserved: set_pool_reserved(e.object, e.device, e.value, e.size); break;
+    case Op::PoolReserved: {
+      const auto r = PoolReservedRecord::from_event(e);
+      set_pool_reserved(r.pool, e.device, r.reserved, r.reserved_high);
+      break;
+    }
     case Op::VmmCreate: on_vmm_create(e); break;
     case Op::VmmRelease: on_vmm_release(e); break;
     case Op::VmmMap: on_vmm_map(e); break;
     case Op::VmmUnmap: on_vmm_unmap(e); break;
-    case Op::DeviceInfo: dev(e.device).total_bytes = e.size; break;
+    case Op::DeviceInfo: dev(e.device).total_bytes = DeviceInfoRecord::from_event(e).total; break;
     case Op::OomBundle: ++oom_.bundles_written; break;
     case Op::OomRecovered: ++oom_.recovered; break;
     case Op::DriverMemory: case Op::Cleanup: case Op::DeviceLimit: break;  // the cleanup's pool_reserved events carry the figures
     case Op::Sample: {
+      const auto s = SampleRecord::from_event(e);
       auto& t = dev(e.device).nvml;
       ++t.samples;
-      t.device_used = e.size;
-      t.device_total = e.object;
-      t.process_known = e.value != UINT64_MAX;
+      t.device_used = s.device_used;
+      t.device_total = s.device_total;
+      t.process_known = s.process_known();
       if (t.process_known) {
-        t.process_used = e.value;
-        t.process_used_peak = std::max(t.process_used_peak, e.value);
+        t.process_used = s.process_used;
+        t.process_used_peak = std::max(t.process_used_peak, s.process_used);
       }
       break;
     }
     case Op::Alert:
-      if (e.result == 1 && e.value < alerts_.size()) ++alerts_[e.value];
+      if (const uint64_t type = AlertRecord::type_index(e); AlertRecord::from_event(e).fired && type < alerts_.size()) {
+        ++alerts_[type];
+      }
       break;
     case Op::Mark: case Op::RangePush: case Op::RangePop: case Op::Pause: case Op::Resume:
       break;  // attribution only: the tools replay them (tools/analysis)

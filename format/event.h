@@ -19,77 +19,62 @@ enum class Kind : uint8_t {
 };
 inline constexpr int kKindCount = 8;
 
+// What each op's general fields (address, size, stream, object, value, result) hold is in
+// records.h, one struct per op, which every writer and reader goes through; ops without a struct
+// there use the fields as named.
 enum class Op : uint8_t {
   None = 0,
-  Alloc = 1,          // address, size, result; pool kind: object = pool, value = pool reserved after
-                      // (kNoReading: not read; the collector's pool_reserved events carry it)
+  Alloc = 1,          // an allocation call's outcome (AllocRecord)
   Free = 2,           // address; recorded before the driver call so a reused address is never live twice
   ReleaseFailed = 3,  // result: the release this thread recorded just before was refused by the driver
-  PoolCreate = 4,     // object = pool, device
-  PoolDestroy = 5,    // object = pool; releases the pool's live allocations
-  PoolReserved = 6,   // object = pool, value = the pool's reserved bytes as the driver reports them now,
-                      // size = its high watermark (RESERVED_MEM_HIGH; 0 when not read)
+  PoolCreate = 4,     // PoolRecord
+  PoolDestroy = 5,    // PoolRecord; releases the pool's live allocations
+  PoolReserved = 6,   // a pool's reserved bytes as the driver reports them now (PoolReservedRecord)
   VmmCreate = 7,      // address = physical handle, size, device, result
   VmmRelease = 8,     // address = physical handle (before the call)
-  VmmMap = 9,         // address = va, size, object = physical handle, value = offset, result
+  VmmMap = 9,         // VmmMapRecord
   VmmUnmap = 10,      // address = va, size (before the call); may cover several mappings
-  DeviceInfo = 11,    // device, size = total bytes, once per device before its first event
-  DriverMemory = 12,  // device, size = total, value = free, as cuMemGetInfo said just after a failure
-  OomBundle = 13,     // written by the collector: an OOM bundle was written; address = its sequence number
-  OomRecovered = 14,  // written by the collector: an OOM episode ended by a successful retry
-  Alert = 15,         // written by the collector: device, value = AlertType, result = 1 fired / 0 cleared,
-                      // size = allocated, object = reserved, address = threshold bytes
-  Sample = 16,        // written by the collector from NVML: device, size = device used, object = device
-                      // total, value = this process's usage (UINT64_MAX when NVML does not say)
-  // Attribution (docs/attribution.md): names are ids in attribution.jsonl.
-  Mark = 17,          // address = name id
-  RangePush = 18,     // address = name id; the thread's innermost range until its RangePop
+  DeviceInfo = 11,    // once per device before its first event (DeviceInfoRecord)
+  DriverMemory = 12,  // cuMemGetInfo just after a failure (DriverMemoryRecord)
+  OomBundle = 13,     // written by the collector: an OOM bundle was written (OomBundleRecord)
+  OomRecovered = 14,  // written by the collector: an OOM episode ended by a successful retry; size
+  Alert = 15,         // written by the collector (AlertRecord)
+  Sample = 16,        // written by the collector from NVML (SampleRecord)
+  // Attribution (docs/attribution.md): names are ids in attribution.jsonl (NameRecord).
+  Mark = 17,
+  RangePush = 18,     // the thread's innermost range until its RangePop
   RangePop = 19,
   Pause = 20,         // allocations stop being recorded (frees still are) until Resume
   Resume = 21,
   // A framework's caching allocator seen from inside, through the bridge (docs/framework-bridge.md).
   // Sizes are the sizes the program asked for; address is the device pointer; stream the
   // allocator's stream. Kind None, Api torch_caching_allocator.
-  // object of TensorAlloc, SegmentAlloc and SegmentMap: the framework's memory pool (framework_pool_id),
-  // 0 for its default pool.
-  TensorAlloc = 22,          // address, size, stream; value = kSeeded: live before the bridge attached
+  TensorAlloc = 22,          // FrameworkBlockRecord
   TensorFreeRequested = 23,  // address, size: the program let go; work on other streams may still use it
   TensorFreeCompleted = 24,  // address, size: the block is back in the framework's cache
-  SegmentAlloc = 25,         // address, size, stream: the framework reserved a segment; value = kSeeded
+  SegmentAlloc = 25,         // FrameworkBlockRecord: the framework reserved a segment
   SegmentFree = 26,          // address, size: it gave one back to the driver
-  SegmentMap = 27,           // address, size: pages mapped into an expandable segment; value = kSeeded
+  SegmentMap = 27,           // FrameworkBlockRecord: pages mapped into an expandable segment
   SegmentUnmap = 28,         // address, size
-  FrameworkOom = 29,         // size = bytes asked for, value = device free bytes: the framework raised OOM
-  FrameworkOomFigures = 30,  // the framework's own figures at its OOM, before it raises: size = bytes
-                             // asked for, value = device free, stream = capacity (total, or the memory
-                             // fraction's limit), object = allocated, address = reserved (framework bytes)
-  FrameworkAttach = 31,      // result = 1 attached, 0 refused or detached; value = version
-                             // (major << 16 | minor << 8 | patch); object = FrameworkRefusal when refused
+  FrameworkOom = 29,         // the framework raised OOM (FrameworkOomRecord)
+  FrameworkOomFigures = 30,  // the framework's own figures at its OOM, before it raises
+  FrameworkAttach = 31,      // the bridge attached, was refused or detached (FrameworkAttachRecord)
   Cleanup = 32,              // written by the collector: the watchdog trimmed a device's pools after a
-                             // critical alert; device, size = bytes given back, value = pools trimmed
-  // GPUMEMPROF_DEVICE_LIMIT (docs/device-limit.md), from the shim: device, value = the limit, size = what
-  // the driver holds for the process beyond its allocations (context, modules: NVML's figure for the
-  // process less the allocations), as just measured. result 2 (out of memory): the limit refused an
-  // allocation; object = the process's bytes on the device before it (the context included), address = what
-  // the allocation would have added.
-  DeviceLimit = 33,
-  // CUDA graphs (docs/accounting.md §Graph memory), kind Graph. A graph is named by its CUgraph handle
-  // (object), an executable graph by its CUgraphExec handle (address of the exec ops). An allocation
-  // made while a stream captures is a node of the capture's graph: nothing is allocated then.
-  GraphAllocNode = 34,    // address = the node's virtual address, size, object = graph, stream = the
-                          // capturing stream (0: added with cuGraphAdd*), value = capture id; result
-  GraphFreeNode = 35,     // address freed at launch, object = graph, stream, value = capture id; result
-  CaptureBegin = 36,      // stream, object = the capture's graph, value = capture id, size = CUstreamCaptureMode;
-                          // result. Its stack is where the graph was captured
-  CaptureEnd = 37,        // stream, object = graph (0 when the capture was invalidated), value = capture id; result
-  GraphInstantiate = 38,  // object = graph, address = exec, value = instantiate flags; result
-  GraphLaunch = 39,       // address = exec, stream, size = its allocation nodes' bytes (0: none or not
-                          // known); result. api cuGraphUpload*: memory mapped, nothing launched
-  GraphExecDestroy = 40,  // address = exec
-  GraphDestroy = 41,      // object = graph
-  GraphMemory = 42,       // device: the graph memory pool as the driver reports it now: size = reserved,
-                          // value = reserved high watermark, object = used, address = used high watermark
-  GraphChild = 43,        // object = parent graph, address = child graph whose memory nodes moved into it
+                             // critical alert (CleanupRecord)
+  DeviceLimit = 33,          // GPUMEMPROF_DEVICE_LIMIT (docs/device-limit.md), from the shim (DeviceLimitRecord)
+  // CUDA graphs (docs/accounting.md §Graph memory), kind Graph. A graph is named by its CUgraph handle,
+  // an executable graph by its CUgraphExec handle. An allocation made while a stream captures is a
+  // node of the capture's graph: nothing is allocated then.
+  GraphAllocNode = 34,    // GraphNodeRecord; result
+  GraphFreeNode = 35,     // GraphNodeRecord: the address freed at launch; result
+  CaptureBegin = 36,      // CaptureBeginRecord; result. Its stack is where the graph was captured
+  CaptureEnd = 37,        // CaptureEndRecord; result
+  GraphInstantiate = 38,  // GraphInstantiateRecord; result
+  GraphLaunch = 39,       // GraphLaunchRecord; result. api cuGraphUpload*: memory mapped, nothing launched
+  GraphExecDestroy = 40,  // GraphExecDestroyRecord
+  GraphDestroy = 41,      // GraphDestroyRecord
+  GraphMemory = 42,       // the device's graph memory pool as the driver reports it now (GraphMemoryRecord)
+  GraphChild = 43,        // a child graph's memory nodes moved into its parent (GraphChildRecord)
 };
 inline constexpr int kOpCount = 44;
 

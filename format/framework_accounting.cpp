@@ -4,6 +4,7 @@
 #include <unordered_set>
 
 #include "accounting.h"
+#include "records.h"
 
 namespace gmp {
 namespace {
@@ -37,7 +38,7 @@ void Accounting::on_framework(const Event& e) {
     return;
   }
   // A seed taken after the bridge attached may repeat what an event already said: that one counts.
-  if (e.value == kSeeded && ((e.op == Op::TensorAlloc && tensors_.find(e.address) != nullptr) ||
+  if (FrameworkBlockRecord::from_event(e).seeded && ((e.op == Op::TensorAlloc && tensors_.find(e.address) != nullptr) ||
                              ((e.op == Op::SegmentAlloc || e.op == Op::SegmentMap) && in_framework_segment(e.address)))) {
     return;
   }
@@ -52,9 +53,10 @@ void Accounting::on_framework(const Event& e) {
         if (stale.pending_counted) dev(stale.device).framework.pending_free.sub(stale.size);
       }
       if (stale.pool != 0) dev(stale.device).framework.private_pools[stale.pool].allocated.sub(stale.size);
-      tensors_.insert_or_assign(e.address, LiveAllocation{e.address, e.size, e.timestamp_ns, e.object, e.thread_id,
+      const uint64_t pool = FrameworkBlockRecord::from_event(e).pool;
+      tensors_.insert_or_assign(e.address, LiveAllocation{e.address, e.size, e.timestamp_ns, pool, e.thread_id,
                                                           e.stack_id, e.device, Kind::None, e.api});
-      if (e.object != 0) f.private_pools[e.object].allocated.add(e.size);
+      if (pool != 0) f.private_pools[pool].allocated.add(e.size);
       ++f.tensor_allocs;
       add_peak(f.allocated, f.allocated_peak_ns, e.size, e.timestamp_ns);
       break;
@@ -80,7 +82,7 @@ void Accounting::on_framework(const Event& e) {
     case Op::SegmentAlloc:
     case Op::SegmentMap:
       ++f.segment_allocs;
-      f.reserved.sub(add_segment(e.device, e.address, e.size, e.object));  // a range seen twice counts once
+      f.reserved.sub(add_segment(e.device, e.address, e.size, FrameworkBlockRecord::from_event(e).pool));  // a range seen twice counts once
       add_peak(f.reserved, f.reserved_peak_ns, e.size, e.timestamp_ns);
       break;
     case Op::SegmentFree:
@@ -110,9 +112,10 @@ void Accounting::settle_free_request(const Event& e) {
 
 void Accounting::on_framework_attach(const Event& e) {
   framework_.reported = true;
-  framework_.attached = e.result == 1;
-  framework_.version = e.value;
-  framework_.refusal = static_cast<FrameworkRefusal>(e.object);
+  const auto a = FrameworkAttachRecord::from_event(e);
+  framework_.attached = a.attached;
+  framework_.version = a.version;
+  framework_.refusal = a.refusal;
   if (framework_.attached) {
     if (e.device >= 0) dev(e.device).framework.attached = true;
     return;
@@ -205,7 +208,7 @@ void Accounting::refresh_outside(const Event& e) {
     if (stale) settle(u);
     return stale;
   });
-  const bool seeding = e.value == kSeeded && e.api == Api::torch_caching_allocator &&
+  const bool seeding = FrameworkBlockRecord::from_event(e).seeded && e.api == Api::torch_caching_allocator &&
                        (e.op == Op::TensorAlloc || e.op == Op::TensorFreeRequested || e.op == Op::SegmentAlloc ||
                         e.op == Op::SegmentMap);
   for (auto& [_, d] : devices_) {

@@ -8,6 +8,7 @@
 #include <algorithm>
 
 #include "accounting.h"
+#include "records.h"
 
 namespace gmp {
 namespace {
@@ -67,44 +68,48 @@ void Accounting::on_graph(const Event& e) {
   switch (e.op) {
     case Op::CaptureBegin: {
       if (e.result != 0) return;
-      GraphStats* g = graph_for(e.object, e.value, true);
+      const auto c = CaptureBeginRecord::from_event(e);
+      GraphStats* g = graph_for(c.graph, c.capture_id, true);
       if (g == nullptr) return;
       g->captured = true;
       if (g->device < 0) g->device = e.device;
-      g->capture_mode = static_cast<uint8_t>(e.size);
-      g->capture_stream = e.stream;
+      g->capture_mode = static_cast<uint8_t>(c.mode);
+      g->capture_stream = c.stream;
       if (g->stack_id == 0) g->stack_id = e.stack_id;
       return;
     }
     case Op::CaptureEnd: {
-      auto it = capture_graphs_.find(e.value);
+      const auto c = CaptureEndRecord::from_event(e);
+      auto it = capture_graphs_.find(c.capture_id);
       if (it == capture_graphs_.end()) return;
       const uint32_t number = it->second;
       capture_graphs_.erase(it);
-      graph_numbers_.erase(e.value | kCaptureKey);
-      if (e.result == 0 && e.object != 0) graph_numbers_[e.object] = number;
+      graph_numbers_.erase(c.capture_id | kCaptureKey);
+      if (e.result == 0 && c.graph != 0) graph_numbers_[c.graph] = number;
       return;
     }
     case Op::GraphAllocNode:
     case Op::GraphFreeNode: {
       if (e.result != 0) return;
-      GraphStats* g = graph_for(e.object, e.value, true);
+      const auto n = GraphNodeRecord::from_event(e);
+      GraphStats* g = graph_for(n.graph, n.capture_id, true);
       if (g == nullptr) return;
       if (e.op == Op::GraphFreeNode) {
-        g->frees.push_back(e.address);
+        g->frees.push_back(n.address);
         return;
       }
-      g->allocs.push_back({e.address, e.size, e.stack_id, e.device});
+      g->allocs.push_back({n.address, n.size, e.stack_id, e.device});
       if (g->device < 0) g->device = e.device;
       if (g->stack_id == 0) g->stack_id = e.stack_id;
       dev(e.device);
       return;
     }
     case Op::GraphChild: {
-      const GraphStats* child = graph_for(e.address, 0, false);
-      if (child == nullptr || e.address == e.object) return;
+      const auto c = GraphChildRecord::from_event(e);
+      const GraphStats* child = graph_for(c.child, 0, false);
+      if (child == nullptr || c.child == c.parent) return;
       const GraphStats moved = *child;  // a copy: adding the parent may move graphs_
-      GraphStats* parent = graph_for(e.object, 0, true);
+      GraphStats* parent = graph_for(c.parent, 0, true);
       if (parent == nullptr) return;
       parent->allocs.insert(parent->allocs.end(), moved.allocs.begin(), moved.allocs.end());
       parent->frees.insert(parent->frees.end(), moved.frees.begin(), moved.frees.end());
@@ -112,26 +117,28 @@ void Accounting::on_graph(const Event& e) {
       return;
     }
     case Op::GraphInstantiate: {
-      GraphStats* g = graph_for(e.object, 0, true);
+      const auto i = GraphInstantiateRecord::from_event(e);
+      GraphStats* g = graph_for(i.graph, 0, true);
       if (e.result != 0) {
         if (e.result == kOutOfMemory) record_failure(e, Kind::Graph, g != nullptr ? g->bytes_per_launch() : 0);
         return;
       }
       if (g == nullptr) return;
       ++g->instantiations;
-      graph_execs_[e.address] = GraphExec{g->number, e.value};
+      graph_execs_[i.exec] = GraphExec{g->number, i.flags};
       return;
     }
     case Op::GraphLaunch: on_graph_launch(e); return;
-    case Op::GraphExecDestroy: graph_execs_.erase(e.address); return;
-    case Op::GraphDestroy: graph_numbers_.erase(e.object); return;
+    case Op::GraphExecDestroy: graph_execs_.erase(GraphExecDestroyRecord::from_event(e).exec); return;
+    case Op::GraphDestroy: graph_numbers_.erase(GraphDestroyRecord::from_event(e).graph); return;
     case Op::GraphMemory: on_graph_memory(e); return;
     default: return;
   }
 }
 
 void Accounting::on_graph_launch(const Event& e) {
-  auto it = graph_execs_.find(e.address);
+  const auto launch = GraphLaunchRecord::from_event(e);
+  auto it = graph_execs_.find(launch.exec);
   GraphStats* g = it != graph_execs_.end() ? &graphs_[it->second.graph - 1] : nullptr;
   if (e.result != 0) {
     if (g != nullptr) ++g->failed_launches;
@@ -145,8 +152,8 @@ void Accounting::on_graph_launch(const Event& e) {
   }
   ++g->launches;
   if (g->streams.size() < GraphStats::kMaxStreamsKept &&
-      std::find(g->streams.begin(), g->streams.end(), e.stream) == g->streams.end()) {
-    g->streams.push_back(e.stream);
+      std::find(g->streams.begin(), g->streams.end(), launch.stream) == g->streams.end()) {
+    g->streams.push_back(launch.stream);
   }
   auto release = [&](uint64_t address) {
     LiveAllocation a;
@@ -174,11 +181,12 @@ void Accounting::on_graph_launch(const Event& e) {
 }
 
 void Accounting::on_graph_memory(const Event& e) {
+  const auto m = GraphMemoryRecord::from_event(e);
   DeviceStats& d = dev(e.device);
-  d.graph_reserved.set(e.size);
-  d.graph_reserved.peak = std::max(d.graph_reserved.peak, e.value);
-  d.graph_used.set(e.object);
-  d.graph_used.peak = std::max(d.graph_used.peak, e.address);
+  d.graph_reserved.set(m.reserved);
+  d.graph_reserved.peak = std::max(d.graph_reserved.peak, m.reserved_high);
+  d.graph_used.set(m.used);
+  d.graph_used.peak = std::max(d.graph_used.peak, m.used_high);
   refresh_totals(e.device, e.timestamp_ns);
 }
 

@@ -5,6 +5,7 @@
 #include "json_fields.h"
 #include "json_views.h"
 #include "manifest_record.h"
+#include "records.h"
 
 namespace gmp {
 namespace {
@@ -84,11 +85,12 @@ OomFramework framework_section_from_json(const json* j, int request_device) {
 OomFramework oom_framework(const Event& e, const DeviceStats& d, uint64_t start_ns) {
   OomFramework f;
   f.device = e.device;
-  f.requested = e.size;
-  f.free = e.value;
-  f.capacity = e.stream;
-  f.allocated = e.object;
-  f.reserved = e.address;
+  const auto r = FrameworkOomFiguresRecord::from_event(e);
+  f.requested = r.requested;
+  f.free = r.free;
+  f.capacity = r.capacity;
+  f.allocated = r.allocated;
+  f.reserved = r.reserved;
   f.process_used_from_nvml = d.nvml.samples > 0 && d.nvml.process_known;
   f.process_used = f.process_used_from_nvml ? d.nvml.process_used : f.capacity - std::min(f.free, f.capacity);
   f.non_pytorch = f.process_used - std::min(f.reserved, f.process_used);

@@ -161,15 +161,10 @@ uint64_t process_bytes(int device) {
   return d.counted.load(std::memory_order_relaxed) + pools_bytes(device) + d.context.load(std::memory_order_relaxed);
 }
 
-void record_limit(int device, uint64_t context, int16_t result, uint64_t before, uint64_t bytes) {
+void record_limit(int device, uint64_t context, bool refused, uint64_t before, uint64_t bytes) {
   session_record(device, [&](Event& e) {
-    e.op = Op::DeviceLimit;
+    DeviceLimitRecord{g_devices[device].limit, context, refused, before, bytes}.to_event(e);
     e.api = Api::Collector;
-    e.value = g_devices[device].limit;
-    e.size = context;
-    e.result = result;
-    e.object = before;
-    e.address = bytes;
   });
 }
 
@@ -199,7 +194,7 @@ void measure(int device, int64_t uncharged) {
     const uint64_t ours = d.counted.load(std::memory_order_relaxed) - uncharged + pools_bytes(device);
     context = used > ours ? used - ours : 0;
   }
-  if (d.context.exchange(context) != context || first) record_limit(device, context, 0, 0, 0);
+  if (d.context.exchange(context) != context || first) record_limit(device, context, false, 0, 0);
 }
 
 bool fits(int device, uint64_t limit) { return process_bytes(device) <= limit; }
@@ -210,7 +205,7 @@ bool fits(int device, uint64_t limit) { return process_bytes(device) <= limit; }
 bool clear_of_limit(int device, uint64_t limit) { return process_bytes(device) <= limit - limit / 8; }
 
 void refuse(int device, uint64_t bytes, uint64_t before) {
-  record_limit(device, g_devices[device].context.load(std::memory_order_relaxed), kOutOfMemory, before, bytes);
+  record_limit(device, g_devices[device].context.load(std::memory_order_relaxed), true, before, bytes);
 }
 
 // --- what the limit counts by handle ---

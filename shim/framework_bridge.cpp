@@ -16,6 +16,7 @@
 #include "markers.h"
 #include "real_driver.h"
 #include "torch_layouts.h"
+#include "records.h"
 
 namespace gmp::shim {
 namespace {
@@ -93,27 +94,21 @@ void on_trace_entry(const TraceEntry& entry) noexcept {
     return;
   }
   session_record(device, [&](Event& e) {
-    e.op = op;
-    e.api = Api::torch_caching_allocator;
-    e.stream = stream;
-    e.size = size;
     if (op == Op::FrameworkOom) {
-      e.value = addr;  // PyTorch passes the device's free bytes there
+      FrameworkOomRecord{size, addr}.to_event(e);  // PyTorch passes the device's free bytes in addr
+      e.stream = stream;
     } else {
-      e.address = addr;
+      FrameworkBlockRecord{addr, size, stream, pool}.to_event(e, op);
       e.stack_id = op == Op::TensorAlloc ? stack : 0;
-      e.object = pool;
     }
+    e.api = Api::torch_caching_allocator;
   });
 }
 
 void record_attach(bool attached, FrameworkRefusal why, int device) {
   session_record(device, [&](Event& e) {
-    e.op = Op::FrameworkAttach;
+    FrameworkAttachRecord{attached, g_version.load(std::memory_order_relaxed), why}.to_event(e);
     e.api = Api::torch_caching_allocator;
-    e.result = attached ? 1 : 0;
-    e.value = g_version.load(std::memory_order_relaxed);
-    e.object = static_cast<uint64_t>(why);
   });
 }
 
@@ -225,12 +220,8 @@ GMP_EXPORT void gpumemprof_framework_seed(int op, int device, uint64_t address, 
   const Op o = static_cast<Op>(op);
   if (o != Op::TensorAlloc && o != Op::TensorFreeRequested && o != Op::SegmentAlloc && o != Op::SegmentMap) return;
   session_record(device, [&](Event& e) {
-    e.op = o;
+    FrameworkBlockRecord{address, size, stream, 0, true}.to_event(e, o);
     e.api = Api::torch_caching_allocator;
-    e.address = address;
-    e.size = size;
-    e.stream = stream;
-    e.value = kSeeded;
   });
 }
 
@@ -260,13 +251,8 @@ GMP_EXPORT void gpumemprof_framework_oom(int device, uint64_t requested, uint64_
                                          uint64_t allocated, uint64_t reserved) {
   if (g_state.load() != State::Recording) return;
   session_record(device, [&](Event& e) {
-    e.op = Op::FrameworkOomFigures;
+    FrameworkOomFiguresRecord{requested, free_bytes, capacity, allocated, reserved}.to_event(e);
     e.api = Api::torch_caching_allocator;
-    e.size = requested;
-    e.stream = capacity;
-    e.value = free_bytes;
-    e.object = allocated;
-    e.address = reserved;
   });
   session_wait_for_collector();
 }

@@ -73,14 +73,9 @@ void record_node(Op op, Api api, CUgraph graph, uint64_t capture_id, CUstream st
   uint32_t stack = 0;
   if (op == Op::GraphAllocNode) prepare_allocation_event(&stack);
   session_record(device, [&](Event& e) {
-    e.op = op;
+    GraphNodeRecord{address, size, key(graph), reinterpret_cast<uint64_t>(stream), capture_id}.to_event(e, op);
     e.api = api;
     e.kind = Kind::Graph;
-    e.object = key(graph);
-    e.address = address;
-    e.size = size;
-    e.stream = reinterpret_cast<uint64_t>(stream);
-    e.value = capture_id;
     e.stack_id = stack;
   });
 }
@@ -129,13 +124,9 @@ void read(int device) {
   last.used_high.store(used_high);
   last.seen.store(true);
   session_record(device, [&](Event& e) {
-    e.op = Op::GraphMemory;
+    GraphMemoryRecord{reserved, reserved_high, used, used_high}.to_event(e);
     e.api = Api::Collector;
     e.kind = Kind::Graph;
-    e.size = reserved;
-    e.value = reserved_high;
-    e.object = used;
-    e.address = used_high;
   });
 }
 

@@ -8,6 +8,7 @@
 #include "../collector/session.h"
 #include "export.h"
 #include "stack_capture.h"
+#include "records.h"
 
 namespace gmp::shim {
 namespace {
@@ -37,9 +38,8 @@ uint32_t name_id(const char* name) {
 
 void record_named(Op op, Api source, uint32_t id) {
   session_record(-1, [&](Event& e) {
-    e.op = op;
+    NameRecord{id}.to_event(e, op);
     e.api = source;
-    e.address = id;
   });
 }
 

@@ -9,6 +9,7 @@
 #include <cstdint>
 
 #include "event.h"
+#include "records.h"
 #include "../collector/session.h"
 #include "markers.h"
 #include "real_driver.h"
@@ -64,31 +65,24 @@ inline void record_driver_memory(int device) {
   size_t free = 0, total = 0;
   if (device < 0 || info == nullptr || info(&free, &total) != CUDA_SUCCESS) return;
   session_record(device, [&](Event& e) {
-    e.op = Op::DriverMemory;
+    DriverMemoryRecord{total, free}.to_event(e);
     e.api = Api::Collector;
-    e.size = total;
-    e.value = free;
   });
 }
 
 // Records an allocation call's outcome. On out-of-memory, the call does not return to its caller
 // until the collector has written the OOM bundle (bounded by GPUMEMPROF_OOM_WAIT_MS).
-inline void record_alloc(Api api, Kind kind, CUresult r, uint64_t address, uint64_t size, int device,
-                         uint64_t stream = 0, uint64_t pool = 0, uint64_t pool_reserved = 0) {
+inline void record_alloc(Api api, Kind kind, int device, CUresult r, AllocRecord a) {
   uint32_t stack;
   if (!prepare_allocation_event(&stack)) return;
   const bool oom = r == CUDA_ERROR_OUT_OF_MEMORY;
   if (oom && kind != Kind::HostPinned) record_driver_memory(device);
+  if (r != CUDA_SUCCESS) a.address = 0;
   session_record(device, [&](Event& e) {
-    e.op = Op::Alloc;
+    a.to_event(e);
     e.api = api;
     e.kind = kind;
     e.result = static_cast<int16_t>(r);
-    e.address = r == CUDA_SUCCESS ? address : 0;
-    e.size = size;
-    e.stream = stream;
-    e.object = pool;
-    e.value = pool_reserved;
     e.stack_id = stack;
   });
   if (oom) session_wait_for_collector();

@@ -69,7 +69,7 @@ void record_array(Api api, CUresult r, Handle* handle, uint64_t descriptor_size,
   const int device = current_device();
   const bool ok = r == CUDA_SUCCESS && handle != nullptr;
   const uint64_t size = ok ? driver_size(*handle, device, descriptor_size) : descriptor_size;
-  record_alloc(api, Kind::Array, r, ok ? reinterpret_cast<uint64_t>(*handle) : 0, size, device);
+  record_alloc(api, Kind::Array, device, r, {.address = ok ? reinterpret_cast<uint64_t>(*handle) : 0, .size = size});
 }
 
 // Under a device limit: the created array counted by its footprint, or destroyed again past it.

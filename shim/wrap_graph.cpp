@@ -55,14 +55,10 @@ CUresult begin_capture(Api api, CUstreamCaptureMode mode, Real real, CUstream st
     uint32_t stack = 0;
     prepare_allocation_event(&stack);  // the capture site; paused or not, the graph is the program's
     session_record(device, [&](Event& e) {
-      e.op = Op::CaptureBegin;
+      CaptureBeginRecord{handle(stream), handle(info.graph), info.id, static_cast<uint64_t>(mode)}.to_event(e);
       e.api = api;
       e.kind = Kind::Graph;
       e.result = static_cast<int16_t>(r);
-      e.stream = handle(stream);
-      e.object = handle(info.graph);
-      e.value = info.id;
-      e.size = static_cast<uint64_t>(mode);
       e.stack_id = stack;
     });
   }
@@ -80,13 +76,10 @@ CUresult end_capture(Api api, Real real, CUstream stream, CUgraph* graph) {
     const uint64_t out = r == CUDA_SUCCESS && graph != nullptr ? handle(*graph) : 0;
     if (out != 0 && out != handle(info.graph)) graph_memory::note_child(*graph, info.graph);
     session_record(-1, [&](Event& e) {
-      e.op = Op::CaptureEnd;
+      CaptureEndRecord{handle(stream), out, info.id}.to_event(e);
       e.api = api;
       e.kind = Kind::Graph;
       e.result = static_cast<int16_t>(r);
-      e.stream = handle(stream);
-      e.object = out;
-      e.value = info.id;
     });
   }
   return r;
@@ -110,11 +103,9 @@ void record_node_params(Api api, CUresult r, CUgraph graph, const CUgraphNodePar
       if (p->graph.ownership != CU_GRAPH_CHILD_GRAPH_OWNERSHIP_MOVE) return;
       graph_memory::note_child(graph, p->graph.graph);
       session_record(-1, [&](Event& e) {
-        e.op = Op::GraphChild;
+        GraphChildRecord{handle(graph), handle(p->graph.graph)}.to_event(e);
         e.api = api;
         e.kind = Kind::Graph;
-        e.object = handle(graph);
-        e.address = handle(p->graph.graph);
       });
       return;
     default:
@@ -128,11 +119,8 @@ void record_instantiate(Api api, CUresult r, CUgraphExec* exec, CUgraph graph, u
   if (!recording()) return;
   ErrnoKeeper keep;
   record_graph(-1, r, [&](Event& e) {
-    e.op = Op::GraphInstantiate;
+    GraphInstantiateRecord{handle(graph), x, flags}.to_event(e);
     e.api = api;
-    e.object = handle(graph);
-    e.address = x;
-    e.value = flags;
   });
 }
 
@@ -154,11 +142,8 @@ CUresult launch(Api api, Real real, CUgraphExec exec, CUstream stream) {
     uint64_t bytes = 0;
     const int device = graph_memory::exec_device(exec, &bytes);
     record_graph(device, r, [&](Event& e) {
-      e.op = Op::GraphLaunch;
+      GraphLaunchRecord{handle(exec), handle(stream), bytes}.to_event(e);
       e.api = api;
-      e.address = handle(exec);
-      e.stream = handle(stream);
-      e.size = bytes;
     });
     // Launching or uploading an executable with memory nodes is where the driver maps its memory.
     if (device >= 0) graph_memory::read(device);
@@ -279,10 +264,9 @@ GMP_EXPORT CUresult cuGraphExecDestroy(CUgraphExec exec) {
   if (r == CUDA_SUCCESS && recording()) {
     ErrnoKeeper keep;
     session_record(-1, [&](Event& e) {
-      e.op = Op::GraphExecDestroy;
+      GraphExecDestroyRecord{handle(exec)}.to_event(e);
       e.api = Api::cuGraphExecDestroy;
       e.kind = Kind::Graph;
-      e.address = handle(exec);
     });
     if (device >= 0) graph_memory::read(device);
   }
@@ -296,10 +280,9 @@ GMP_EXPORT CUresult cuGraphDestroy(CUgraph graph) {
   if (r == CUDA_SUCCESS && recording()) {
     ErrnoKeeper keep;
     session_record(-1, [&](Event& e) {
-      e.op = Op::GraphDestroy;
+      GraphDestroyRecord{handle(graph)}.to_event(e);
       e.api = Api::cuGraphDestroy;
       e.kind = Kind::Graph;
-      e.object = handle(graph);
     });
   }
   return r;

@@ -11,7 +11,8 @@ GMP_EXPORT CUresult cuMemHostAlloc(void** pp, size_t bytesize, unsigned int flag
   const CUresult r = real(pp, bytesize, flags);
   if (recording()) {
     ErrnoKeeper keep;
-    record_alloc(Api::cuMemHostAlloc, Kind::HostPinned, r, pp ? reinterpret_cast<uint64_t>(*pp) : 0, bytesize, -1);
+    record_alloc(Api::cuMemHostAlloc, Kind::HostPinned, -1, r,
+                 {.address = pp ? reinterpret_cast<uint64_t>(*pp) : 0, .size = bytesize});
   }
   return r;
 }
@@ -22,8 +23,8 @@ GMP_EXPORT CUresult cuMemAllocHost_v2(void** pp, size_t bytesize) {
   const CUresult r = real(pp, bytesize);
   if (recording()) {
     ErrnoKeeper keep;
-    record_alloc(Api::cuMemAllocHost_v2, Kind::HostPinned, r, pp ? reinterpret_cast<uint64_t>(*pp) : 0, bytesize,
-                 -1);
+    record_alloc(Api::cuMemAllocHost_v2, Kind::HostPinned, -1, r,
+                 {.address = pp ? reinterpret_cast<uint64_t>(*pp) : 0, .size = bytesize});
   }
   return r;
 }

@@ -13,7 +13,7 @@ GMP_EXPORT CUresult cuMemAlloc_v2(CUdeviceptr* dptr, size_t bytesize) {
                                   : real(dptr, bytesize);
   if (recording()) {
     ErrnoKeeper keep;
-    record_alloc(Api::cuMemAlloc_v2, Kind::Linear, r, dptr ? *dptr : 0, bytesize, current_device());
+    record_alloc(Api::cuMemAlloc_v2, Kind::Linear, current_device(), r, {.address = dptr ? *dptr : 0, .size = bytesize});
   }
   return r;
 }
@@ -32,7 +32,7 @@ GMP_EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr* dptr, size_t* pitch, size_t 
   if (recording()) {
     ErrnoKeeper keep;
     const uint64_t size = r == CUDA_SUCCESS && pitch ? uint64_t{*pitch} * height : uint64_t{width} * height;
-    record_alloc(Api::cuMemAllocPitch_v2, Kind::Linear, r, dptr ? *dptr : 0, size, current_device());
+    record_alloc(Api::cuMemAllocPitch_v2, Kind::Linear, current_device(), r, {.address = dptr ? *dptr : 0, .size = size});
   }
   return r;
 }
@@ -43,7 +43,8 @@ GMP_EXPORT CUresult cuMemAllocManaged(CUdeviceptr* dptr, size_t bytesize, unsign
   const CUresult r = real(dptr, bytesize, flags);
   if (recording()) {
     ErrnoKeeper keep;
-    record_alloc(Api::cuMemAllocManaged, Kind::Managed, r, dptr ? *dptr : 0, bytesize, current_device());
+    record_alloc(Api::cuMemAllocManaged, Kind::Managed, current_device(), r,
+                 {.address = dptr ? *dptr : 0, .size = bytesize});
   }
   return r;
 }

@@ -34,8 +34,12 @@ void record_pool_alloc(Api api, CUresult r, CUdeviceptr* dptr, size_t size, CUst
       reserved = pools::failed_allocation(pool, device);
     }
   }
-  record_alloc(api, Kind::Pool, r, dptr ? *dptr : 0, size, device, reinterpret_cast<uint64_t>(stream),
-               reinterpret_cast<uint64_t>(pool), reserved);
+  record_alloc(api, Kind::Pool, device, r,
+               {.address = dptr ? *dptr : 0,
+                .size = size,
+                .stream = reinterpret_cast<uint64_t>(stream),
+                .pool = reinterpret_cast<uint64_t>(pool),
+                .pool_reserved = reserved});
 }
 
 // A memory node captured on a stream: where the driver will allocate it at launch is the pool's
@@ -159,10 +163,9 @@ GMP_EXPORT CUresult cuMemPoolCreate(CUmemoryPool* pool, const CUmemPoolProps* pr
         props != nullptr && props->location.type == CU_MEM_LOCATION_TYPE_DEVICE ? props->location.id : -1;
     pools::read_reserved(*pool, device);  // registers it for synchronisation re-reads
     session_record(device, [&](Event& e) {
-      e.op = Op::PoolCreate;
+      PoolRecord{reinterpret_cast<uint64_t>(*pool)}.to_event(e, Op::PoolCreate);
       e.api = Api::cuMemPoolCreate;
       e.kind = Kind::Pool;
-      e.object = reinterpret_cast<uint64_t>(*pool);
     });
   }
   return r;

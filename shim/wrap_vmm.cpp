@@ -55,14 +55,10 @@ GMP_EXPORT CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset, CUmemG
     if (!prepare_allocation_event(&stack)) return r;
     // Device -1: the mapping's device is its handle's, which the collector knows.
     session_record(-1, [&](Event& e) {
-      e.op = Op::VmmMap;
+      VmmMapRecord{ptr, size, handle, offset}.to_event(e);
       e.api = Api::cuMemMap;
       e.kind = Kind::Vmm;
       e.result = static_cast<int16_t>(r);
-      e.address = ptr;
-      e.size = size;
-      e.object = handle;
-      e.value = offset;
       e.stack_id = stack;
     });
   }

@@ -28,6 +28,7 @@
 #include "run_directory_files.h"
 #include "symbolizer.h"
 #include "trace_format.h"
+#include "records.h"
 
 namespace gmp::tool::exporter {
 namespace {
@@ -118,7 +119,7 @@ class VizReplay {
   }
 
   void framework_event(const Event& e, uint64_t t) {
-    const bool seeded = e.value == kSeeded;
+    const bool seeded = FrameworkBlockRecord::from_event(e).seeded;
     switch (e.op) {
       case Op::TensorAlloc:
         tensor_alloc(e, seeded, t);
@@ -150,7 +151,9 @@ class VizReplay {
         release_range(e.address, e.address + e.size, t, e.stack_id);
         break;
       case Op::FrameworkOom:
-        if (e.device >= 0) deliver(Entry{Action::Oom, e.device, 0, e.size, e.stream, t, e.stack_id, e.value});
+        if (const auto oom = FrameworkOomRecord::from_event(e); e.device >= 0) {
+          deliver(Entry{Action::Oom, e.device, 0, oom.requested, e.stream, t, e.stack_id, oom.free});
+        }
         break;
       default:
         break;
@@ -180,20 +183,23 @@ class VizReplay {
         if (e.result == kOutOfMemory && e.kind != Kind::HostPinned && e.device >= 0) {
           deliver(Entry{Action::Oom, e.device, 0, e.size, e.stream, t, e.stack_id, device_free_[e.device]});
         } else if (e.result == 0 && e.op == Op::Alloc && device_memory) {
-          driver_alloc(e, Segment{e.size, e.stream, e.device, e.stack_id, false, false, e.object}, t);
+          const auto a = AllocRecord::from_event(e);
+          driver_alloc(e, Segment{a.size, a.stream, e.device, e.stack_id, false, false, a.pool}, t);
         }
         break;
       case Op::VmmMap:
         if (e.result == 0) driver_alloc(e, Segment{e.size, e.stream, device, e.stack_id, false, true}, t);
         break;
       case Op::DriverMemory:
-        device_free_[e.device] = e.value;
+        device_free_[e.device] = DriverMemoryRecord::from_event(e).free;
         break;
       case Op::Free:
         if (device_memory) driver_release(e, t, e.address, e.address + 1, [](const Segment& s) { return !s.mapping; });
         break;
       case Op::PoolDestroy:
-        driver_release(e, t, 0, UINT64_MAX, [&](const Segment& s) { return s.pool != 0 && s.pool == e.object; });
+        driver_release(e, t, 0, UINT64_MAX, [pool = PoolRecord::from_event(e).pool](const Segment& s) {
+          return s.pool != 0 && s.pool == pool;
+        });
         break;
       case Op::VmmUnmap:
         driver_release(e, t, e.address, e.address + e.size, [](const Segment& s) { return s.mapping; });

@@ -25,6 +25,7 @@
 #include "export_thinning.h"
 #include "json_views.h"
 #include "run_directory_files.h"
+#include "records.h"
 
 namespace gmp::tool::exporter {
 namespace {
@@ -178,35 +179,39 @@ void write_markers(TraceEvents& out, const Event& e, uint64_t ts) {
       a.str("error", cuda_error_name(e.result)).u64("thread", e.thread_id).u64("stream", e.stream);
     });
   } else if (e.op == Op::FrameworkOomFigures) {
-    out.instant("PyTorch OOM: tried to allocate " + bytes_text(e.size), "oom", e, ts, [&](JsonObject& a) {
-      a.u64("size", e.size).u64("free", e.value).u64("capacity", e.stream);
-      a.u64("allocated", e.object).u64("reserved", e.address).u64("thread", e.thread_id);
+    const auto f = FrameworkOomFiguresRecord::from_event(e);
+    out.instant("PyTorch OOM: tried to allocate " + bytes_text(f.requested), "oom", e, ts, [&](JsonObject& a) {
+      a.u64("size", f.requested).u64("free", f.free).u64("capacity", f.capacity);
+      a.u64("allocated", f.allocated).u64("reserved", f.reserved).u64("thread", e.thread_id);
     });
   } else if (e.op == Op::FrameworkAttach) {
-    const bool attached = e.result == 1;
-    const std::string version = framework_version_text(e.value);
+    const auto f = FrameworkAttachRecord::from_event(e);
+    const bool attached = f.attached;
+    const std::string version = framework_version_text(f.version);
     std::string name = "PyTorch " + version + (attached ? " allocator attached" : " allocator not attached");
-    const auto why = static_cast<FrameworkRefusal>(e.object);
+    const FrameworkRefusal why = f.refusal;
     if (!attached) name += std::string(": ") + std::string(framework_refusal_name(why));
     out.instant(name, "framework", e, ts, [&](JsonObject& a) {
       a.boolean("attached", attached).str("version", version);
       if (!attached) a.str("refusal", framework_refusal_name(why));
     });
   } else if (e.op == Op::OomBundle) {
-    out.instant("OOM bundle #" + std::to_string(e.address) + " written", "oom", e, ts,
-                [&](JsonObject& a) { a.u64("sequence", e.address).u64("request_size", e.size); });
+    const auto b = OomBundleRecord::from_event(e);
+    out.instant("OOM bundle #" + std::to_string(b.sequence) + " written", "oom", e, ts,
+                [&](JsonObject& a) { a.u64("sequence", b.sequence).u64("request_size", b.request_size); });
   } else if (e.op == Op::OomRecovered) {
     out.instant("OOM recovered", "oom", e, ts, [&](JsonObject& a) { a.u64("size", e.size); });
   } else if (e.op == Op::Alert) {
-    const std::string type = alert_type_name(static_cast<AlertType>(e.value));
-    const bool fired = e.result == 1;
-    out.instant("alert: " + type + (fired ? " fired" : " cleared"), "alert", e, ts, [&](JsonObject& a) {
-      a.str("type", type).boolean("fired", fired).u64("allocated", e.size).u64("reserved", e.object);
-      a.u64("threshold", e.address);
+    const auto al = AlertRecord::from_event(e);
+    const std::string type = alert_type_name(al.type);
+    out.instant("alert: " + type + (al.fired ? " fired" : " cleared"), "alert", e, ts, [&](JsonObject& a) {
+      a.str("type", type).boolean("fired", al.fired).u64("allocated", al.allocated).u64("reserved", al.reserved);
+      a.u64("threshold", al.threshold);
     });
   } else if (e.op == Op::Cleanup) {
-    out.instant("watchdog cleanup: " + bytes_text(e.size) + " given back", "alert", e, ts,
-                [&](JsonObject& a) { a.u64("bytes_released", e.size).u64("pools_trimmed", e.value); });
+    const auto c = CleanupRecord::from_event(e);
+    out.instant("watchdog cleanup: " + bytes_text(c.bytes_released) + " given back", "alert", e, ts,
+                [&](JsonObject& a) { a.u64("bytes_released", c.bytes_released).u64("pools_trimmed", c.pools_trimmed); });
   }
 }
 
@@ -290,15 +295,15 @@ void write_perfetto_process(Context& ctx, const PerfettoProcess& process, bool& 
     }
     if (replay.pinned_changed()) write_pinned(out, ts, replay.accounting().host_pinned().current);
     if (e.op == Op::Sample && e.device >= 0) {
-      const bool process_known = e.value != UINT64_MAX;
-      const std::pair<uint64_t, uint64_t> now{e.size, process_known ? e.value : UINT64_MAX};
+      const auto s = SampleRecord::from_event(e);
+      const std::pair<uint64_t, uint64_t> now{s.device_used, s.process_used};
       auto [it, inserted] = nvml_last.try_emplace(e.device, now);
       if (inserted || it->second != now) {
         it->second = now;
-        const uint64_t v[] = {e.size, process_known ? e.value : 0};
+        const uint64_t v[] = {s.device_used, s.process_known() ? s.process_used : 0};
         out.counter(track_key(e.device, Track::Nvml), gpu_track(e.device, "NVML"), ts, v, [&](JsonObject& a) {
-          a.u64("device_used", e.size);
-          if (process_known) a.u64("process_used", e.value);
+          a.u64("device_used", s.device_used);
+          if (s.process_known()) a.u64("process_used", s.process_used);
         });
       }
     }

@@ -28,6 +28,7 @@
 #include "format.h"
 #include "export_thinning.h"
 #include "json_views.h"
+#include "records.h"
 
 namespace gmp::tool::exporter {
 namespace {
@@ -88,9 +89,11 @@ class TelemetryWriter {
     if (e.device < 0) return;
     const uint64_t reserved = ctx_.replay.figures(e.device).reserved;
     if (e.op == Op::Sample) {
-      views_[e.device] = {DeviceView::Source::Nvml, e.size, e.object, reserved};
+      const auto s = SampleRecord::from_event(e);
+      views_[e.device] = {DeviceView::Source::Nvml, s.device_used, s.device_total, reserved};
     } else if (e.op == Op::DriverMemory) {
-      views_[e.device] = {DeviceView::Source::DriverQuery, e.size > e.value ? e.size - e.value : 0, e.size, reserved};
+      const auto m = DriverMemoryRecord::from_event(e);
+      views_[e.device] = {DeviceView::Source::DriverQuery, m.total > m.free ? m.total - m.free : 0, m.total, reserved};
     }
   }
 
@@ -119,28 +122,30 @@ class TelemetryWriter {
   }
 
   void on_sample(const Event& e) {
-    const bool known = e.value != UINT64_MAX;
+    const auto s = SampleRecord::from_event(e);
     record(e, e.device, "sample", 0, "NVML sample", [&](JsonObject& m) {
-      if (known) m.u64("nvml_process_used_bytes", e.value);
+      if (s.process_known()) m.u64("nvml_process_used_bytes", s.process_used);
       else m.null("nvml_process_used_bytes");
     });
     write(rec_);
   }
 
   void on_alert(const Event& e) {
-    const std::string type = alert_type_name(static_cast<AlertType>(e.value));
-    const bool critical = e.value == static_cast<uint64_t>(AlertType::Critical);
+    const auto a = AlertRecord::from_event(e);
+    const std::string type = alert_type_name(a.type);
+    const bool critical = a.type == AlertType::Critical;
     record(e, e.device, critical ? "critical" : "warning", 0, type + " alert fired", [&](JsonObject& m) {
-      m.str("alert_type", type).u64("alert_threshold_bytes", e.address);
+      m.str("alert_type", type).u64("alert_threshold_bytes", a.threshold);
     });
     write(rec_);
   }
 
   void on_cleanup(const Event& e) {
-    const std::string context = "watchdog trimmed " + counted(e.value, "pool") + ": " + std::to_string(e.size) +
-                                " bytes given back";
+    const auto c = CleanupRecord::from_event(e);
+    const std::string context = "watchdog trimmed " + counted(c.pools_trimmed, "pool") + ": " +
+                                std::to_string(c.bytes_released) + " bytes given back";
     record(e, e.device, "cleanup", 0, context,
-           [&](JsonObject& m) { m.u64("bytes_released", e.size).u64("pools_trimmed", e.value); });
+           [&](JsonObject& m) { m.u64("bytes_released", c.bytes_released).u64("pools_trimmed", c.pools_trimmed); });
     write(rec_);
   }
 
@@ -154,11 +159,12 @@ class TelemetryWriter {
   }
 
   void on_framework_oom(const Event& e) {
-    const std::string context = "PyTorch out of memory: tried to allocate " + std::to_string(e.size) + " bytes";
+    const auto f = FrameworkOomFiguresRecord::from_event(e);
+    const std::string context = "PyTorch out of memory: tried to allocate " + std::to_string(f.requested) + " bytes";
     record(e, e.device, "error", 0, context, [&](JsonObject& m) {
-      m.boolean("oom", true).u64("requested_bytes", e.size).u64("framework_free_bytes", e.value);
-      m.u64("framework_capacity_bytes", e.stream).u64("framework_allocated_bytes", e.object);
-      m.u64("framework_reserved_bytes", e.address);
+      m.boolean("oom", true).u64("requested_bytes", f.requested).u64("framework_free_bytes", f.free);
+      m.u64("framework_capacity_bytes", f.capacity).u64("framework_allocated_bytes", f.allocated);
+      m.u64("framework_reserved_bytes", f.reserved);
     });
     write(rec_);
   }
