@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Sets up, builds and runs the whole test suite: the recording side's unit tests under
 # AddressSanitizer+UBSan and ThreadSanitizer, then every test (unit, fake driver, integration
-# through the preloaded shim) with CTest, then a short run of the libFuzzer targets (tests/fuzz/).
+# through the preloaded shim) with CTest, then the build as packagers run it (CMake's default
+# generator, Release, no tests: the man page must be made there too), then a short run of the
+# libFuzzer targets (tests/fuzz/).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs="$(nproc)"
@@ -23,6 +25,14 @@ TSAN_OPTIONS=halt_on_error=1 sanitize tsan thread
 echo "== full suite"
 scripts/build.sh
 (cd build && ctest --output-on-failure -j "$jobs" --timeout 600)
+
+echo "== the standard build: CMake's default generator, Release, no tests (as packagers build)"
+rm -rf build-standard
+cmake -S . -B build-standard -DCMAKE_BUILD_TYPE=Release -DGPUMEMPROF_BUILD_TESTS=OFF \
+  -DCUDAToolkit_ROOT="${CUDA_HOME:-/usr/local/cuda}" >/dev/null
+cmake --build build-standard -j "$jobs" >/dev/null
+test -s build-standard/share/man/man1/gpumemprof.1
+rm -rf build-standard
 
 echo "== fuzz targets (short run)"
 tests/fuzz/build.sh
