@@ -16,6 +16,7 @@
 #include "run_directory.h"
 #include "session.h"
 #include "summary.h"
+#include "summary_builder.h"
 #include "trace_format.h"
 #include "run_directory_files.h"
 #include "records.h"

@@ -10,7 +10,7 @@
 namespace gmp {
 namespace {
 
-// Applies one variable by its rule (format/config_rules.h), or leaves one line in `errors` and
+// Applies one variable by its rule (settings/config_rules.h), or leaves one line in `errors` and
 // the default in place when its text is not acceptable.
 class Reader {
  public:

@@ -12,7 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "accounting.h"
+#include "figures.h"
 
 namespace gmp {
 

@@ -8,7 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "accounting.h"
+#include "figures.h"
 #include "event.h"
 
 namespace gmp {

@@ -98,7 +98,7 @@ OomFramework oom_framework(const Event& e, const DeviceStats& d, uint64_t start_
   return f;
 }
 
-json to_json(const std::vector<Accounting::Segment>& segments) {
+json to_json(const std::vector<FrameworkSegment>& segments) {
   json out = json::array();
   for (const auto& s : segments) out.push_back({{"address", s.address}, {"size", s.size}, {"device", s.device}});
   return out;

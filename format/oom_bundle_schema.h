@@ -13,7 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "accounting.h"
+#include "figures.h"
 #include "device_figures.h"
 #include "event_fields.h"
 
@@ -59,7 +59,7 @@ nlohmann::json to_json(const std::vector<OomAllocation>& list);
 std::vector<OomAllocation> oom_allocations_from_json(const nlohmann::json* list, size_t& skipped);
 
 // segments.json: the framework's segments, [{"address", "size", "device"}] in address order.
-nlohmann::json to_json(const std::vector<Accounting::Segment>& segments);
+nlohmann::json to_json(const std::vector<FrameworkSegment>& segments);
 
 // metadata.json's request: the call that failed.
 struct OomRequest {

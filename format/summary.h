@@ -1,7 +1,7 @@
 // summary.json (docs/run-directory.md §summary.json): the typed form, its one to_json and its
-// one from_json, and build_summary() that fills it from an Accounting state. The collector builds it
-// at exit and adds what only it knows (the trace writer's counts); the tools read the file through
-// summary_from_json() and rebuild one from a trace with build_summary() when the file is missing.
+// one from_json. The collector fills it at exit (model/summary_builder.h) and writes it through
+// to_json(); the tools read the file through summary_from_json(), and rebuild one from a trace with
+// the same builder when the file is missing.
 #pragma once
 
 #include <cstdint>
@@ -12,7 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "accounting.h"
+#include "figures.h"
 #include "device_figures.h"
 
 namespace gmp {
@@ -107,19 +107,6 @@ struct Summary {
     uint64_t failures = 0, bundles_written = 0, recovered = 0;
   } oom;
 };
-
-struct SummaryContext {
-  bool clean_exit = true;
-  std::string ended_by = kEndedByExit;  // Summary::ended_by
-  int terminated_by_signal = 0;
-  std::optional<int> exit_status;  // Summary::exit_status
-  uint64_t events_lost = 0;
-  uint64_t producer_waits = 0;
-  std::map<int, std::string> device_names;
-  uint64_t start_monotonic_ns = 0;
-};
-
-Summary build_summary(const Accounting& acc, const SummaryContext& ctx);
 
 nlohmann::json to_json(const Summary& s);
 // Never throws: a missing or wrong-typed field reads as its default (json_fields.h), a "devices"

@@ -45,9 +45,9 @@ inline std::optional<uint32_t> trace_segment_of(std::string_view name) {
   return static_cast<uint32_t>(n);
 }
 
-// GPUMEMPROF_TRACE_MAX: the least non-zero cap, and the segment size for a cap. Eight segments per
-// cap: the kept window is at least seven eighths of it once the first segment was dropped.
-inline constexpr uint64_t kMinTraceMax = 1ull << 20;
+// GPUMEMPROF_TRACE_MAX (its least cap is settings/config_rules.h's): the segment size for a cap.
+// Eight segments per cap: the kept window is at least seven eighths of it once the first segment
+// was dropped.
 inline constexpr uint64_t kSegmentsPerCap = 8;
 inline uint64_t trace_segment_bytes(uint64_t trace_max) {
   return trace_max == 0 ? UINT64_MAX : trace_max / kSegmentsPerCap / 64 * 64;

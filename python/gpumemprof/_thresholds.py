@@ -1,6 +1,6 @@
 """The profiler's alert thresholds as this process's environment sets them, read by the rules the
-profiler reads them with (docs/configuration.md, "Values"; format/config_rules.cpp and
-format/value_text.cpp): a value is taken exactly as written or not at all, a value the profiler
+profiler reads them with (docs/configuration.md, "Values"; settings/config_rules.cpp and
+settings/value_text.cpp): a value is taken exactly as written or not at all, a value the profiler
 refuses is its default here too, and a size keeps its unit (GPUMEMPROF_LEAK_BYTES=200MiB)."""
 
 import os

@@ -25,6 +25,7 @@
 
 #include "accounting.h"
 #include "summary.h"
+#include "summary_builder.h"
 #include "trace_format.h"
 
 namespace {

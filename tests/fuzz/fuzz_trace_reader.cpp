@@ -7,7 +7,7 @@
 // to the end with TraceReader and replayed through gmp::Accounting, and the summary is built and
 // serialised. A third time the input follows a segment header whose checkpoint takes the input's
 // first bytes (their number from the first two), so the checkpoint decoder
-// (format/accounting_checkpoint.cpp) is fuzzed through TraceReader::seed(). Built by tests/fuzz/build.sh.
+// (model/accounting_checkpoint.cpp) is fuzzed through TraceReader::seed(). Built by tests/fuzz/build.sh.
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -20,6 +20,7 @@
 #include "accounting.h"
 #include "run_directory_reader.h"
 #include "summary.h"
+#include "summary_builder.h"
 #include "trace_format.h"
 #include "trace_reader.h"
 

@@ -7,6 +7,7 @@
 #include "json_text.h"
 #include "manifest_record.h"
 #include "summary.h"
+#include "summary_builder.h"
 #include "synthetic_run.h"
 #include "trace_format.h"
 

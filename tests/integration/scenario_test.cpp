@@ -6,6 +6,7 @@
 #include "harness.h"
 #include "run_directory_reader.h"
 #include "scenario_expected.h"
+#include "summary_builder.h"
 
 namespace gmp::test {
 namespace {

@@ -9,6 +9,7 @@
 #include "run_directory_reader.h"
 #include "trace_format.h"
 #include "trace_reader.h"
+#include "summary_builder.h"
 
 namespace gmp::test {
 namespace {

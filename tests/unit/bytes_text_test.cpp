@@ -1,4 +1,4 @@
-// The one byte formatter (format/bytes_text.h), in both styles: the tools' (any unit) and the
+// The one byte formatter (settings/bytes_text.h), in both styles: the tools' (any unit) and the
 // collector's messages (MiB or GiB only).
 #include <gtest/gtest.h>
 

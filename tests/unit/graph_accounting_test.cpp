@@ -7,6 +7,7 @@
 
 #include "accounting.h"
 #include "summary.h"
+#include "summary_builder.h"
 
 namespace gmp {
 namespace {

@@ -20,7 +20,7 @@ struct Unit {
 };
 
 // Digits with at most one '.', then one of `units`; nullopt otherwise or above 2^64 - 1. A whole
-// number is exact; a fraction is computed in double and rounded. (Sizes: format/value_text.h.)
+// number is exact; a fraction is computed in double and rounded. (Sizes: settings/value_text.h.)
 std::optional<uint64_t> parse_scaled(std::string_view s, std::span<const Unit> units) {
   const size_t unit_at = std::min(s.find_first_not_of("0123456789."), s.size());
   const std::string_view number = s.substr(0, unit_at);
@@ -72,7 +72,7 @@ std::optional<uint64_t> parse_duration_ns(std::string_view text) {
   return parse_scaled(text, kDurationUnits);
 }
 
-std::optional<uint64_t> parse_byte_size(std::string_view text) { return parse_size(text); }  // format/value_text.h
+std::optional<uint64_t> parse_byte_size(std::string_view text) { return parse_size(text); }  // settings/value_text.h
 
 std::optional<int> take_window_args(const char* command, int& argc, char** argv, reader::Window& window) {
   int kept = 0;

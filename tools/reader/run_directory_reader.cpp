@@ -4,6 +4,7 @@
 
 #include "json_input.h"
 #include "summary.h"
+#include "summary_builder.h"
 #include "trace_replay.h"
 #include "run_directory_files.h"
 #include "trace_format.h"

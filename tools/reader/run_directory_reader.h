@@ -15,6 +15,7 @@
 #include "manifest_record.h"
 #include "progress.h"
 #include "summary_figures.h"
+#include "summary_builder.h"
 
 namespace gmp::reader {
 

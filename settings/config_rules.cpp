@@ -6,7 +6,6 @@
 #include <cstdio>
 #include <iterator>
 
-#include "trace_format.h"
 #include "value_text.h"
 
 namespace gmp {

@@ -23,15 +23,6 @@ void add_peak(Counter& c, uint64_t& peak_ns, uint64_t n, uint64_t ts) {
 
 }  // namespace
 
-void FrameworkStats::reset_peaks(uint64_t at_ns) {
-  for (Counter* c : {&allocated, &reserved, &pending_free, &outside}) c->reset_peak();
-  for (auto& [_, p] : private_pools) {
-    p.reserved.reset_peak();
-    p.allocated.reset_peak();
-  }
-  allocated_peak_ns = reserved_peak_ns = outside_peak_ns = at_ns;
-}
-
 void Accounting::on_framework(const Event& e) {
   if (e.op == Op::FrameworkAttach) {
     on_framework_attach(e);

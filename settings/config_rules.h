@@ -12,6 +12,9 @@
 
 namespace gmp {
 
+// GPUMEMPROF_TRACE_MAX: the least non-zero cap (a megabyte: eight segments of 128 KiB).
+inline constexpr uint64_t kMinTraceMax = 1ull << 20;
+
 // A parsed value: a flag, a count or size, a number, or a text (a path, a command). A choice
 // (log level, framework mode) is its index in the rule's list of names below.
 using SettingValue = std::variant<bool, uint64_t, double, std::string>;

@@ -20,24 +20,6 @@ bool is_upload(Api a) { return a == Api::cuGraphUpload || a == Api::cuGraphUploa
 
 }  // namespace
 
-uint64_t GraphStats::bytes_per_launch() const {
-  uint64_t n = 0;
-  for (const Node& a : allocs) n += a.size;
-  return n;
-}
-
-bool GraphStats::frees_inside(uint64_t address) const {
-  return std::find(frees.begin(), frees.end(), address) != frees.end();
-}
-
-uint64_t GraphStats::outliving_bytes() const {
-  uint64_t n = 0;
-  for (const Node& a : allocs) {
-    if (!frees_inside(a.address)) n += a.size;
-  }
-  return n;
-}
-
 GraphStats* Accounting::graph_for(uint64_t handle, uint64_t capture_id, bool create) {
   if (handle != 0) {
     if (auto it = graph_numbers_.find(handle); it != graph_numbers_.end()) return &graphs_[it->second - 1];
