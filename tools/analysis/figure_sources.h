@@ -29,7 +29,8 @@ struct FigureSources {
 FigureSources figure_sources(const reader::RunDirectory& run, const reader::Window& window);
 
 // Puts the summary's figures in place of the replay's in `run` where `sources` says so, and names
-// its devices. `run.devices` holds the replay's devices; a device only the summary has is added.
+// its devices. `run.devices` holds the replay's devices; where the totals are the summary's, a
+// device only the summary has is added.
 void take_figures(RunAnalysis& run, const FigureSources& sources);
 
 }  // namespace gmp::analysis
