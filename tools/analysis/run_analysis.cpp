@@ -2,147 +2,17 @@
 
 #include <algorithm>
 
-#include "summary_figures.h"
+#include "exit_sets.h"
+#include "figure_sources.h"
+#include "first_memory.h"
+#include "nvml_peaks.h"
+#include "process_levels.h"
+#include "replay_step.h"
 #include "run_directory_files.h"
-#include "trace_format.h"
+#include "tensor_peak_watch.h"
 
 namespace gmp::analysis {
 namespace {
-
-// A device limit's peak, as the shim counts: reserved plus the context last measured.
-void note_limit_peak(DeviceLimitFigures& l, const DeviceStats& d) {
-  if (l.limit != 0) l.peak = std::max(l.peak, d.reserved.current + l.context);
-}
-
-bool changes_memory(Op op) {
-  switch (op) {
-    case Op::Alloc: case Op::Free: case Op::ReleaseFailed: case Op::PoolCreate: case Op::PoolDestroy:
-    case Op::PoolReserved: case Op::VmmCreate: case Op::VmmRelease: case Op::VmmMap: case Op::VmmUnmap:
-      return true;
-    default:
-      return false;
-  }
-}
-
-// The bridge's events that move a framework's allocated or reserved bytes.
-bool changes_framework_memory(Op op) {
-  switch (op) {
-    case Op::TensorAlloc: case Op::TensorFreeCompleted: case Op::SegmentAlloc: case Op::SegmentFree:
-    case Op::SegmentMap: case Op::SegmentUnmap: case Op::FrameworkAttach:
-      return true;
-    default:
-      return false;
-  }
-}
-
-// The allocated figure by kind: managed memory is not part of it (docs/accounting.md), so the kinds
-// add up to the figure.
-std::array<uint64_t, kKindCount> allocated_by_kind(const DeviceStats& d) {
-  std::array<uint64_t, kKindCount> out{};
-  for (size_t k = 0; k < out.size(); ++k) out[k] = d.by_kind[k].bytes.current;
-  out[static_cast<size_t>(Kind::Managed)] = 0;
-  return out;
-}
-
-// The reserved figure by kind: pools count what they reserved, VMM its physical handles, graphs the
-// graph memory pool.
-std::array<uint64_t, kKindCount> reserved_by_kind(const DeviceStats& d) {
-  std::array<uint64_t, kKindCount> out = allocated_by_kind(d);
-  out[static_cast<size_t>(Kind::Pool)] = d.pool_reserved.current;
-  out[static_cast<size_t>(Kind::Vmm)] = d.vmm_physical.current;
-  out[static_cast<size_t>(Kind::Graph)] = d.graph_reserved.current;
-  return out;
-}
-
-void keep_marker(RunAnalysis& run, const Options& opt, const Marker& m) {
-  if (run.markers.size() < opt.max_markers) {
-    run.markers.push_back(m);
-  } else {
-    ++run.markers_dropped;
-  }
-}
-
-// Markers come from the first pass: alerts, failed allocations and the OOM recorder's own events.
-void collect_marker(RunAnalysis& run, const Options& opt, const Event& e) {
-  Marker m{};
-  m.at_ns = since(e.timestamp_ns, run.start_ns);
-  m.device = e.device;
-  switch (e.op) {
-    case Op::Alert:
-      m.type = e.result != 0 ? Marker::Type::AlertFired : Marker::Type::AlertCleared;
-      m.alert = static_cast<AlertType>(e.value);
-      m.size = e.size;
-      m.reserved = e.object;
-      m.threshold = e.address;
-      break;
-    case Op::Alloc:
-      if (e.result == 0) return;
-      m.type = Marker::Type::AllocFailed;
-      m.size = e.size;
-      m.result = e.result;
-      m.api = e.api;
-      break;
-    case Op::OomBundle: m.type = Marker::Type::OomBundle; break;
-    case Op::OomRecovered: m.type = Marker::Type::OomRecovered; break;
-    case Op::Cleanup:
-      m.type = Marker::Type::Cleanup;
-      m.size = e.size;
-      m.threshold = e.value;
-      break;
-    default: return;
-  }
-  keep_marker(run, opt, m);
-}
-
-std::map<int, std::string> device_names(const reader::RunDirectory& run) {
-  std::map<int, std::string> names;
-  for (const DeviceFigures& d : run.figures.devices) {
-    if (d.stats.device >= 0 && !d.name.empty()) names[d.stats.device] = d.name;
-  }
-  return names;
-}
-
-// A trace that lacks events (a failed write, a file cut short) understates every total and peak
-// its replay gives; summary.json's were counted from all of them. Its figures replace the replay's,
-// while what was live when (which only the events can tell) stays the trace's, and the report says
-// so (reader::event_count_warnings).
-void take_summary_figures(RunAnalysis& run) {
-  for (const DeviceFigures& f : run.run.figures.devices) {
-    const DeviceStats& s = f.stats;
-    if (s.device < 0) continue;
-    DeviceAnalysis& d = run.devices[s.device];
-    d.device = s.device;
-    const DeviceStats::Telemetry nvml = d.final_stats.nvml;
-    d.final_stats = s;
-    d.final_stats.nvml = nvml;
-    d.allocated_peak.bytes = s.allocated.peak;
-    d.allocated_peak.at_ns = s.allocated_peak_ns;
-    d.reserved_peak.bytes = s.reserved.peak;
-    d.reserved_peak.at_ns = s.reserved_peak_ns;
-  }
-}
-
-struct PeakWatch {
-  PeakPoint allocated, reserved;
-  uint64_t tensors = 0, tensors_index = 0;  // the framework's allocated peak and the event that set it
-};
-
-// A figure summed over the process's devices: the allocated bytes, and the tensors' (the
-// framework's allocated), which ranges and marks are measured in.
-template <typename Figure>
-uint64_t process_total(const Accounting& acc, Figure figure) {
-  uint64_t total = 0;
-  for (const auto& [ordinal, d] : acc.devices()) {
-    if (ordinal >= 0) total += figure(d);
-  }
-  return total;
-}
-uint64_t process_allocated(const Accounting& acc) {
-  return process_total(acc, [](const DeviceStats& d) { return d.allocated.current; });
-}
-uint64_t process_tensors(const Accounting& acc) {
-  return process_total(acc, [](const DeviceStats& d) { return d.framework.allocated.current; });
-}
 
 bool open_replay(reader::TraceReplay& replay, const std::string& trace_path, const Options& opt, std::string& error) {
   if (!replay.open(trace_path, error)) return false;
@@ -152,88 +22,97 @@ bool open_replay(reader::TraceReplay& replay, const std::string& trace_path, con
   return true;
 }
 
-// Pass 1: final figures, the event index of each device's peaks, markers and NVML peaks.
-bool first_pass(const std::string& trace_path, RunAnalysis& run, const Options& opt, std::map<int, PeakWatch>& peaks,
-                uint64_t& last_ns, std::string& error) {
+// The first pass's aggregators, each answering one question of the one replay; every event goes
+// to each of them, in the order of the trace.
+struct FirstPass {
+  PeakWatch peaks;
+  TensorPeakWatch tensor_peaks;
+  MarkerLog markers;
+  NvmlPeaks nvml;
+  DeviceLimitWatch limits;
+  FirstMemory first_memory;
+  ProcessLevels levels;
+  AttributionReplay regions;
+  uint64_t stack_events = 0;  // events that carried a stack id
+
+  FirstPass(const RunAnalysis& run, const Options& opt)
+      : markers(opt.max_markers), regions(run.attribution, run.start_ns, opt.max_marks, opt.max_pauses) {}
+
+  // The state where the window starts: trace position `index`, `at_ns` since the profiler started.
+  void start(const Accounting& acc, uint64_t at_ns, uint64_t index) {
+    peaks.start(acc, at_ns, index);
+    tensor_peaks.start(acc, index);
+    first_memory.start(acc, at_ns);
+    levels.start(acc);
+  }
+
+  void add(const ReplayStep& step) {
+    peaks.add(step);
+    tensor_peaks.add(step);
+    markers.add(step);
+    nvml.add(step);
+    limits.add(step);
+    first_memory.add(step);
+    levels.add(step);
+    regions.apply(step.event, levels.allocated(), levels.tensors());
+    if (step.event.stack_id != 0) ++stack_events;
+  }
+};
+
+// The replay's figures into `run`, from the aggregators and the accounting where the window ends.
+void take_replay_figures(RunAnalysis& run, const Options& opt, const Accounting& acc, FirstPass& pass) {
+  const uint64_t last_ns = acc.last_timestamp_ns();
+  run.host_pinned = acc.host_pinned();
+  run.stack_events = pass.stack_events;
+  run.regions = pass.regions.finish(last_ns);
+  run.regions.tensors = pass.levels.tensors_recorded();
+  run.duration_ns = since(last_ns, run.start_ns);
+  run.timeline_from_ns = pass.first_memory.at_ns().value_or(run.window.since_ns);
+  run.markers = pass.markers.markers();
+  run.markers_dropped = pass.markers.dropped();
+  for (const auto& [ordinal, d] : acc.devices()) {
+    if (ordinal < 0) continue;
+    const DevicePeaks p = pass.peaks.of(ordinal);
+    // A device the process never allocated on (an NVML sample's, a device limit's) says nothing
+    // about this run.
+    if (d.alloc_count == 0 && p.reserved.bytes == 0 && d.total_bytes == 0) continue;
+    DeviceAnalysis& out = run.devices[ordinal];
+    out.device = ordinal;
+    out.final_stats = d;
+    out.allocated_peak = p.allocated;
+    out.reserved_peak = p.reserved;
+    if (auto n = pass.nvml.devices().find(ordinal); n != pass.nvml.devices().end()) {
+      out.nvml_process_peak = n->second.process;
+      out.nvml_device_used_peak = n->second.device_used;
+    }
+    if (auto l = pass.limits.devices().find(ordinal); l != pass.limits.devices().end()) out.limit = l->second;
+  }
+  ExitSets exit = live_at_exit(acc, opt.largest);
+  run.leaks = std::move(exit.leaks);
+  run.tensor_leaks = std::move(exit.tensor_leaks);
+  run.pinned_at_exit = std::move(exit.pinned_at_exit);
+}
+
+// Pass 1: the replay's figures (peaks and the positions that set them, markers, ranges and marks,
+// NVML peaks, limits, what was live at the end). Keeps, for the second pass, where the tensors
+// peaked.
+bool first_pass(const std::string& trace_path, RunAnalysis& run, const Options& opt, TensorPeakWatch& tensor_peaks,
+                std::string& error) {
   reader::TraceReplay trace;
   if (!open_replay(trace, trace_path, opt, error)) return false;
   run.start_ns = trace.start_ns();
   const Accounting& acc = trace.accounting();
-  AttributionReplay regions(run.attribution, run.start_ns, opt.max_marks, opt.max_pauses);
   if (!trace.begin_window()) {
     error = trace.error();
     return false;
   }
   // A trace whose oldest segments were deleted is a window from its first kept event on.
   run.window = trace.window();
-  // A window's peaks start at the state where it starts (the last event before it).
-  for (const auto& [ordinal, d] : acc.devices()) {
-    if (ordinal < 0) continue;
-    PeakWatch& w = peaks[ordinal];
-    const uint64_t at = run.window.since_ns;
-    w.allocated = {d.allocated.current, at, trace.index(), allocated_by_kind(d)};
-    w.reserved = {d.reserved.current, at, trace.index(), reserved_by_kind(d)};
-    w.tensors = d.framework.allocated.current;
-    w.tensors_index = trace.index();
-  }
-  uint64_t allocated = process_allocated(acc), tensors = process_tensors(acc);
-  bool framework = false;  // tensors were recorded: ranges and marks get their figures too
-  const auto holds_memory = [&acc] {
-    for (const auto& [ordinal, d] : acc.devices()) {
-      if (ordinal >= 0 && (d.allocated.current > 0 || d.reserved.current > 0)) return true;
-    }
-    return false;
-  };
-  std::optional<uint64_t> first_memory_ns;  // none while no device held memory
-  if (holds_memory()) first_memory_ns = run.window.since_ns;
+  FirstPass pass(run, opt);
+  pass.start(acc, run.window.since_ns, trace.index());
   while (trace.next()) {
     const Event& e = trace.event();
-    const uint64_t index = trace.index();
-    if (!first_memory_ns && changes_memory(e.op) && holds_memory()) {
-      first_memory_ns = since(e.timestamp_ns, run.start_ns);
-    }
-    collect_marker(run, opt, e);
-    if (e.stack_id != 0) ++run.stack_events;
-    if (changes_memory(e.op)) allocated = process_allocated(acc);
-    if (changes_framework_memory(e.op)) tensors = process_tensors(acc);
-    framework = framework || e.op == Op::TensorAlloc;
-    regions.apply(e, allocated, tensors);
-    if (e.op == Op::Sample && e.device >= 0) {
-      DeviceAnalysis& d = run.devices[e.device];
-      d.nvml_device_used_peak = std::max(d.nvml_device_used_peak, e.size);
-      if (e.value != UINT64_MAX) d.nvml_process_peak = std::max(d.nvml_process_peak, e.value);
-    }
-    if (e.op == Op::DeviceLimit && e.device >= 0) {
-      DeviceLimitFigures& l = run.devices[e.device].limit;
-      l.limit = e.value;
-      l.context = e.size;
-      const uint64_t need = e.object + e.address;
-      if (e.result == kOutOfMemory && l.refusals++ == 0) l.first_excess = need > e.value ? need - e.value : 0;
-      if (auto d = acc.devices().find(e.device); d != acc.devices().end()) note_limit_peak(l, d->second);
-    }
-    if (e.op == Op::TensorAlloc && e.device >= 0) {
-      PeakWatch& w = peaks[e.device];
-      const uint64_t tensors = acc.devices().at(e.device).framework.allocated.current;
-      if (tensors > w.tensors) {
-        w.tensors = tensors;
-        w.tensors_index = index;
-      }
-    } else if (e.op == Op::FrameworkAttach && e.result != 1) {
-      for (auto& [_, w] : peaks) w.tensors = w.tensors_index = 0;  // detached: what came before is void
-    }
-    if (!changes_memory(e.op)) continue;
-    // A pool or VMM event can change a device other than its own; there are few devices.
-    for (const auto& [ordinal, d] : acc.devices()) {
-      if (ordinal < 0) continue;
-      PeakWatch& w = peaks[ordinal];
-      if (d.allocated.current > w.allocated.bytes) {
-        w.allocated = {d.allocated.current, since(e.timestamp_ns, run.start_ns), index, allocated_by_kind(d)};
-      }
-      if (d.reserved.current > w.reserved.bytes) {
-        w.reserved = {d.reserved.current, since(e.timestamp_ns, run.start_ns), index, reserved_by_kind(d)};
-      }
-      if (auto l = run.devices.find(ordinal); l != run.devices.end()) note_limit_peak(l->second.limit, d);
-    }
+    pass.add(ReplayStep{e, trace.index(), since(e.timestamp_ns, run.start_ns), acc});
   }
   if (trace.failed()) {
     error = trace.error();
@@ -241,26 +120,8 @@ bool first_pass(const std::string& trace_path, RunAnalysis& run, const Options& 
   }
   run.events = trace.index();
   run.truncated_bytes = trace.truncated_bytes();
-  last_ns = acc.last_timestamp_ns();
-  run.host_pinned = acc.host_pinned();
-  run.regions = regions.finish(last_ns);
-  run.regions.tensors = framework;
-  run.duration_ns = since(last_ns, run.start_ns);
-  run.timeline_from_ns = first_memory_ns.value_or(run.window.since_ns);
-  for (const auto& [ordinal, d] : acc.devices()) {
-    if (ordinal < 0) continue;
-    DeviceAnalysis& out = run.devices[ordinal];
-    out.device = ordinal;
-    out.final_stats = d;
-  }
-  for (const LiveAllocation& a : acc.live_outside_framework()) run.leaks.add(a, opt.largest);
-  for (const LiveAllocation& a : acc.live_allocations()) {
-    if (a.kind == Kind::HostPinned) run.pinned_at_exit.add(a, opt.largest);
-  }
-  for (const LiveAllocation& a : acc.live_tensors()) run.tensor_leaks.add(a, opt.largest);
-  run.leaks.finish(opt.largest);
-  run.pinned_at_exit.finish(opt.largest);
-  run.tensor_leaks.finish(opt.largest);
+  take_replay_figures(run, opt, acc, pass);
+  tensor_peaks = std::move(pass.tensor_peaks);
   return true;
 }
 
@@ -383,14 +244,12 @@ void take_snapshot(RunAnalysis& run, const Options& opt, const Accounting& acc, 
 // Pass 2: the timeline, and the live tables just after each device's allocated-peak event and,
 // where the bridge attached, the event that set its tensors' peak.
 bool second_pass(const std::string& trace_path, RunAnalysis& run, const Options& opt,
-                 const std::map<int, PeakWatch>& peaks, std::string& error) {
+                 const TensorPeakWatch& tensor_peaks, std::string& error) {
   std::vector<Snapshot> snapshots;
   for (const auto& [ordinal, d] : run.devices) {
     if (d.allocated_peak.event_index != 0) snapshots.push_back({d.allocated_peak.event_index, ordinal, false});
-    auto w = peaks.find(ordinal);
-    if (d.framework.attached && w != peaks.end() && w->second.tensors_index != 0) {
-      snapshots.push_back({w->second.tensors_index, ordinal, true});
-    }
+    const uint64_t tensors_index = tensor_peaks.of(ordinal).event_index;
+    if (d.framework.attached && tensors_index != 0) snapshots.push_back({tensors_index, ordinal, true});
   }
   std::sort(snapshots.begin(), snapshots.end());
   reader::TraceReplay trace;
@@ -461,38 +320,6 @@ void attribute(RunAnalysis& run, const Options& opt) {
 
 }  // namespace
 
-namespace {
-bool bigger(const LiveAllocation& a, const LiveAllocation& b) {
-  return a.size != b.size ? a.size > b.size : a.timestamp_ns < b.timestamp_ns;
-}
-}  // namespace
-
-void LiveSet::add(const LiveAllocation& a, size_t keep_largest) {
-  total.add(a.size);
-  by_kind[static_cast<size_t>(a.kind)].add(a.size);
-  by_stack[a.stack_id].add(a.size);
-  if (floor_ && !bigger(a, *floor_)) return;
-  largest.push_back(a);
-  // Trim now and then so the candidates stay a small multiple of what is kept.
-  if (largest.size() >= 4 * keep_largest + 64) finish(keep_largest);
-}
-
-void LiveSet::finish(size_t keep_largest) {
-  if (largest.size() > keep_largest) {
-    std::nth_element(largest.begin(), largest.begin() + keep_largest, largest.end(), bigger);
-    largest.resize(keep_largest);
-  }
-  std::sort(largest.begin(), largest.end(), bigger);
-  if (keep_largest > 0 && largest.size() == keep_largest) floor_ = largest.back();
-}
-
-void collect_live(LiveSet& set, const Accounting& acc, int device, bool tensors, size_t largest) {
-  for (const LiveAllocation& a : tensors ? acc.live_tensors() : acc.live_allocated(device)) {
-    if (a.device == device && a.kind != Kind::HostPinned) set.add(a, largest);
-  }
-  set.finish(largest);
-}
-
 const Summary::Framework* attached_framework(const RunAnalysis& run) {
   const auto& f = run.run.figures.framework;
   return f && f->state == "attached" ? &*f : nullptr;
@@ -510,41 +337,10 @@ std::optional<RunAnalysis> analyze_run(const std::string& dir, const Options& op
     return std::nullopt;
   }
   const std::string& trace_path = dir;  // its segments (reader/trace_reader.h)
-  std::map<int, PeakWatch> peaks;
-  uint64_t last_ns = 0;
-  if (!first_pass(trace_path, run, options, peaks, last_ns, error)) return std::nullopt;
-  const auto names = device_names(run.run);
-  for (auto it = run.devices.begin(); it != run.devices.end();) {
-    // A sample for a device the process never allocated on says nothing about this run.
-    if (it->second.final_stats.alloc_count == 0 && peaks[it->first].reserved.bytes == 0 &&
-        it->second.final_stats.total_bytes == 0) {
-      it = run.devices.erase(it);
-      continue;
-    }
-    it->second.device = it->first;
-    it->second.allocated_peak = peaks[it->first].allocated;
-    it->second.reserved_peak = peaks[it->first].reserved;
-    ++it;
-  }
-  // summary.json's figures are the whole run's: a window's are the replay's own.
-  if (run.window.whole() && run.run.events.trace_incomplete()) take_summary_figures(run);
-  if (run.window.whole()) {
-    // The framework level as summary.json (or the summary rebuilt from the trace) has it.
-    for (const DeviceFigures& f : run.run.figures.devices) {
-      auto it = run.devices.find(f.stats.device);
-      if (it != run.devices.end() && f.stats.framework.attached) it->second.framework = f.stats.framework;
-    }
-  } else {
-    for (auto& [_, d] : run.devices) {
-      FrameworkStats& f = d.framework = d.final_stats.framework;
-      for (uint64_t* t : {&f.allocated_peak_ns, &f.reserved_peak_ns, &f.outside_peak_ns}) *t = since(*t, run.start_ns);
-    }
-  }
-  for (auto& [ordinal, d] : run.devices) {
-    auto name = names.find(ordinal);
-    if (name != names.end()) d.name = name->second;
-  }
-  if (!second_pass(trace_path, run, options, peaks, error)) return std::nullopt;
+  TensorPeakWatch tensor_peaks;
+  if (!first_pass(trace_path, run, options, tensor_peaks, error)) return std::nullopt;
+  take_figures(run, figure_sources(run.run, run.window));
+  if (!second_pass(trace_path, run, options, tensor_peaks, error)) return std::nullopt;
   attribute(run, options);
   return run;
 }

@@ -7,28 +7,30 @@
 // "at exit" means at its end; the events before it are replayed silently (reader::TraceReplay).
 //
 // The trace is read twice, streaming: the first pass finds the event at which each device's
-// allocated peak was reached (and replays ranges, marks and pauses), the second replays up to
-// there and summarises the live table. The stacks of what was live at the peaks and at exit are
+// allocated peak was reached (and replays ranges, marks and pauses), one replay feeding small
+// aggregators that each answer one question (replay_step.h); the second replays up to there and
+// summarises the live table. The stacks of what was live at the peaks and at exit are
 // then symbolised once, grouped by call site and folded into flame graphs (docs/attribution.md).
 // Memory grows with the live allocations, distinct call sites and distinct range names, never
 // with the event count.
 #pragma once
 
-#include <array>
 #include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 #include "accounting.h"
 #include "attribution_reader.h"
 #include "attribution_replay.h"
-#include "bytes.h"
 #include "call_sites.h"
+#include "device_limit_watch.h"
 #include "fine_timeline.h"
 #include "flame.h"
+#include "live_set.h"
+#include "marker_log.h"
+#include "peak_watch.h"
 #include "run_directory_reader.h"
 #include "symbolizer.h"
 #include "trace_replay.h"
@@ -37,28 +39,6 @@ namespace gmp::analysis {
 
 // The CUDA graphs a report lists one by one (summary.json lists up to Summary::kMaxGraphsListed).
 inline constexpr size_t kGraphsShown = 20;
-
-// A set of live allocations, summarised: totals, by kind, by call site (stack id, 0 when none was
-// captured) and the largest ones.
-struct LiveSet {
-  Bytes total;
-  std::array<Bytes, kKindCount> by_kind{};
-  std::unordered_map<uint32_t, Bytes> by_stack;
-  std::vector<LiveAllocation> largest;  // biggest first
-  void add(const LiveAllocation& a, size_t keep_largest);
-  void finish(size_t keep_largest);  // sorts and trims `largest`
- private:
-  std::optional<LiveAllocation> floor_;  // the smallest kept at the last trim: what ranks below it never will be
-};
-
-// The moment a counter reached its peak, with the per-kind bytes at that moment: they add up to
-// `bytes` (allocated: no managed memory; reserved: pools' reserved bytes, VMM's physical ones).
-struct PeakPoint {
-  uint64_t bytes = 0;
-  uint64_t at_ns = 0;       // since the profiler started
-  uint64_t event_index = 0; // 1-based position in the trace of the event that set it; 0 none
-  std::array<uint64_t, kKindCount> kind_bytes{};
-};
 
 struct TimelineBucket {
   uint64_t start_ns = 0;  // since the profiler started
@@ -72,13 +52,6 @@ struct TimelineBucket {
   // The framework level (devices where the bridge attached): tensors' bytes and the framework's segments.
   uint64_t tensors_max = 0, framework_reserved_max = 0;
   uint64_t tensors_last = 0, framework_reserved_last = 0;
-};
-
-// GPUMEMPROF_DEVICE_LIMIT (docs/device-limit.md), from the shim's DeviceLimit events: the limit, the
-// context it counted, the peak as it counts (reserved plus context) and its refusals.
-struct DeviceLimitFigures {
-  uint64_t limit = 0;  // 0: the device ran without a limit
-  uint64_t context = 0, peak = 0, refusals = 0, first_excess = 0;
 };
 
 struct DeviceAnalysis {
@@ -102,20 +75,6 @@ struct DeviceAnalysis {
   FrameworkStats framework;
   LiveSet tensors_at_peak;
   std::vector<CallSite> tensor_sites_at_peak;  // tensors_at_peak by call site, most bytes first
-};
-
-// Something that happened at a moment, drawn on timelines and listed in reports.
-struct Marker {
-  enum class Type { AlertFired, AlertCleared, AllocFailed, OomBundle, OomRecovered, Cleanup };
-  Type type;
-  uint64_t at_ns = 0;
-  int device = -1;
-  AlertType alert = AlertType::Warning;  // alerts only
-  uint64_t size = 0;       // failed: requested bytes; alerts: allocated at the time; cleanup: bytes given back
-  uint64_t reserved = 0;   // alerts: reserved at the time
-  uint64_t threshold = 0;  // alerts: threshold bytes; cleanup: pools trimmed
-  int16_t result = 0;      // failed: the CUresult
-  Api api = Api::None;     // failed: the entry point
 };
 
 struct Options {
@@ -159,10 +118,6 @@ struct RunAnalysis {
   std::vector<CallSite> tensor_leak_sites;
   Regions regions;                  // ranges, marks, pauses
 };
-
-// Adds to `set` the device memory (or, `tensors`, the framework's tensors) live on `device` in `acc`
-// now, keeping the `largest`: what "live at the peak" lists.
-void collect_live(LiveSet& set, const Accounting& acc, int device, bool tensors, size_t largest);
 
 // summary.json's framework object when the bridge attached (tensor-level figures exist), else nullptr.
 const Summary::Framework* attached_framework(const RunAnalysis& run);

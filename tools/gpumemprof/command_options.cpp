@@ -5,10 +5,8 @@
 #include <cstring>
 
 namespace gmp::tool {
-namespace {
 
-// The memory limits of a CI gate (check_limits.h), taken by check and run alike.
-const std::vector<Option> kLimits = {
+const std::vector<Option> kLimitOptions = {
     {"--max-peak", nullptr, "SIZE",
      "fail when a device's peak allocated memory is over SIZE (40GiB, 512MiB, 1.5G,\n"
      "or a GPU's usable capacity by name: L4, A100-40GB, ...; docs/device-limit.md)"},
@@ -23,6 +21,9 @@ const std::vector<Option> kLimits = {
      "fail when a device's peak allocated memory grew more than PERCENT over the\n"
      "same rank's and device's in the --baseline DIR"},
 };
+
+namespace {
+
 const Option kJson = {"--json", nullptr, nullptr, "the same as one JSON object"};
 const Option kSince = {"--since", nullptr, "T",
                        "from T into the run (a time since the profiler started: 1.5s, 250ms, 2m)"};
@@ -64,7 +65,8 @@ const CommandOptions kRunOptions = {
        {"--shim", nullptr, "PATH",
         "libgpumemprof.so to preload (default: ../" GMP_INSTALL_SHIM_DIR "/ from this\n"
         "program's directory, where it is installed, else ../lib/ in a build tree)"}}},
-     {"memory limits, checked on every run directory under ROOT once the command ends (docs/check.md):", kLimits}},
+     {"memory limits, checked on every run directory under ROOT once the command ends (docs/check.md):",
+      kLimitOptions}},
     "Exit status: the command's (a command killed by a signal kills gpumemprof with it); when it\n"
     "succeeded, 1 if a limit broke and 2 if the run directories could not be read; 2 for a bad\n"
     "command line.\n",
@@ -220,7 +222,7 @@ const CommandOptions kCheckOptions = {
     "  (the report's leaks). A process killed before writing summary.json is checked on the figures rebuilt\n"
     "  from its trace, with a note. Baseline processes are matched by rank when both record ranks, else by\n"
     "  position. docs/check.md says more.\n",
-    {{"options:", kLimits}},
+    {{"options:", kLimitOptions}},
     "Exit status: 0 every limit holds (one line: each limit, the highest figure and where it was); 1 a limit\n"
     "broke (one line each: the rank or pid, the device, the figure, the limit); 2 bad usage or unreadable input.\n",
 };

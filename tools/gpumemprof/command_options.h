@@ -32,6 +32,10 @@ struct CommandOptions {
   const char* after;     // the help's text after the options
 };
 
+// The memory limits of a CI gate (check_limits.h), taken by check and run alike: run checks them
+// once its command ends, and tells them from its own options by this table.
+extern const std::vector<Option> kLimitOptions;
+
 extern const CommandOptions kRunOptions, kReportOptions, kOomOptions, kExportOptions, kDiffOptions, kHtmlOptions,
     kCheckOptions;
 // Every command's, in the order the top-level help lists them.

@@ -39,16 +39,6 @@
 namespace gmp::tool {
 namespace {
 
-// Options that map one-to-one onto the profiled processes' environment, each checked by the rule
-// the collector reads that variable with, so a value the process would refuse is refused here.
-const std::map<std::string, const SettingRule*> kEnvOptions = {
-    {"--warn-percent", &settings::warn_percent}, {"--critical-percent", &settings::critical_percent},
-    {"--sample-ms", &settings::sample_ms},       {"--on-alert", &settings::on_alert},
-    {"--oom-dir", &settings::oom_dir},           {"--log-level", &settings::log_level},
-    {"--trace-max", &settings::trace_max},       {"--metrics-dir", &settings::metrics_dir},
-    {"--device-limit", &settings::device_limit},
-};
-
 volatile sig_atomic_t g_child = 0;
 
 void forward_signal(int sig) {
@@ -233,14 +223,84 @@ double threshold(const std::optional<double>& option, const SettingRule& rule, d
   return v ? std::get<double>(*v) : fallback;
 }
 
-}  // namespace
-
-int run_main(int argc, char** argv) {
-  std::string root, shim = default_shim();
-  std::vector<std::pair<std::string, std::string>> env;
+// What the command line asks of `run`.
+struct RunArgs {
+  std::string root;  // --output; empty: named after the command
+  std::string shim = default_shim();
+  std::vector<std::pair<std::string, std::string>> env;  // settings of the profiled processes
   Limits limits;
   std::optional<double> warn, critical;  // as given, for the order of the two
   std::string warn_text, critical_text;
+  int command = 0;  // where COMMAND is in argv
+};
+
+// What each option of kRunOptions' own section sets: a path of run's, or a setting of the profiled
+// processes, passed on in their environment and checked by the rule the collector reads that
+// variable with, so a value the process would refuse is refused here. The table's other section,
+// the limits, is check's (kLimitOptions, take_limit_arg).
+struct RunOptionTarget {
+  std::string RunArgs::*path = nullptr;
+  const SettingRule* setting = nullptr;
+};
+const std::map<std::string, RunOptionTarget> kRunOptionTargets = {
+    {"--output", {&RunArgs::root}},
+    {"--shim", {&RunArgs::shim}},
+    {"--warn-percent", {nullptr, &settings::warn_percent}},
+    {"--critical-percent", {nullptr, &settings::critical_percent}},
+    {"--sample-ms", {nullptr, &settings::sample_ms}},
+    {"--on-alert", {nullptr, &settings::on_alert}},
+    {"--oom-dir", {nullptr, &settings::oom_dir}},
+    {"--log-level", {nullptr, &settings::log_level}},
+    {"--trace-max", {nullptr, &settings::trace_max}},
+    {"--metrics-dir", {nullptr, &settings::metrics_dir}},
+    {"--device-limit", {nullptr, &settings::device_limit}},
+};
+
+bool is_limit(const Option& o) {
+  return std::any_of(kLimitOptions.begin(), kLimitOptions.end(),
+                     [&o](const Option& limit) { return std::strcmp(limit.name, o.name) == 0; });
+}
+
+// One of run's own options with its value `v`: nothing when taken, else the exit status after one line.
+std::optional<int> take_run_option(const Option& o, const std::string& v, RunArgs& args) {
+  const RunOptionTarget& target = kRunOptionTargets.at(o.name);
+  if (target.path != nullptr) {
+    args.*target.path = v;
+    return std::nullopt;
+  }
+  const SettingRule& rule = *target.setting;
+  const std::optional<SettingValue> parsed = rule.parse(v);
+  if (!parsed) {
+    std::fprintf(stderr, "gpumemprof run: invalid %s '%s': expected %s\n", o.name, echo_value(v).c_str(),
+                 rule.accepted);
+    return 2;
+  }
+  if (&rule == &settings::warn_percent) args.warn = std::get<double>(*parsed), args.warn_text = v;
+  if (&rule == &settings::critical_percent) args.critical = std::get<double>(*parsed), args.critical_text = v;
+  args.env.emplace_back(rule.name, v);
+  return std::nullopt;
+}
+
+// The collector would replace a critical threshold below the warning by both defaults: the
+// option given is refused instead, naming the other threshold in force.
+std::optional<int> refuse_unordered_thresholds(const RunArgs& args) {
+  const double warn_in_force = threshold(args.warn, settings::warn_percent, kDefaultWarnPercent);
+  const double critical_in_force = threshold(args.critical, settings::critical_percent, kDefaultCriticalPercent);
+  if (!(args.warn || args.critical) || thresholds_ordered(warn_in_force, critical_in_force)) return std::nullopt;
+  const bool critical = args.critical.has_value();
+  char other[32];
+  std::snprintf(other, sizeof other, "%g", critical ? warn_in_force : critical_in_force);
+  const SettingRule& given = critical ? settings::critical_percent : settings::warn_percent;
+  std::fprintf(stderr, "gpumemprof run: invalid %s '%s': expected %s no %s than the %s threshold %s\n",
+               critical ? "--critical-percent" : "--warn-percent",
+               echo_value(critical ? args.critical_text : args.warn_text).c_str(), given.accepted,
+               critical ? "lower" : "higher", critical ? "warning" : "critical", other);
+  return 2;
+}
+
+// argv up to "--", by kRunOptions: each option it finds there is a limit or one of run's own.
+// Nothing when COMMAND may start; else the exit status, after --help or one line on stderr.
+std::optional<int> parse_run_args(int argc, char** argv, RunArgs& args) {
   int i = 0;
   for (; i < argc; ++i) {
     const std::string a = argv[i];
@@ -258,8 +318,8 @@ int run_main(int argc, char** argv) {
                    a.c_str());
       return 2;
     }
-    if (const LimitArg taken = take_limit_arg("run", argc, argv, i, limits); taken != LimitArg::Other) {
-      if (taken == LimitArg::Refused) return 2;
+    if (is_limit(*o)) {
+      if (take_limit_arg("run", argc, argv, i, args.limits) == LimitArg::Refused) return 2;
       continue;
     }
     const std::optional<std::string> v = option_value(argc, argv, i);
@@ -267,102 +327,82 @@ int run_main(int argc, char** argv) {
       std::fprintf(stderr, "gpumemprof run: option %s needs a value\n", a.substr(0, a.find('=')).c_str());
       return 2;
     }
-    const std::string name = o->name;
-    if (name == "--output") {
-      root = *v;
-      continue;
-    }
-    if (name == "--shim") {
-      shim = *v;
-      continue;
-    }
-    const SettingRule& rule = *kEnvOptions.at(name);
-    const std::optional<SettingValue> parsed = rule.parse(*v);
-    if (!parsed) {
-      std::fprintf(stderr, "gpumemprof run: invalid %s '%s': expected %s\n", o->name, echo_value(*v).c_str(),
-                   rule.accepted);
-      return 2;
-    }
-    if (&rule == &settings::warn_percent) warn = std::get<double>(*parsed), warn_text = *v;
-    if (&rule == &settings::critical_percent) critical = std::get<double>(*parsed), critical_text = *v;
-    env.emplace_back(rule.name, *v);
+    if (auto status = take_run_option(*o, *v, args)) return status;
   }
-  // The collector would replace a critical threshold below the warning by both defaults: the
-  // option given is refused instead, naming the other threshold in force.
-  const double warn_in_force = threshold(warn, settings::warn_percent, kDefaultWarnPercent);
-  const double critical_in_force = threshold(critical, settings::critical_percent, kDefaultCriticalPercent);
-  if ((warn || critical) && !thresholds_ordered(warn_in_force, critical_in_force)) {
-    char other[32];
-    std::snprintf(other, sizeof other, "%g", critical ? warn_in_force : critical_in_force);
-    const SettingRule& given = critical ? settings::critical_percent : settings::warn_percent;
-    std::fprintf(stderr, "gpumemprof run: invalid %s '%s': expected %s no %s than the %s threshold %s\n",
-                 critical ? "--critical-percent" : "--warn-percent",
-                 echo_value(critical ? critical_text : warn_text).c_str(), given.accepted,
-                 critical ? "lower" : "higher", critical ? "warning" : "critical", other);
-    return 2;
-  }
+  if (auto status = refuse_unordered_thresholds(args)) return status;
   if (i >= argc) {
     std::fprintf(stderr, "gpumemprof run: no command given; usage: gpumemprof run [options] -- COMMAND [ARGS...]\n");
     return 2;
   }
-  if (auto status = prepare_limits("run", limits)) return *status;
-  struct stat st {};
-  if (stat(shim.c_str(), &st) != 0) {
-    std::fprintf(stderr, "gpumemprof run: cannot find the shim %s; give its path with --shim\n", shim.c_str());
-    return 2;
-  }
-  if (root.empty()) {
-    const std::string cmd = argv[i];
-    root = "gpumemprof." + cmd.substr(cmd.rfind('/') + 1) + "." + utc_now();
-  }
+  args.command = i;
+  return std::nullopt;
+}
+
+// What the profiled processes get in their environment besides the settings: the shim preloaded
+// (ahead of any LD_PRELOAD) and made the NVTX injection library, another tool already named there
+// chained; the Python bootstrap beside the shim (docs/framework-bridge.md: tensor-level figures for
+// PyTorch programs), ahead of the program's own PYTHONPATH, chaining to a sitecustomize it shadows.
+struct ChildEnvironment {
+  std::string preload, shim_path, nvtx_chain;
+  std::optional<std::string> pythonpath;  // none: no bootstrap beside the shim
+};
+
+ChildEnvironment child_environment(const std::string& shim) {
+  ChildEnvironment c;
   const std::string preload_prev = std::getenv("LD_PRELOAD") ? std::getenv("LD_PRELOAD") : "";
-  const std::string shim_path = absolute(shim);
-  const std::string preload = shim_path + (preload_prev.empty() ? "" : ":" + preload_prev);
-  // NVTX: the shim is the injection library; another tool already named there is chained.
+  c.shim_path = absolute(shim);
+  c.preload = c.shim_path + (preload_prev.empty() ? "" : ":" + preload_prev);
   const char* nvtx_prev = std::getenv("NVTX_INJECTION64_PATH");
-  const std::string nvtx_chain =
-      nvtx_prev != nullptr && *nvtx_prev != '\0' && absolute(nvtx_prev) != shim_path ? nvtx_prev : "";
-  // The Python bootstrap beside the shim (docs/framework-bridge.md): tensor-level figures for
-  // PyTorch programs. Ahead of the program's own PYTHONPATH; it chains to a sitecustomize it shadows.
-  const std::string bootstrap = bootstrap_dir(shim_path);
+  c.nvtx_chain = nvtx_prev != nullptr && *nvtx_prev != '\0' && absolute(nvtx_prev) != c.shim_path ? nvtx_prev : "";
+  const std::string bootstrap = bootstrap_dir(c.shim_path);
   const char* pythonpath_prev = std::getenv("PYTHONPATH");
   struct stat bootstrap_st {};
-  const bool has_bootstrap = stat(bootstrap.c_str(), &bootstrap_st) == 0 && S_ISDIR(bootstrap_st.st_mode);
-  const std::string pythonpath =
-      bootstrap + (pythonpath_prev != nullptr && *pythonpath_prev != '\0' ? ":" + std::string(pythonpath_prev) : "");
-  // A ROOT that exists but is no directory, or that the processes would refuse, would leave every
-  // process unprofiled, found out only once the command has run: refused before it starts.
+  if (stat(bootstrap.c_str(), &bootstrap_st) == 0 && S_ISDIR(bootstrap_st.st_mode)) {
+    c.pythonpath =
+        bootstrap + (pythonpath_prev != nullptr && *pythonpath_prev != '\0' ? ":" + std::string(pythonpath_prev) : "");
+  }
+  return c;
+}
+
+// A ROOT that exists but is no directory, or that the processes would refuse, would leave every
+// process unprofiled, found out only once the command has run: refused before it starts. The
+// path the processes are given, or nullopt after one line on stderr; `created` when ROOT was made now.
+std::optional<std::string> prepare_root(const std::string& root, bool& created) {
   struct stat root_st {};
   if (stat(root.c_str(), &root_st) == 0 && !S_ISDIR(root_st.st_mode)) {
     std::fprintf(stderr, "gpumemprof run: -o %s is not a directory; give a directory (created if missing)\n",
                  root.c_str());
-    return 2;
+    return std::nullopt;
   }
-  bool created_root = false;
-  std::string root_error;
-  const std::optional<std::string> reached = reach_root(root, created_root, root_error);
-  if (!reached) {
-    std::fprintf(stderr, "gpumemprof run: cannot use -o %s: %s\n", root.c_str(), root_error.c_str());
-    return 2;
-  }
-  root = *reached;
-  // What ROOT already holds (earlier runs: a CI workspace that is kept) is neither summarised nor
-  // checked as this run's: only the run directories that appear while the command runs are.
-  std::set<std::string> earlier;
-  {
-    std::string ignored;  // no run directory yet: nothing earlier
-    for (const reader::JobMember& m : reader::open_job_directory(root, ignored).value_or(std::vector<reader::JobMember>{})) {
-      earlier.insert(m.path);
-    }
-  }
+  std::string error;
+  const std::optional<std::string> reached = reach_root(root, created, error);
+  if (!reached) std::fprintf(stderr, "gpumemprof run: cannot use -o %s: %s\n", root.c_str(), error.c_str());
+  return reached;
+}
 
-  // The id the command's processes write in their manifests (launcher_env.h): which runs under ROOT
-  // are this command's, even with another `gpumemprof run` writing there at the same time.
+// What ROOT already holds (earlier runs: a CI workspace that is kept) is neither summarised nor
+// checked as this run's: only the run directories that appear while the command runs are.
+std::set<std::string> earlier_runs(const std::string& root) {
+  std::set<std::string> earlier;
+  std::string ignored;  // no run directory yet: nothing earlier
+  const auto members = reader::open_job_directory(root, ignored);
+  for (const reader::JobMember& m : members.value_or(std::vector<reader::JobMember>{})) earlier.insert(m.path);
+  return earlier;
+}
+
+// The id the command's processes write in their manifests (launcher_env.h): which runs under ROOT
+// are this command's, even with another `gpumemprof run` writing there at the same time.
+std::string invocation_id() {
   timespec now{};
   clock_gettime(CLOCK_REALTIME, &now);
-  const std::string invocation =
-      std::to_string(now.tv_sec) + std::to_string(1'000'000'000 + now.tv_nsec).substr(1) + "-" + std::to_string(getpid());
+  return std::to_string(now.tv_sec) + std::to_string(1'000'000'000 + now.tv_nsec).substr(1) + "-" +
+         std::to_string(getpid());
+}
 
+// Starts `command` profiled, its run directories under `root`, passes terminating signals on to
+// it and waits. Its pid, with its wait status in `status`; or -1 after one line when fork failed.
+pid_t run_profiled(char** command, const RunArgs& args, const ChildEnvironment& c, const std::string& root,
+                   const std::string& invocation, int& status) {
   struct sigaction sa {};
   sa.sa_handler = forward_signal;
   sigemptyset(&sa.sa_mask);
@@ -370,35 +410,45 @@ int run_main(int argc, char** argv) {
   const pid_t child = fork();
   if (child == 0) {
     for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT}) signal(sig, SIG_DFL);
-    setenv("LD_PRELOAD", preload.c_str(), 1);
-    setenv("NVTX_INJECTION64_PATH", shim_path.c_str(), 1);
-    if (has_bootstrap) setenv("PYTHONPATH", pythonpath.c_str(), 1);
-    if (!nvtx_chain.empty()) setenv("GPUMEMPROF_NVTX_CHAIN", nvtx_chain.c_str(), 1);
+    setenv("LD_PRELOAD", c.preload.c_str(), 1);
+    setenv("NVTX_INJECTION64_PATH", c.shim_path.c_str(), 1);
+    if (c.pythonpath) setenv("PYTHONPATH", c.pythonpath->c_str(), 1);
+    if (!c.nvtx_chain.empty()) setenv("GPUMEMPROF_NVTX_CHAIN", c.nvtx_chain.c_str(), 1);
     // A rank's directory is named by its rank (rank3.python.1234), anything else's <exe>.<pid>.
     setenv("GPUMEMPROF_OUTPUT", (root + "/%R%e.%p").c_str(), 1);
     setenv(kInvocationVariable, invocation.c_str(), 1);
-    for (auto& [k, v] : env) setenv(k.c_str(), v.c_str(), 1);
-    execvp(argv[i], argv + i);
-    std::fprintf(stderr, "gpumemprof run: cannot run %s: %s\n", argv[i], std::strerror(errno));
+    for (auto& [k, v] : args.env) setenv(k.c_str(), v.c_str(), 1);
+    execvp(command[0], command);
+    std::fprintf(stderr, "gpumemprof run: cannot run %s: %s\n", command[0], std::strerror(errno));
     _exit(127);
   }
   if (child < 0) {
     std::fprintf(stderr, "gpumemprof run: fork failed: %s\n", std::strerror(errno));
-    return 2;
+    return -1;
   }
   g_child = child;
-  int status = 0;
   while (waitpid(child, &status, 0) < 0 && errno == EINTR) {
   }
   g_child = 0;
+  return child;
+}
 
-  std::string error;  // no run directory under ROOT: nothing allocated GPU memory
+// The run directories under ROOT that this command's processes wrote; `error` says why there are
+// none when ROOT holds no run directory at all.
+std::vector<reader::JobMember> this_runs(const std::string& root, const std::set<std::string>& earlier,
+                                         const std::string& invocation, std::string& error) {
   std::vector<reader::JobMember> members;
   for (reader::JobMember& m : reader::open_job_directory(root, error).value_or(std::vector<reader::JobMember>{})) {
     // A run that cannot be read is counted when it appeared while the command ran.
     const bool ours = m.run ? m.run->manifest.invocation == invocation : earlier.count(m.path) == 0;
     if (ours) members.push_back(std::move(m));
   }
+  return members;
+}
+
+// How each process ended and what it used, and the commands to read its results.
+void print_processes(const std::vector<reader::JobMember>& members, const std::string& root,
+                     const std::set<std::string>& earlier, const char* command, pid_t child, int status) {
   std::fprintf(stderr, "\ngpumemprof: %s under %s\n", counted(members.size(), "profiled process").c_str(),
                root.c_str());
   if (!earlier.empty()) {
@@ -424,22 +474,60 @@ int run_main(int argc, char** argv) {
     return m.run && m.run->manifest.pid == static_cast<uint64_t>(child);
   });
   if (!members.empty() && !child_profiled) {
-    std::fprintf(stderr, "  the command %s (pid %d): %s\n", argv[i], static_cast<int>(child),
+    std::fprintf(stderr, "  the command %s (pid %d): %s\n", command, static_cast<int>(child),
                  wait_status_text(status).c_str());
   }
-  const std::string checked = earlier.empty() ? root : "this run's processes under " + root;
-  int limits_status = 0;
-  if (limits.any() && members.empty()) {  // a gate that saw nothing does not pass
+}
+
+// The limits on this run's processes: 0 when none was asked or all hold, 1 when one broke, 2 when
+// there was nothing to check (a gate that saw nothing does not pass).
+int check_run_limits(const Limits& limits, const std::vector<reader::JobMember>& members, const std::string& root,
+                     const std::set<std::string>& earlier, const std::string& error) {
+  if (!limits.any()) return 0;
+  if (members.empty()) {
     const std::string none = earlier.empty() ? error : root + " holds no run directory of this run (its command " +
                                                            "allocated no GPU memory under the profiler)";
     std::fprintf(stderr, "gpumemprof run: %s\n", none.c_str());
-    limits_status = 2;
-  } else if (limits.any()) {
-    limits_status = check_limits("run", checked, members, limits, stderr);
+    return 2;
   }
+  const std::string checked = earlier.empty() ? root : "this run's processes under " + root;
+  return check_limits("run", checked, members, limits, stderr);
+}
+
+}  // namespace
+
+int run_main(int argc, char** argv) {
+  RunArgs args;
+  if (auto status = parse_run_args(argc, argv, args)) return *status;
+  if (auto status = prepare_limits("run", args.limits)) return *status;
+  struct stat st {};
+  if (stat(args.shim.c_str(), &st) != 0) {
+    std::fprintf(stderr, "gpumemprof run: cannot find the shim %s; give its path with --shim\n", args.shim.c_str());
+    return 2;
+  }
+  char** command = argv + args.command;
+  if (args.root.empty()) {
+    const std::string cmd = command[0];
+    args.root = "gpumemprof." + cmd.substr(cmd.rfind('/') + 1) + "." + utc_now();
+  }
+  const ChildEnvironment environment = child_environment(args.shim);
+  bool created_root = false;
+  const std::optional<std::string> root = prepare_root(args.root, created_root);
+  if (!root) return 2;
+  const std::set<std::string> earlier = earlier_runs(*root);
+  const std::string invocation = invocation_id();
+
+  int status = 0;
+  const pid_t child = run_profiled(command, args, environment, *root, invocation, status);
+  if (child < 0) return 2;
+
+  std::string error;  // no run directory under ROOT: nothing allocated GPU memory
+  const std::vector<reader::JobMember> members = this_runs(*root, earlier, invocation, error);
+  print_processes(members, *root, earlier, command[0], child, status);
+  const int limits_status = check_run_limits(args.limits, members, *root, earlier, error);
   // Nothing to read later: a directory this run made and nothing wrote into is not left behind.
-  if (members.empty() && created_root && rmdir(root.c_str()) == 0) {
-    std::fprintf(stderr, "  the empty directory %s is removed\n", root.c_str());
+  if (members.empty() && created_root && rmdir(root->c_str()) == 0) {
+    std::fprintf(stderr, "  the empty directory %s is removed\n", root->c_str());
   }
 
   if (WIFSIGNALED(status)) {
