@@ -1,4 +1,5 @@
 #include "attribution_replay.h"
+#include "records.h"
 
 #include <algorithm>
 
@@ -8,9 +9,10 @@ AttributionReplay::AttributionReplay(const reader::Attribution& names, uint64_t 
                                      size_t max_pauses)
     : names_(names), start_ns_(start_ns), max_marks_(std::max<size_t>(max_marks, 2)), max_pauses_(max_pauses) {}
 
-std::string AttributionReplay::name_of(uint64_t id) const {
-  if (id != 0 && id <= UINT32_MAX) {
-    if (const std::string* n = names_.name(static_cast<uint32_t>(id))) return *n;
+std::string AttributionReplay::name_of(const Event& e) const {
+  const uint32_t id = NameRecord::from_event(e).name_id;
+  if (id != 0) {
+    if (const std::string* n = names_.name(id)) return *n;
   }
   return "#" + std::to_string(id);  // a name attribution.jsonl lost (a partial last line)
 }
@@ -90,7 +92,7 @@ void AttributionReplay::apply(const Event& e, uint64_t allocated, uint64_t tenso
 }
 
 void AttributionReplay::push(const Event& e) {
-  const std::string name = name_of(e.address);
+  const std::string name = name_of(e);
   auto [it, added] = row_of_.emplace(name, rows_.size());
   if (added) rows_.push_back(RangeRow{name});
   Open o{it->second, e.timestamp_ns, {}, {}};
@@ -144,7 +146,7 @@ void AttributionReplay::pop(uint32_t thread, uint64_t at_ns, bool at_end) {
 
 void AttributionReplay::mark(const Event& e) {
   MarkRow m;
-  m.name = name_of(e.address);
+  m.name = name_of(e);
   m.index = ++marks_;
   m.at_ns = since(e.timestamp_ns);
   m.thread = e.thread_id;

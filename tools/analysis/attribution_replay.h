@@ -132,7 +132,7 @@ class AttributionReplay {
   void push(const Event& e);
   void pop(uint32_t thread, uint64_t at_ns, bool at_end);
   void mark(const Event& e);
-  std::string name_of(uint64_t id) const;
+  std::string name_of(const Event& e) const;  // a Mark's or RangePush's name
   uint64_t since(uint64_t ts) const { return ts > start_ns_ ? ts - start_ns_ : 0; }
 
   const reader::Attribution& names_;

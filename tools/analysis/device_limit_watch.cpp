@@ -1,4 +1,5 @@
 #include "device_limit_watch.h"
+#include "records.h"
 
 #include <algorithm>
 
@@ -16,11 +17,12 @@ void DeviceLimitWatch::add(const ReplayStep& step) {
   const Event& e = step.event;
   const auto& devices = step.acc.devices();
   if (e.op == Op::DeviceLimit && e.device >= 0) {
+    const auto r = DeviceLimitRecord::from_event(e);
     DeviceLimitFigures& l = limits_[e.device];
-    l.limit = e.value;
-    l.context = e.size;
-    const uint64_t need = e.object + e.address;
-    if (e.result == kOutOfMemory && l.refusals++ == 0) l.first_excess = need > e.value ? need - e.value : 0;
+    l.limit = r.limit;
+    l.context = r.context;
+    const uint64_t need = r.before + r.bytes;
+    if (r.refused && l.refusals++ == 0) l.first_excess = need > r.limit ? need - r.limit : 0;
     if (auto d = devices.find(e.device); d != devices.end()) note_peak(l, d->second);
   }
   if (!changes_memory(e.op)) return;

@@ -1,4 +1,5 @@
 #include "marker_log.h"
+#include "records.h"
 
 namespace gmp::analysis {
 
@@ -8,13 +9,15 @@ void MarkerLog::add(const ReplayStep& step) {
   m.at_ns = step.at_ns;
   m.device = e.device;
   switch (e.op) {
-    case Op::Alert:
-      m.type = e.result != 0 ? Marker::Type::AlertFired : Marker::Type::AlertCleared;
-      m.alert = static_cast<AlertType>(e.value);
-      m.size = e.size;
-      m.reserved = e.object;
-      m.threshold = e.address;
+    case Op::Alert: {
+      const auto a = AlertRecord::from_event(e);
+      m.type = a.fired ? Marker::Type::AlertFired : Marker::Type::AlertCleared;
+      m.alert = a.type;
+      m.size = a.allocated;
+      m.reserved = a.reserved;
+      m.threshold = a.threshold;
       break;
+    }
     case Op::Alloc:
       if (e.result == 0) return;
       m.type = Marker::Type::AllocFailed;
@@ -24,11 +27,13 @@ void MarkerLog::add(const ReplayStep& step) {
       break;
     case Op::OomBundle: m.type = Marker::Type::OomBundle; break;
     case Op::OomRecovered: m.type = Marker::Type::OomRecovered; break;
-    case Op::Cleanup:
+    case Op::Cleanup: {
+      const auto c = CleanupRecord::from_event(e);
       m.type = Marker::Type::Cleanup;
-      m.size = e.size;
-      m.threshold = e.value;
+      m.size = c.bytes_released;
+      m.threshold = c.pools_trimmed;
       break;
+    }
     default: return;
   }
   if (markers_.size() < max_) {

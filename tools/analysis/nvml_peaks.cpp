@@ -1,4 +1,5 @@
 #include "nvml_peaks.h"
+#include "records.h"
 
 #include <algorithm>
 
@@ -7,10 +8,10 @@ namespace gmp::analysis {
 void NvmlPeaks::add(const ReplayStep& step) {
   const Event& e = step.event;
   if (e.op != Op::Sample || e.device < 0) return;
+  const auto s = SampleRecord::from_event(e);
   NvmlPeak& p = peaks_[e.device];
-  p.device_used = std::max(p.device_used, e.size);
-  // UINT64_MAX: the sample could not name the process's usage.
-  if (e.value != UINT64_MAX) p.process = std::max(p.process, e.value);
+  p.device_used = std::max(p.device_used, s.device_used);
+  if (s.process_known()) p.process = std::max(p.process, s.process_used);
 }
 
 }  // namespace gmp::analysis

@@ -10,6 +10,7 @@
 #include "replay_step.h"
 #include "run_directory_files.h"
 #include "tensor_peak_watch.h"
+#include "records.h"
 
 namespace gmp::analysis {
 namespace {
@@ -271,7 +272,7 @@ bool second_pass(const std::string& trace_path, RunAnalysis& run, const Options&
     const uint64_t index = trace.index();
     const uint64_t at = since(e.timestamp_ns, run.start_ns);
     if (changes_memory(e.op) || changes_framework_memory(e.op)) timeline.memory(acc, at, index);
-    if (e.op == Op::Sample) timeline.sample(e.device, at, e.value);
+    if (e.op == Op::Sample) timeline.sample(e.device, at, SampleRecord::from_event(e).process_used);
     while (next < snapshots.size() && snapshots[next].event_index == index) {
       take_snapshot(run, opt, acc, snapshots[next++]);
     }
