@@ -3,8 +3,9 @@
 
   scripts/same_figures.py BEFORE AFTER -- CMD [ARGS...]
 
-BEFORE and AFTER are install-like trees, each with lib/libgpumemprof.so and bin/gpumemprof. CMD
-runs twice, once under each shim (LD_PRELOAD), into two run directories. Then:
+BEFORE and AFTER are build-like trees, each with lib/libgpumemprof.so (and the framework bridge
+in lib/gpumemprof/python) and bin/gpumemprof. CMD runs twice, once under each shim (LD_PRELOAD),
+into two run directories. Then:
   - the two summary.json files must hold the same figures. What differs between any two runs of
     one program is left out: times, process and thread ids, paths, the event counts, NVML samples
     and the pools' reserved bytes, which the collector reads on a timer;
@@ -33,6 +34,9 @@ def figures(x):
 
 def run(tree, cmd, out):
     env = dict(os.environ, LD_PRELOAD=os.path.join(tree, "lib", "libgpumemprof.so"), GPUMEMPROF_OUTPUT=out)
+    # The framework bridge's route for LD_PRELOAD users (docs/framework-bridge.md), each tree its own.
+    bridge = os.path.join(tree, "lib", "gpumemprof", "python")
+    env["PYTHONPATH"] = bridge + (":" + os.environ["PYTHONPATH"] if os.environ.get("PYTHONPATH") else "")
     r = subprocess.run(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=600)
     if r.returncode != 0:
         sys.stderr.write(r.stderr.decode(errors="replace")[-2000:])
