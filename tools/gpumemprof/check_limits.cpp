@@ -12,7 +12,7 @@
 #include "command_args.h"
 #include "device_limit_spec.h"
 #include "event.h"
-#include "format.h"
+#include "human_text.h"
 #include "run_directory_files.h"
 #include "value_text.h"
 

@@ -14,10 +14,10 @@
 #include "check_limits.h"
 #include "command_args.h"
 #include "commands.h"
-#include "output_streams.h"
-#include "format.h"
+#include "human_text.h"
 #include "job_view.h"
 #include "json_text.h"
+#include "output_streams.h"
 #include "run_analysis.h"
 
 namespace gmp::tool {

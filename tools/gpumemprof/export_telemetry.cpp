@@ -25,8 +25,8 @@
 #include <map>
 
 #include "export_formats.h"
-#include "format.h"
 #include "export_thinning.h"
+#include "human_text.h"
 #include "json_views.h"
 #include "records.h"
 

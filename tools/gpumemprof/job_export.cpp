@@ -8,7 +8,7 @@
 #include <set>
 
 #include "export_formats.h"
-#include "format.h"
+#include "human_text.h"
 #include "job_view.h"
 #include "trace_reader.h"
 

@@ -7,7 +7,7 @@
 #include <cstring>
 
 #include "bytes_text.h"
-#include "format.h"
+#include "human_text.h"
 #include "job_view.h"
 #include "json_text.h"
 #include "output_streams.h"

@@ -1,7 +1,7 @@
 #include "oom_advice.h"
 
 #include "bytes_text.h"
-#include "format.h"
+#include "human_text.h"
 
 namespace gmp::tool {
 namespace {

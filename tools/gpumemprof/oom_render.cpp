@@ -5,7 +5,7 @@
 #include <cstdio>
 
 #include "bytes_text.h"
-#include "format.h"
+#include "human_text.h"
 #include "terminal_text.h"
 
 namespace gmp::tool {

@@ -5,7 +5,7 @@
 #include <string>
 
 #include "bytes_text.h"
-#include "format.h"
+#include "human_text.h"
 
 namespace gmp::tool {
 namespace {

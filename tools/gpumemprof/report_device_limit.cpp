@@ -3,7 +3,7 @@
 #include <cstdio>
 
 #include "bytes_text.h"
-#include "format.h"
+#include "human_text.h"
 
 namespace gmp::tool {
 

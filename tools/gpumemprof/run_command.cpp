@@ -29,7 +29,7 @@
 #include <string>
 #include <vector>
 
-#include "format.h"
+#include "human_text.h"
 #include "job_directory.h"
 #include "process_facts.h"
 #include "process_record.h"

@@ -1,5 +1,5 @@
-// The terminal helpers of tools/gpumemprof/format.h (issue 15, defect 11).
-#include "format.h"
+// The terminal helpers of tools/gpumemprof/human_text.h (issue 15, defect 11).
+#include "human_text.h"
 
 #include <gtest/gtest.h>
 

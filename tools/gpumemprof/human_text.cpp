@@ -1,4 +1,4 @@
-#include "format.h"
+#include "human_text.h"
 
 #include <sys/ioctl.h>
 #include <unistd.h>
