@@ -5,6 +5,8 @@
 
 #include <cstdlib>
 
+#include "count_text.h"
+
 namespace gmp::tool {
 namespace {
 

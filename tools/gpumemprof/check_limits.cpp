@@ -10,6 +10,7 @@
 #include "bytes_text.h"
 #include "check_figures.h"
 #include "command_args.h"
+#include "count_text.h"
 #include "device_limit_spec.h"
 #include "event.h"
 #include "human_text.h"

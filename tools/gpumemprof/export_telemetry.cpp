@@ -24,6 +24,7 @@
 #include <charconv>
 #include <map>
 
+#include "count_text.h"
 #include "export_formats.h"
 #include "export_thinning.h"
 #include "human_text.h"

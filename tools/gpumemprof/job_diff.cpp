@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "bytes_text.h"
+#include "count_text.h"
 #include "human_text.h"
 #include "job_view.h"
 #include "json_text.h"

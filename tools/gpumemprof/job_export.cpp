@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <set>
 
+#include "count_text.h"
 #include "export_formats.h"
 #include "human_text.h"
 #include "job_view.h"

@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "bytes_text.h"
+#include "count_text.h"
 #include "human_text.h"
 #include "job_view.h"
 #include "json_text.h"

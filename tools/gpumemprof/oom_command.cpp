@@ -16,6 +16,7 @@
 #include "call_sites.h"
 #include "command_args.h"
 #include "commands.h"
+#include "count_text.h"
 #include "human_text.h"
 #include "job_directory.h"
 #include "job_view.h"

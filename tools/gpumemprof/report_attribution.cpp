@@ -5,6 +5,7 @@
 #include <string>
 
 #include "bytes_text.h"
+#include "count_text.h"
 #include "human_text.h"
 
 namespace gmp::tool {

@@ -9,6 +9,7 @@
 #include "bytes_text.h"
 #include "command_args.h"
 #include "commands.h"
+#include "count_text.h"
 #include "framework_notes.h"
 #include "human_text.h"
 #include "job_view.h"

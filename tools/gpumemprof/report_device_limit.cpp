@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "bytes_text.h"
+#include "count_text.h"
 #include "human_text.h"
 
 namespace gmp::tool {

@@ -29,6 +29,7 @@
 #include <string>
 #include <vector>
 
+#include "count_text.h"
 #include "human_text.h"
 #include "job_directory.h"
 #include "process_facts.h"
