@@ -20,4 +20,18 @@ std::string bytes_text(uint64_t bytes, ByteUnits units) {
   return buf;
 }
 
+std::string pytorch_size_text(uint64_t bytes) {
+  char buf[64];
+  if (bytes <= 1024) {
+    std::snprintf(buf, sizeof buf, "%llu bytes", static_cast<unsigned long long>(bytes));
+  } else if (bytes <= 1048576) {
+    std::snprintf(buf, sizeof buf, "%.2f KiB", static_cast<double>(bytes) / 1024.0);
+  } else if (bytes <= 1073741824ull) {
+    std::snprintf(buf, sizeof buf, "%.2f MiB", static_cast<double>(bytes) / 1048576.0);
+  } else {
+    std::snprintf(buf, sizeof buf, "%.2f GiB", static_cast<double>(bytes) / 1073741824.0);
+  }
+  return buf;
+}
+
 }  // namespace gmp

@@ -32,8 +32,8 @@ core=(settings/*.cpp format/*.cpp model/*.cpp
 sources_fuzz_trace_reader=("${core[@]}" tools/reader/trace_reader.cpp tools/reader/run_directory_reader.cpp
                            tools/reader/summary_figures.cpp tools/reader/trace_replay.cpp tools/reader/progress.cpp)
 sources_fuzz_oom_bundle=("${core[@]}" tools/reader/oom_bundle_reader.cpp tools/reader/trace_reader.cpp
-                         tools/gpumemprof/oom_facts.cpp tools/gpumemprof/oom_advice.cpp tools/gpumemprof/oom_render.cpp
-                         tools/gpumemprof/terminal_text.cpp tools/gpumemprof/format.cpp)
+                         tools/analysis/oom_facts.cpp tools/analysis/oom_advice.cpp tools/gpumemprof/oom_render.cpp
+                         tools/gpumemprof/terminal_text.cpp tools/gpumemprof/human_text.cpp)
 sources_fuzz_json_writers=("${core[@]}" collector/config.cpp collector/manifest.cpp collector/process_info.cpp collector/launcher_env.cpp
                            collector/oom_bundle.cpp collector/file_io.cpp collector/pyframe_entry.cpp
                            collector/alert_actions.cpp collector/hidden_child.cpp collector/log.cpp

@@ -75,7 +75,7 @@ void explain(const gmp::reader::OomBundleFiles& files) {
     if (error.empty() || error.find('\n') != std::string::npos) std::abort();  // one line, always
     return;
   }
-  const gmp::tool::OomExplanation x = gmp::tool::explain_oom(*bundle);
+  const gmp::analysis::OomExplanation x = gmp::analysis::explain_oom(*bundle);
   (void)gmp::tool::oom_explanation_text(x);
   (void)gmp::tool::oom_explanation_json(x).dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
   std::vector<gmp::reader::OomBundle> list{*bundle, *bundle};
@@ -116,6 +116,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size != 0 && write(fd, data, size) != static_cast<ssize_t>(size)) std::abort();
   close(fd);
   std::string error;
-  if (auto b = gmp::reader::read_oom_bundle(bundle_dir(), error)) (void)gmp::tool::explain_oom(*b);
+  if (auto b = gmp::reader::read_oom_bundle(bundle_dir(), error)) (void)gmp::analysis::explain_oom(*b);
   return 0;
 }

@@ -1,5 +1,6 @@
-// The limits of the CI gate (tools/gpumemprof/check_limits.h): the options as `check` and `run`
-// take them, and the verdict on processes whose figures are set by hand.
+// The limits of the CI gate: the options as `check` and `run` take them (tools/gpumemprof/
+// check_limits.h), and the verdict on processes whose figures are set by hand
+// (tools/analysis/limits_verdict.h).
 #include "check_limits.h"
 
 #include <gtest/gtest.h>
@@ -7,9 +8,13 @@
 #include <initializer_list>
 
 #include "event.h"
+#include "limits_verdict.h"
 
 namespace gmp::tool {
 namespace {
+
+using analysis::evaluate_limits;
+using analysis::Limits;
 
 struct DeviceSpec {
   int device;

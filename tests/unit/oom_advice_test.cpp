@@ -1,10 +1,10 @@
-// The advice rules of `gpumemprof oom` (tools/gpumemprof/oom_advice.h) on crafted facts: which
+// The advice rules of `gpumemprof oom` (tools/analysis/oom_advice.h) on crafted facts: which
 // advice each situation gets, in which order, and its exact words.
 #include "oom_advice.h"
 
 #include <gtest/gtest.h>
 
-namespace gmp::tool {
+namespace gmp::analysis {
 namespace {
 
 constexpr uint64_t MiB = 1 << 20;
@@ -156,4 +156,4 @@ TEST(OomAdvice, UnknownFree) {
 }
 
 }  // namespace
-}  // namespace gmp::tool
+}  // namespace gmp::analysis

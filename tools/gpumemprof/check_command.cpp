@@ -11,7 +11,7 @@
 namespace gmp::tool {
 
 int check_main(int argc, char** argv) {
-  Limits limits;
+  analysis::Limits limits;
   std::string dir;
   for (int i = 0; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--help") || !std::strcmp(argv[i], "-h")) {

@@ -9,7 +9,7 @@
 #include <cstring>
 #include <span>
 
-#include "format.h"
+#include "human_text.h"
 
 namespace gmp::tool {
 namespace {

@@ -1,6 +1,6 @@
 #include "command_options.h"
 
-#include "format.h"
+#include "human_text.h"
 
 #include <cstring>
 

@@ -14,10 +14,11 @@
 #include "check_limits.h"
 #include "command_args.h"
 #include "commands.h"
-#include "output_streams.h"
-#include "format.h"
+#include "human_text.h"
 #include "job_view.h"
 #include "json_text.h"
+#include "limits_verdict.h"
+#include "output_streams.h"
 #include "run_analysis.h"
 
 namespace gmp::tool {
@@ -252,7 +253,7 @@ std::string program_text(const ManifestRecord& m) {
 }
 
 // --json's "limits": null without a limit.
-nlohmann::json verdict_json(const std::optional<LimitsVerdict>& verdict) {
+nlohmann::json verdict_json(const std::optional<analysis::LimitsVerdict>& verdict) {
   if (!verdict) return nullptr;
   nlohmann::json j = {{"broken", verdict->broken}, {"notes", verdict->notes}};
   j["passed"] = verdict->broken.empty() ? nlohmann::json(verdict->passed) : nlohmann::json();
@@ -260,7 +261,7 @@ nlohmann::json verdict_json(const std::optional<LimitsVerdict>& verdict) {
 }
 
 // The growth limit's verdict, printed after the table as for two runs; the exit status.
-int print_verdict(const std::optional<LimitsVerdict>& verdict, bool json) {
+int print_verdict(const std::optional<analysis::LimitsVerdict>& verdict, bool json) {
   if (!verdict) return 0;
   if (!json) {
     std::printf("\n");
@@ -272,7 +273,7 @@ int print_verdict(const std::optional<LimitsVerdict>& verdict, bool json) {
 }
 
 // Two jobs (job_diff.cpp); a job and one run are not compared. `job_a`, `job_b`: is_job_root() of each.
-int diff_job_roots(const std::vector<std::string>& dirs, bool job_a, bool job_b, bool json, Limits limits) {
+int diff_job_roots(const std::vector<std::string>& dirs, bool job_a, bool job_b, bool json, analysis::Limits limits) {
   if (job_a != job_b) {
     std::fprintf(stderr, "gpumemprof diff: %s is a job and %s one run directory; give two jobs or two run directories\n",
                  dirs[job_a ? 0 : 1].c_str(), dirs[job_a ? 1 : 0].c_str());
@@ -282,7 +283,7 @@ int diff_job_roots(const std::vector<std::string>& dirs, bool job_a, bool job_b,
   if (!a) return 2;
   auto b = open_job("diff", dirs[1]);
   if (!b) return 2;
-  std::optional<LimitsVerdict> verdict;
+  std::optional<analysis::LimitsVerdict> verdict;
   if (limits.any()) {  // check's --max-growth with A as the baseline, each of B's processes against its rank
     auto opened = [](const analysis::JobAnalysis& job) {
       std::vector<reader::JobMember> out;
@@ -294,7 +295,7 @@ int diff_job_roots(const std::vector<std::string>& dirs, bool job_a, bool job_b,
     std::string error;
     limits.baseline_path = dirs[0];
     limits.baseline = opened(*a);
-    verdict = evaluate_limits(opened(*b), limits, dirs[1], error);
+    verdict = analysis::evaluate_limits(opened(*b), limits, dirs[1], error);
     if (!verdict) {
       std::fprintf(stderr, "gpumemprof diff: %s\n", error.c_str());
       return 2;
@@ -308,7 +309,7 @@ int diff_job_roots(const std::vector<std::string>& dirs, bool job_a, bool job_b,
 
 int diff_main(int argc, char** argv) {
   PathArgs args;
-  Limits limits;
+  analysis::Limits limits;
   limits.growth_option = "--fail-if-peak-grows";
   // The table's one option besides --json: the growth limit, with A as the baseline.
   auto growth = [&](const Option&, int n, char** v, int& i) -> std::optional<int> {
@@ -344,15 +345,15 @@ int diff_main(int argc, char** argv) {
     std::fprintf(stderr, "gpumemprof diff: warning: A and B are runs of different programs (A: %s; B: %s)\n",
                  program_text(a->run.manifest).c_str(), program_text(b->run.manifest).c_str());
   }
-  // The limit is check's --max-growth with A as the baseline (check_limits.h), on B's figures.
-  std::optional<LimitsVerdict> verdict;
+  // The limit is check's --max-growth with A as the baseline (limits_verdict.h), on B's figures.
+  std::optional<analysis::LimitsVerdict> verdict;
   if (limits.any()) {
     auto member = [](const std::string& path, const analysis::RunAnalysis& r) {
       return reader::JobMember{path, r.run, ""};
     };
     limits.baseline_path = dirs[0];
     limits.baseline = {member(dirs[0], *a)};
-    verdict = evaluate_limits({member(dirs[1], *b)}, limits, dirs[1], error);
+    verdict = analysis::evaluate_limits({member(dirs[1], *b)}, limits, dirs[1], error);
     if (!verdict) {
       std::fprintf(stderr, "gpumemprof diff: %s\n", error.c_str());
       return 2;

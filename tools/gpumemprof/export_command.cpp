@@ -13,7 +13,7 @@
 #include "command_args.h"
 #include "commands.h"
 #include "export_formats.h"
-#include "format.h"
+#include "human_text.h"
 #include "job_view.h"
 #include "trace_format.h"
 #include "value_text.h"

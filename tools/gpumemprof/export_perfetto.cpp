@@ -21,11 +21,11 @@
 #include "attribution_replay.h"
 #include "bytes_text.h"
 #include "export_formats.h"
-#include "format.h"
 #include "export_thinning.h"
+#include "human_text.h"
 #include "json_views.h"
-#include "run_directory_files.h"
 #include "records.h"
+#include "run_directory_files.h"
 
 namespace gmp::tool::exporter {
 namespace {

@@ -24,9 +24,10 @@
 #include <charconv>
 #include <map>
 
+#include "count_text.h"
 #include "export_formats.h"
-#include "format.h"
 #include "export_thinning.h"
+#include "human_text.h"
 #include "json_views.h"
 #include "records.h"
 

@@ -12,10 +12,10 @@
 #include "bytes_text.h"
 #include "command_args.h"
 #include "commands.h"
-#include "output_streams.h"
-#include "format.h"
 #include "html_report.h"
+#include "human_text.h"
 #include "job_view.h"
+#include "output_streams.h"
 #include "run_analysis.h"
 #include "timeline_sets.h"
 

@@ -14,11 +14,11 @@
 #include "analysis_json.h"
 #include "call_sites.h"
 #include "command_args.h"
-#include "format.h"
 #include "framework_notes.h"
 #include "html_escape.h"
-#include "process_facts.h"
+#include "human_text.h"
 #include "json_fields.h"
+#include "process_facts.h"
 
 namespace gmp::tool {
 namespace {

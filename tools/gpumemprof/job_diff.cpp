@@ -8,7 +8,8 @@
 #include <vector>
 
 #include "bytes_text.h"
-#include "format.h"
+#include "count_text.h"
+#include "human_text.h"
 #include "job_view.h"
 #include "json_text.h"
 #include "output_streams.h"

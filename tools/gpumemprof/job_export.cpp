@@ -7,8 +7,9 @@
 #include <cstdio>
 #include <set>
 
+#include "count_text.h"
 #include "export_formats.h"
-#include "format.h"
+#include "human_text.h"
 #include "job_view.h"
 #include "trace_reader.h"
 

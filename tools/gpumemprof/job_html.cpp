@@ -5,9 +5,9 @@
 #include <algorithm>
 
 #include "bytes_text.h"
-#include "format.h"
 #include "html_escape.h"
 #include "html_report.h"
+#include "human_text.h"
 #include "job_view.h"
 
 namespace gmp::tool {

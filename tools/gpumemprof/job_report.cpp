@@ -7,7 +7,8 @@
 #include <cstring>
 
 #include "bytes_text.h"
-#include "format.h"
+#include "count_text.h"
+#include "human_text.h"
 #include "job_view.h"
 #include "json_text.h"
 #include "output_streams.h"

@@ -1,7 +1,8 @@
 // `gpumemprof oom BUNDLE_OR_DIR [--json]`: explains out-of-memory failures from their bundles
 // (docs/oom-bundles.md). The argument is one bundle, a run directory (every bundle of the run,
 // oldest first), or a directory of bundles (GPUMEMPROF_OOM_DIR). The explanation itself is in
-// oom_facts.cpp, oom_advice.cpp and oom_render.cpp; this file finds the bundles and prints.
+// analysis/oom_facts.cpp, analysis/oom_advice.cpp and oom_render.cpp; this file finds the bundles
+// and prints.
 #include <dirent.h>
 #include <sys/stat.h>
 
@@ -16,8 +17,8 @@
 #include "call_sites.h"
 #include "command_args.h"
 #include "commands.h"
-#include "output_streams.h"
-#include "format.h"
+#include "count_text.h"
+#include "human_text.h"
 #include "job_directory.h"
 #include "job_view.h"
 #include "json_text.h"
@@ -25,10 +26,11 @@
 #include "oom_bundle_reader.h"
 #include "oom_facts.h"
 #include "oom_render.h"
+#include "output_streams.h"
+#include "run_directory_files.h"
 #include "run_directory_reader.h"
 #include "symbolizer.h"
 #include "terminal_text.h"
-#include "run_directory_files.h"
 #include "trace_format.h"
 #include "trace_reader.h"
 
@@ -98,7 +100,7 @@ struct Result {
   std::string path;
   std::optional<JobPart> job;
   std::optional<RunOom> run;
-  std::vector<OomExplanation> explained;
+  std::vector<analysis::OomExplanation> explained;
   std::vector<std::string> errors;  // bundles that could not be read
   std::vector<std::string> notes;
 };
@@ -120,11 +122,11 @@ void read_bundles(const std::vector<std::string>& paths, uint64_t pid, std::opti
     bundles.push_back(std::move(*b));
   }
   reader::sort_oom_bundles(bundles);
-  for (const auto& b : bundles) out.explained.push_back(explain_oom(b));
+  for (const auto& b : bundles) out.explained.push_back(analysis::explain_oom(b));
 }
 
 // The stack ids an explanation shows: its largest holders', and a framework OOM's tensor sites.
-std::vector<uint32_t> shown_stacks(const OomExplanation& x) {
+std::vector<uint32_t> shown_stacks(const analysis::OomExplanation& x) {
   std::vector<uint64_t> wanted;
   for (const auto& a : x.top) wanted.push_back(a.stack_id);
   if (x.framework) {
@@ -141,7 +143,8 @@ std::vector<uint32_t> shown_stacks(const OomExplanation& x) {
 // a bundle records stack ids only, the run directory holds what they mean. False with `error` when
 // the file is there but cannot be read. A framework OOM's advice names its tensors' call sites: it
 // is given again once they are named.
-bool name_holder_sites(const std::string& run_dir, std::vector<OomExplanation>& explained, std::string& error) {
+bool name_holder_sites(const std::string& run_dir, std::vector<analysis::OomExplanation>& explained,
+                       std::string& error) {
   std::vector<uint32_t> ids;
   for (const auto& x : explained) {
     for (uint32_t id : shown_stacks(x)) ids.push_back(id);
@@ -154,7 +157,7 @@ bool name_holder_sites(const std::string& run_dir, std::vector<OomExplanation>& 
   const analysis::StackTable stacks = symbolizer.symbolize(ids);
   for (auto& x : explained) {
     for (uint32_t id : shown_stacks(x)) x.sites[id] = analysis::site_label(id, stacks);
-    if (x.framework) x.advice = oom_advice(x);
+    if (x.framework) x.advice = analysis::oom_advice(x);
   }
   return true;
 }
@@ -312,7 +315,7 @@ int oom_main(int argc, char** argv) {
     std::string error;
     auto b = reader::read_oom_bundle(path, error);
     if (!b) return fail(error);
-    r.explained.push_back(explain_oom(*b));
+    r.explained.push_back(analysis::explain_oom(*b));
     // The default place: <run dir>/oom/<bundle>.
     if (!name_holder_sites(path + "/../..", r.explained, error)) return fail(error);
   } else if (run_like) {

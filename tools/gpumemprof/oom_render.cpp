@@ -5,7 +5,7 @@
 #include <cstdio>
 
 #include "bytes_text.h"
-#include "format.h"
+#include "human_text.h"
 #include "terminal_text.h"
 
 namespace gmp::tool {
@@ -54,20 +54,20 @@ nlohmann::json device_limit_json(const OomDeviceLimit& l) {
           {"requested_bytes", l.requested}, {"excess_bytes", l.excess()}};
 }
 
-const char* others_source_id(OomExplanation::OthersSource s) {
+const char* others_source_id(analysis::OomExplanation::OthersSource s) {
   switch (s) {
-    case OomExplanation::OthersSource::NvmlProcessList:
+    case analysis::OomExplanation::OthersSource::NvmlProcessList:
       return "nvml_process_list";
-    case OomExplanation::OthersSource::NvmlSample:
+    case analysis::OomExplanation::OthersSource::NvmlSample:
       return "nvml_sample";
-    case OomExplanation::OthersSource::Estimate:
+    case analysis::OomExplanation::OthersSource::Estimate:
       return "estimate";
     default:
       return "unknown";
   }
 }
 
-std::string where_text(const OomExplanation& x) {
+std::string where_text(const analysis::OomExplanation& x) {
   if (x.host_pinned) return "pinned host memory";
   if (x.request.device < 0) return "an unknown device";
   std::string s = "device " + std::to_string(x.request.device);
@@ -102,7 +102,7 @@ uint64_t current(const DeviceStats& d, Kind k) { return d.kind(k).bytes.current;
 
 // PyTorch's message as it prints it, from the bundle's figures (the framework's own, from its OOM
 // observer): a user can compare it character for character.
-std::string pytorch_message(const OomExplanation& x) {
+std::string pytorch_message(const analysis::OomExplanation& x) {
   const OomFramework& p = x.framework->figures;
   return "CUDA out of memory. Tried to allocate " + pytorch_size_text(p.requested) + ". GPU " +
          std::to_string(p.device) + " has a total capacity of " + pytorch_size_text(p.capacity) + " of which " +
@@ -119,8 +119,8 @@ const char* process_used_source(const OomFramework& p) {
 
 // The framework sections of a framework OOM's explanation: what failed, PyTorch's message and its
 // figures, and gpumemprof's own count of the device at that moment.
-void framework_text(const OomExplanation& x, std::string& out) {
-  const OomExplanation::Framework& f = *x.framework;
+void framework_text(const analysis::OomExplanation& x, std::string& out) {
+  const analysis::OomExplanation::Framework& f = *x.framework;
   const OomFramework& p = f.figures;
   out += "\nWhat failed\n";
   {
@@ -162,7 +162,7 @@ void framework_text(const OomExplanation& x, std::string& out) {
 
 }  // namespace
 
-std::string oom_explanation_text(const OomExplanation& x) {
+std::string oom_explanation_text(const analysis::OomExplanation& x) {
   std::string out;
   const auto& r = x.request;
   appendf(out, "OOM bundle %s\n", printable(x.name).c_str());
@@ -250,19 +250,19 @@ std::string oom_explanation_text(const OomExplanation& x) {
       out += "  free and total: unknown (the driver was not asked)\n";
     }
     switch (x.others_source) {
-      case OomExplanation::OthersSource::NvmlProcessList: {
+      case analysis::OomExplanation::OthersSource::NvmlProcessList: {
         std::string s = "  other processes: " + hb(x.others_bytes.value_or(0)) + " (NVML's process list)";
         out += s + "\n";
         for (const auto& [pid, used] : x.other_processes)
           appendf(out, "    pid %s  %s\n", u(pid).c_str(), hb(used).c_str());
         break;
       }
-      case OomExplanation::OthersSource::NvmlSample:
+      case analysis::OomExplanation::OthersSource::NvmlSample:
         out += "  other processes: " + hb(x.others_bytes.value_or(0)) +
                ", per NVML's latest sample before the failure:\n    " + hb(x.others_basis_used) +
                " used on the device, " + hb(x.others_basis_own) + " of it by this process\n";
         break;
-      case OomExplanation::OthersSource::Estimate:
+      case analysis::OomExplanation::OthersSource::Estimate:
         out += "  other processes: about " + hb(x.others_bytes.value_or(0)) +
                ", an estimate: " + hb(x.others_basis_used) + " in use per the driver\n    minus the " +
                hb(x.others_basis_own) + " this process reserved (it also counts this process's CUDA context)\n";
@@ -318,7 +318,7 @@ std::string oom_explanation_text(const OomExplanation& x) {
   return fold_lines(out, output_width(), 2);
 }
 
-nlohmann::json oom_explanation_json(const OomExplanation& x) {
+nlohmann::json oom_explanation_json(const analysis::OomExplanation& x) {
   using json = nlohmann::json;
   auto opt = [](const auto& v) { return v ? json(*v) : json(nullptr); };
   const auto& r = x.request;
@@ -357,7 +357,7 @@ nlohmann::json oom_explanation_json(const OomExplanation& x) {
         {"array", {{"allocated", array}, {"reserved", array}}},
         {"managed", {{"allocated", current(d, Kind::Managed)}}},
     };
-    process["reserved_unused_bytes"] = sat_add(x.pool_unused, x.vmm_unmapped);
+    process["reserved_unused_bytes"] = analysis::sat_add(x.pool_unused, x.vmm_unmapped);
   }
   process["live_on_device"] =
       x.live_on_device ? json{{"count", x.live_on_device->first}, {"bytes", x.live_on_device->second}} : json(nullptr);
@@ -373,7 +373,7 @@ nlohmann::json oom_explanation_json(const OomExplanation& x) {
   for (const auto& [pid, used] : x.other_processes) procs.push_back({{"pid", pid}, {"used_bytes", used}});
   out["other_processes"] = {{"bytes", opt(x.others_bytes)},
                             {"source", others_source_id(x.others_source)},
-                            {"estimate", x.others_source == OomExplanation::OthersSource::Estimate},
+                            {"estimate", x.others_source == analysis::OomExplanation::OthersSource::Estimate},
                             {"processes", procs}};
   json recovered_by = nullptr;
   if (x.recovered_by) {
@@ -403,7 +403,7 @@ nlohmann::json oom_explanation_json(const OomExplanation& x) {
                                                       : kOomMetadataFile;
   out["largest_live_candidates"] = x.top_candidates;
   if (x.framework) {
-    const OomExplanation::Framework& f = *x.framework;
+    const analysis::OomExplanation::Framework& f = *x.framework;
     const OomFramework& p = f.figures;
     json sites = json::array();
     for (const auto& site : f.sites) {

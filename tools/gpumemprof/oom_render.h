@@ -1,6 +1,6 @@
-// The explanation of one OOM bundle as `gpumemprof oom` prints it: its facts (oom_facts.h) and
-// their advice rendered as text or as JSON. Separate from the command's argument handling so the
-// fuzzer links it (tests/fuzz/).
+// The explanation of one OOM bundle as `gpumemprof oom` prints it: its facts and their advice
+// (analysis/oom_facts.h) rendered as text or as JSON. Separate from the command's argument handling
+// so the fuzzer links it (tests/fuzz/).
 #pragma once
 
 #include <string>
@@ -11,7 +11,7 @@
 
 namespace gmp::tool {
 
-std::string oom_explanation_text(const OomExplanation& x);
-nlohmann::json oom_explanation_json(const OomExplanation& x);
+std::string oom_explanation_text(const analysis::OomExplanation& x);
+nlohmann::json oom_explanation_json(const analysis::OomExplanation& x);
 
 }  // namespace gmp::tool

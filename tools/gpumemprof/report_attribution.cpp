@@ -5,7 +5,8 @@
 #include <string>
 
 #include "bytes_text.h"
-#include "format.h"
+#include "count_text.h"
+#include "human_text.h"
 
 namespace gmp::tool {
 namespace {

@@ -3,7 +3,8 @@
 #include <cstdio>
 
 #include "bytes_text.h"
-#include "format.h"
+#include "count_text.h"
+#include "human_text.h"
 
 namespace gmp::tool {
 

@@ -29,7 +29,8 @@
 #include <string>
 #include <vector>
 
-#include "format.h"
+#include "count_text.h"
+#include "human_text.h"
 #include "job_directory.h"
 #include "process_facts.h"
 #include "process_record.h"
@@ -228,7 +229,7 @@ struct RunArgs {
   std::string root;  // --output; empty: named after the command
   std::string shim = default_shim();
   std::vector<std::pair<std::string, std::string>> env;  // settings of the profiled processes
-  Limits limits;
+  analysis::Limits limits;
   std::optional<double> warn, critical;  // as given, for the order of the two
   std::string warn_text, critical_text;
   int command = 0;  // where COMMAND is in argv
@@ -481,8 +482,8 @@ void print_processes(const std::vector<reader::JobMember>& members, const std::s
 
 // The limits on this run's processes: 0 when none was asked or all hold, 1 when one broke, 2 when
 // there was nothing to check (a gate that saw nothing does not pass).
-int check_run_limits(const Limits& limits, const std::vector<reader::JobMember>& members, const std::string& root,
-                     const std::set<std::string>& earlier, const std::string& error) {
+int check_run_limits(const analysis::Limits& limits, const std::vector<reader::JobMember>& members,
+                     const std::string& root, const std::set<std::string>& earlier, const std::string& error) {
   if (!limits.any()) return 0;
   if (members.empty()) {
     const std::string none = earlier.empty() ? error : root + " holds no run directory of this run (its command " +

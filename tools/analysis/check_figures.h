@@ -9,7 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
-namespace gmp::tool {
+namespace gmp::analysis {
 
 // Why `summary` (summary.json as read) is not a gate's input: the first figure a limit reads that
 // is not a count, or missing where every summary.json has it, as "devices[0].allocated_bytes.peak is
@@ -17,4 +17,4 @@ namespace gmp::tool {
 // framework, framework.private_pools, failed_allocations) may be absent; present, they must be valid.
 std::optional<std::string> invalid_figure(const nlohmann::json& summary);
 
-}  // namespace gmp::tool
+}  // namespace gmp::analysis

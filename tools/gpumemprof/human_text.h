@@ -43,14 +43,6 @@ std::string fit_rest(const std::string& s, size_t used);
 // prefixed with `first`, the others with `rest`; each line ends in '\n'. A size's unit stays on
 // the line of its number ("1.00 GiB" never breaks).
 std::string wrap(const std::string& text, const std::string& first, const std::string& rest, size_t width);
-// A count with its digits grouped by thousands: "1,234,567".
-std::string grouped(uint64_t n);
-
-// A size as PyTorch's format_size() prints it in its messages, so that ours compare character for
-// character: up to 1024 bytes "N bytes", then "%.2f KiB" up to 1 MiB, "%.2f MiB" up to 1 GiB, else
-// "%.2f GiB" (its bounds are inclusive).
-std::string pytorch_size_text(uint64_t bytes);
-
 // `text` wrap()ped for output_width() and written to `to`: prose of the text outputs.
 void say(const std::string& text, const std::string& first, const std::string& rest, std::FILE* to = stdout);
 
@@ -73,10 +65,6 @@ std::vector<std::vector<std::string>> two_row_header(const std::vector<std::stri
 
 // A change in bytes with its sign: "+10.00 MiB", "-512.00 KiB", "0 B".
 std::string signed_bytes(int64_t v);
-
-// "1 allocation", "3 allocations", "2 processes": a count (grouped()) with its noun (plural -es after
-// s, x, ch, sh).
-std::string counted(uint64_t n, const std::string& noun);
 
 // What a run's out-of-memory counts mean (summary.json's oom, and the OutOfMemoryErrors PyTorch
 // raised): "2 allocations refused by the driver for lack of memory", "PyTorch raised 1

@@ -13,7 +13,7 @@
 
 #include "oom_bundle_reader.h"
 
-namespace gmp::tool {
+namespace gmp::analysis {
 
 // A bundle's figures may be anything: sums and differences of them saturate.
 inline uint64_t sat_add(uint64_t a, uint64_t b) { return a > UINT64_MAX - b ? UINT64_MAX : a + b; }
@@ -92,4 +92,4 @@ struct OomExplanation {
 // The facts of `bundle`, with their advice.
 OomExplanation explain_oom(const reader::OomBundle& bundle);
 
-}  // namespace gmp::tool
+}  // namespace gmp::analysis

@@ -5,7 +5,7 @@
 #include "json_fields.h"
 #include "json_text.h"
 
-namespace gmp::tool {
+namespace gmp::analysis {
 namespace {
 
 using json = nlohmann::json;
@@ -118,4 +118,4 @@ std::optional<std::string> invalid_figure(const json& summary) {
   return w.problem;
 }
 
-}  // namespace gmp::tool
+}  // namespace gmp::analysis

@@ -7,9 +7,9 @@
 
 #include "oom_facts.h"
 
-namespace gmp::tool {
+namespace gmp::analysis {
 
 // The advice for `x`, most decisive first; `x.advice` is not read.
 std::vector<OomExplanation::Advice> oom_advice(const OomExplanation& x);
 
-}  // namespace gmp::tool
+}  // namespace gmp::analysis

@@ -1,9 +1,8 @@
 #include "oom_advice.h"
 
 #include "bytes_text.h"
-#include "format.h"
 
-namespace gmp::tool {
+namespace gmp::analysis {
 namespace {
 
 std::string hb(uint64_t bytes) { return bytes_text(bytes); }
@@ -161,4 +160,4 @@ std::vector<OomExplanation::Advice> oom_advice(const OomExplanation& x) {
   return advice;
 }
 
-}  // namespace gmp::tool
+}  // namespace gmp::analysis

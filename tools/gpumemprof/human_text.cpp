@@ -1,4 +1,4 @@
-#include "format.h"
+#include "human_text.h"
 
 #include <sys/ioctl.h>
 #include <unistd.h>
@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "bytes_text.h"
+#include "count_text.h"
 #include "json_views.h"
 
 namespace gmp::tool {
@@ -257,20 +258,6 @@ std::string signed_bytes(int64_t v) {
   return (v < 0 ? "-" : "+") + bytes_text(mag);
 }
 
-std::string grouped(uint64_t n) {
-  std::string digits = std::to_string(n), out;
-  for (size_t i = 0; i < digits.size(); ++i) {
-    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
-    out += digits[i];
-  }
-  return out;
-}
-
-std::string counted(uint64_t n, const std::string& noun) {
-  const bool sibilant = noun.ends_with('s') || noun.ends_with('x') || noun.ends_with("ch") || noun.ends_with("sh");
-  return grouped(n) + " " + noun + (n == 1 ? "" : sibilant ? "es" : "s");
-}
-
 std::vector<std::string> oom_count_parts(const Summary& s) {
   uint64_t raised = 0;
   for (const DeviceFigures& d : s.devices) raised += d.stats.framework.ooms;
@@ -299,20 +286,6 @@ std::string marker_label(const analysis::Marker& m) {
       return "watchdog trimmed " + counted(m.threshold, "pool") + ": " + bytes_text(m.size) + " given back";
   }
   return "?";
-}
-
-std::string pytorch_size_text(uint64_t bytes) {
-  char buf[64];
-  if (bytes <= 1024) {
-    std::snprintf(buf, sizeof buf, "%llu bytes", static_cast<unsigned long long>(bytes));
-  } else if (bytes <= 1048576) {
-    std::snprintf(buf, sizeof buf, "%.2f KiB", static_cast<double>(bytes) / 1024.0);
-  } else if (bytes <= 1073741824ull) {
-    std::snprintf(buf, sizeof buf, "%.2f MiB", static_cast<double>(bytes) / 1048576.0);
-  } else {
-    std::snprintf(buf, sizeof buf, "%.2f GiB", static_cast<double>(bytes) / 1073741824.0);
-  }
-  return buf;
 }
 
 }  // namespace gmp::tool

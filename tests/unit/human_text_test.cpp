@@ -1,9 +1,11 @@
-// The terminal helpers of tools/gpumemprof/format.h (issue 15, defect 11).
-#include "format.h"
+// The terminal helpers of tools/gpumemprof/human_text.h (issue 15, defect 11).
+#include "human_text.h"
 
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+
+#include "count_text.h"
 
 namespace gmp::tool {
 namespace {

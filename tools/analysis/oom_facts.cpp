@@ -4,7 +4,7 @@
 
 #include "oom_advice.h"
 
-namespace gmp::tool {
+namespace gmp::analysis {
 namespace {
 
 using reader::OomBundle;
@@ -149,4 +149,4 @@ OomExplanation explain_oom(const OomBundle& b) {
   return x;
 }
 
-}  // namespace gmp::tool
+}  // namespace gmp::analysis
