@@ -1,6 +1,7 @@
 // The documents against the code: the tables of docs/trace-format.md must say exactly what
-// format/event.h and format/trace_format.h define, and every relative link in README.md and docs/
-// must lead to a file (and heading) the project has. GMP_SOURCE_DIR is the source tree's root.
+// format/event.h and format/trace_format.h define, every relative link in README.md and docs/
+// must lead to a file (and heading) the project has, the Python package's numbers must be the C
+// API's and the trace's, and docs/architecture.md's map must name what exists. GMP_SOURCE_DIR is the source tree's root.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -8,12 +9,14 @@
 #include <cstddef>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <set>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "event.h"
+#include "../../include/gpumemprof.h"
 #include "trace_format.h"
 
 namespace gmp {
@@ -226,6 +229,137 @@ TEST(DocLinks, EveryRelativeLinkResolves) {
           << md.filename() << " links to " << target << ", a heading " << linked.filename() << " does not have";
     }
   }
+}
+
+// The Python package (python/gpumemprof/_native.py) reads the C API's records and figures by number;
+// its numbers must be the C API's and the trace's.
+class PythonPackageNumbers : public ::testing::Test {
+ protected:
+  std::string native = read_text(kSource / "python" / "gpumemprof" / "_native.py");
+
+  // {number: "name"} from a line `NAME = {1: "a", 2: "b"}`.
+  std::map<int, std::string> dict(const std::string& name) const {
+    std::map<int, std::string> out;
+    const size_t at = native.find("\n" + name + " = {");
+    if (at == std::string::npos) return out;
+    const std::string body = native.substr(at, native.find('}', at) - at);
+    std::istringstream in(body.substr(body.find('{') + 1));
+    for (std::string item; std::getline(in, item, ',');) {
+      const size_t colon = item.find(':');
+      const size_t q1 = item.find('"'), q2 = item.rfind('"');
+      if (colon == std::string::npos || q1 == q2) continue;
+      out[std::stoi(trim(item.substr(0, colon)))] = item.substr(q1 + 1, q2 - q1 - 1);
+    }
+    return out;
+  }
+};
+
+TEST_F(PythonPackageNumbers, KindNamesAreTheTracesKinds) {
+  const auto kinds = dict("KIND_NAMES");
+  ASSERT_EQ(kinds.size(), 6u);
+  // Kind 0 is None in the trace; the records the package reads with it are tensors (the C API's
+  // "detail: the kind (1-5), 0 for a tensor").
+  EXPECT_EQ(kinds.at(0), "tensor");
+  for (int k = 1; k <= 5; ++k) EXPECT_EQ(kinds.at(k), kind_name(static_cast<Kind>(k))) << "kind " << k;
+}
+
+TEST_F(PythonPackageNumbers, AlertNamesAreTheTracesAlerts) {
+  const auto alerts = dict("ALERT_NAMES");
+  ASSERT_EQ(alerts.size(), 4u);
+  for (const auto& [n, name] : alerts) EXPECT_EQ(name, alert_type_name(static_cast<AlertType>(n))) << "alert " << n;
+}
+
+TEST_F(PythonPackageNumbers, RecordTypesAreTheCApis) {
+  const std::string line = "ALLOCATION, DEALLOCATION, ALERT, ALERT_CLEARED, CLEANUP, OOM = ";
+  const size_t at = native.find(line);
+  ASSERT_NE(at, std::string::npos) << "_native.py no longer names the record types on one line";
+  std::istringstream in(native.substr(at + line.size(), native.find('\n', at) - at - line.size()));
+  std::vector<int> numbers;
+  for (std::string n; std::getline(in, n, ',');) numbers.push_back(std::stoi(trim(n)));
+  EXPECT_EQ(numbers, (std::vector<int>{GPUMEMPROF_ALLOCATION, GPUMEMPROF_DEALLOCATION, GPUMEMPROF_ALERT,
+                                       GPUMEMPROF_ALERT_CLEARED, GPUMEMPROF_CLEANUP, GPUMEMPROF_OOM}));
+}
+
+// docs/architecture.md is the map a newcomer reads first: every file and folder it names exists,
+// every source folder and every subcommand is on it.
+class ArchitectureMap : public ::testing::Test {
+ protected:
+  std::string doc = read_text(kSource / "docs" / "architecture.md");
+
+  static std::vector<std::string> code_spans(const std::string& text) {
+    std::vector<std::string> out;
+    for (size_t a = text.find('`'); a != std::string::npos; a = text.find('`', a + 1)) {
+      const size_t b = text.find('`', a + 1);
+      if (b == std::string::npos) break;
+      out.push_back(text.substr(a + 1, b - a - 1));
+      a = b;
+    }
+    return out;
+  }
+};
+
+TEST_F(ArchitectureMap, EveryFileItNamesExists) {
+  // Every file of the sources by name, and by name without its extension (the map says `ring.*`).
+  std::set<std::string> names, stems;
+  for (const char* dir : {"settings", "format", "model", "collector", "shim", "tools", "include", "python", "scripts",
+                          "cmake", "tests", "docs"}) {
+    for (const auto& e : fs::recursive_directory_iterator(kSource / dir)) {
+      names.insert(e.path().filename().string());
+      stems.insert(e.path().stem().string());
+    }
+  }
+  int checked = 0;
+  for (const std::string& span : code_spans(doc)) {
+    if (span.find(' ') != std::string::npos || span.find('=') != std::string::npos) continue;  // code, not a name
+    const size_t slash = span.rfind('/');
+    if (slash != std::string::npos && slash + 1 == span.size()) {  // a folder: `shim/`, `tools/analysis/`
+      if (span.find('.') == std::string::npos && span.find('*') == std::string::npos && span[0] != '/') {
+        // tools/'s folders are also named as tools/ lists them: `reader/`.
+        EXPECT_TRUE(fs::is_directory(kSource / span) || fs::is_directory(kSource / "tools" / span))
+            << "architecture.md names the folder " << span;
+        ++checked;
+      }
+      continue;
+    }
+    const std::string base = slash == std::string::npos ? span : span.substr(slash + 1);
+    const size_t dot = base.rfind('.');
+    if (dot == std::string::npos || dot == 0) continue;
+    const std::string ext = base.substr(dot + 1);
+    if (const size_t star = base.find('*'); star != std::string::npos && star < dot) {  // `wrap_*.cpp`
+      const std::string prefix = base.substr(0, star);
+      const auto next = names.lower_bound(prefix);
+      EXPECT_TRUE(next != names.end() && next->rfind(prefix, 0) == 0) << "architecture.md names " << span;
+    } else if (ext == "*") {
+      EXPECT_TRUE(stems.count(base.substr(0, dot))) << "architecture.md names " << span;
+    } else if (ext == "h" || ext == "cpp" || ext == "cmake" || ext == "py" || ext == "map" || ext == "js" ||
+               ext == "css" || ext == "sh") {
+      EXPECT_TRUE(names.count(base)) << "architecture.md names " << span;
+    } else {
+      continue;  // a run directory's file (manifest.json), not a source
+    }
+    ++checked;
+  }
+  EXPECT_GT(checked, 40);
+}
+
+TEST_F(ArchitectureMap, EverySourceFolderHasItsSection) {
+  for (const char* dir : {"shim/", "collector/", "format/", "model/", "settings/", "tools/gpumemprof/",
+                          "tools/analysis/", "tools/reader/", "include/"}) {
+    EXPECT_NE(doc.find(std::string("\n## ") + dir), std::string::npos) << "architecture.md has no section for " << dir;
+  }
+}
+
+TEST_F(ArchitectureMap, EverySubcommandIsOnIt) {
+  const std::string main_cpp = read_text(kSource / "tools" / "gpumemprof" / "main.cpp");
+  int found = 0;
+  for (size_t at = main_cpp.find("{\""); at != std::string::npos; at = main_cpp.find("{\"", at + 1)) {
+    const size_t end = main_cpp.find('"', at + 2);
+    const std::string name = main_cpp.substr(at + 2, end - at - 2);
+    if (main_cpp.compare(end, 3, "\", ") != 0 || main_cpp.find("_main}", end) > main_cpp.find('}', end)) continue;
+    ++found;
+    EXPECT_NE(doc.find(name + "_command.cpp"), std::string::npos) << "architecture.md does not name " << name;
+  }
+  EXPECT_GE(found, 7);
 }
 
 }  // namespace
