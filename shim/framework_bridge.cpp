@@ -13,7 +13,7 @@
 #include "../collector/session.h"
 #include "../collector/config.h"
 #include "export.h"
-#include "markers.h"
+#include "stack_capture.h"
 #include "real_driver.h"
 #include "torch_layouts.h"
 #include "records.h"

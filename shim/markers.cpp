@@ -7,7 +7,6 @@
 #include "../collector/intern_table.h"
 #include "../collector/session.h"
 #include "export.h"
-#include "stack_capture.h"
 #include "records.h"
 
 namespace gmp::shim {
@@ -80,40 +79,12 @@ void replay_early_marks() {
 
 }  // namespace
 
-namespace {
-
-// Paused: false. Otherwise the session (nullptr when none), with the thread's ranges replayed.
-bool prepare_event(Session** session) {
+bool catch_up(Session** session) {
   if (g_paused.load(std::memory_order_relaxed)) return false;
   Session* s = session_get();
   if (s != nullptr) replay_early_marks();
   if (s != nullptr && t_ranges.depth != 0 && t_ranges.synced_with != s) sync_ranges(s);
   *session = s;
-  return true;
-}
-
-}  // namespace
-
-bool prepare_allocation_event(uint32_t* stack) {
-  *stack = 0;
-  Session* s;
-  if (!prepare_event(&s)) return false;
-  if (s == nullptr) return true;  // session_record will find no session either
-  *stack =
-      capture_stack(g_stack_depth.load(std::memory_order_relaxed), g_python_stacks.load(std::memory_order_relaxed));
-  return true;
-}
-
-bool prepare_framework_event(uint32_t* stack) {
-  *stack = 0;
-  Session* s;
-  if (!prepare_event(&s)) return false;
-  if (s != nullptr && g_tensor_native_stacks.load(std::memory_order_relaxed)) {  // GPUMEMPROF_TENSOR_STACKS=all
-    *stack = capture_stack(g_stack_depth.load(std::memory_order_relaxed),
-                           g_python_stacks.load(std::memory_order_relaxed));
-  } else if (s != nullptr && g_python_stacks.load(std::memory_order_relaxed)) {
-    *stack = capture_python_stack(g_stack_depth.load(std::memory_order_relaxed));
-  }
   return true;
 }
 

@@ -11,7 +11,7 @@
 #include "event.h"
 #include "records.h"
 #include "../collector/session.h"
-#include "markers.h"
+#include "stack_capture.h"
 #include "real_driver.h"
 
 namespace gmp::shim {

@@ -9,6 +9,8 @@
 
 #include "../collector/intern_table.h"
 #include "../collector/log.h"
+#include "../collector/session.h"
+#include "markers.h"
 #include "python_frames.h"
 #include "thread_caches.h"
 #include "real_driver.h"
@@ -156,8 +158,9 @@ uint32_t intern_stack(const uint64_t* frames, size_t count, uint32_t& last) {
   return last;
 }
 
-}  // namespace
-
+// The allocating thread's call stack as an intern id: native return addresses, then Python frames
+// when the thread runs CPython (python_frames.h). 0 when `depth` is 0, or when the stack could not
+// be interned.
 uint32_t capture_stack(uint32_t depth, bool python) {
   if (depth == 0) return 0;
   if (depth > kMaxDepth) depth = kMaxDepth;
@@ -177,8 +180,10 @@ uint32_t capture_stack(uint32_t depth, bool python) {
   return intern_stack(frames, count, t_last.native);
 }
 
-// A tensor's stack (Python frames only): first by the walk itself (ThreadCaches::walks), so a
-// stack this thread made before costs the walk and one comparison.
+// A tensor's stack, Python frames only (up to `depth`): for a framework's tensor, whose native frames
+// are all inside the framework, the Python lines are the call site. 0 outside CPython or when
+// `depth` is 0. Found first by the walk itself (ThreadCaches::walks), so a stack this thread made
+// before costs the walk and one comparison.
 uint32_t capture_python_stack(uint32_t depth) {
   if (depth == 0) return 0;
   if (depth > kMaxDepth) depth = kMaxDepth;
@@ -213,6 +218,31 @@ uint32_t capture_python_stack(uint32_t depth) {
     for (size_t i = 0; i < n; ++i) oldest->frames[i] = {walked[i].code, walked[i].instr};
   }
   return id;
+}
+
+}  // namespace
+
+bool prepare_allocation_event(uint32_t* stack) {
+  *stack = 0;
+  Session* s;
+  if (!catch_up(&s)) return false;
+  if (s == nullptr) return true;  // session_record will find no session either
+  *stack =
+      capture_stack(g_stack_depth.load(std::memory_order_relaxed), g_python_stacks.load(std::memory_order_relaxed));
+  return true;
+}
+
+bool prepare_framework_event(uint32_t* stack) {
+  *stack = 0;
+  Session* s;
+  if (!catch_up(&s)) return false;
+  if (s != nullptr && g_tensor_native_stacks.load(std::memory_order_relaxed)) {  // GPUMEMPROF_TENSOR_STACKS=all
+    *stack = capture_stack(g_stack_depth.load(std::memory_order_relaxed),
+                           g_python_stacks.load(std::memory_order_relaxed));
+  } else if (s != nullptr && g_python_stacks.load(std::memory_order_relaxed)) {
+    *stack = capture_python_stack(g_stack_depth.load(std::memory_order_relaxed));
+  }
+  return true;
 }
 
 }  // namespace gmp::shim
