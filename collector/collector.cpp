@@ -14,7 +14,7 @@
 #include "log.h"
 #include "manifest.h"
 #include "run_directory.h"
-#include "session.h"
+#include "seam.h"
 #include "summary.h"
 #include "trace_format.h"
 #include "run_directory_files.h"

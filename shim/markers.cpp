@@ -4,8 +4,7 @@
 #include <cstring>
 #include <mutex>
 
-#include "../collector/intern_table.h"
-#include "../collector/session.h"
+#include "../collector/seam.h"
 #include "export.h"
 #include "records.h"
 
@@ -32,7 +31,7 @@ __attribute__((tls_model("initial-exec"))) thread_local ThreadRanges t_ranges{};
 uint32_t name_id(const char* name) {
   if (name == nullptr) name = "";
   const size_t n = strnlen(name, 4096);
-  return intern_table().intern(InternType::Name, name, static_cast<uint32_t>(n));
+  return intern_name(name, static_cast<uint32_t>(n));
 }
 
 void record_named(Op op, Api source, uint32_t id) {

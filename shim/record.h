@@ -10,7 +10,7 @@
 
 #include "event.h"
 #include "records.h"
-#include "../collector/session.h"
+#include "../collector/seam.h"
 #include "stack_capture.h"
 #include "real_driver.h"
 

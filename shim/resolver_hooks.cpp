@@ -10,7 +10,7 @@
 
 #include <cuda.h>
 
-#include "../collector/session.h"
+#include "../collector/seam.h"
 #include "device_limit.h"
 #include "export.h"
 #include "real_driver.h"

@@ -2,14 +2,13 @@
 
 #include <dlfcn.h>
 #include <execinfo.h>
+#include <fmt/format.h>
 
 #include <atomic>
 #include <cstring>
 #include <string>
 
-#include "../collector/intern_table.h"
-#include "../collector/log.h"
-#include "../collector/session.h"
+#include "../collector/seam.h"
 #include "markers.h"
 #include "python_frames.h"
 #include "thread_caches.h"
@@ -42,15 +41,15 @@ Backtrace resolve_backtrace() {
     beside.resize(beside.rfind('/') + 1);  // npos + 1 == 0: no directory, the bare name below
     beside += "libunwind.so.8";
     if (Backtrace fn = load_unw_backtrace(beside.c_str())) {
-      log::info("call stacks: libunwind from {}", beside);
+      log_info("call stacks: libunwind from " + beside);
       return fn;
     }
   }
   if (Backtrace fn = load_unw_backtrace("libunwind.so.8")) {
-    log::info("call stacks: the system's libunwind.so.8");
+    log_info("call stacks: the system's libunwind.so.8");
     return fn;
   }
-  log::info("call stacks: glibc backtrace() (libunwind.so.8 not found; stacks cost more)");
+  log_info("call stacks: glibc backtrace() (libunwind.so.8 not found; stacks cost more)");
   return &backtrace;
 }
 
@@ -72,10 +71,10 @@ void note_walker_gave_up() {
   const uint64_t pc = unwinder_beyond_pc();
   Dl_info where{};
   if (pc != 0 && dladdr(reinterpret_cast<void*>(pc - 1), &where) != 0 && where.dli_fname != nullptr) {
-    log::info("call stacks: the shim's walker cannot step out of {}+0x{:x}; libunwind walks stacks through it",
-              where.dli_fname, pc - reinterpret_cast<uintptr_t>(where.dli_fbase));
+    log_info(fmt::format("call stacks: the shim's walker cannot step out of {}+0x{:x}; libunwind walks stacks through it",
+                         where.dli_fname, pc - reinterpret_cast<uintptr_t>(where.dli_fbase)));
   } else {
-    log::info("call stacks: a frame the shim's walker cannot step out of; libunwind walks such stacks");
+    log_info("call stacks: a frame the shim's walker cannot step out of; libunwind walks such stacks");
   }
 }
 
@@ -141,14 +140,14 @@ size_t cache_set(const uint64_t* frames, size_t count) {
 uint32_t intern_stack(const uint64_t* frames, size_t count, uint32_t& last) {
   const uint32_t bytes = static_cast<uint32_t>(count * sizeof(uint64_t));
   ThreadCaches* caches = count <= CachedStack::kMaxFrames ? thread_caches() : nullptr;
-  if (caches == nullptr) return last = intern_table().intern(InternType::Stack, frames, bytes, last);
+  if (caches == nullptr) return last = intern_stack_frames(frames, bytes, last);
   auto& set = caches->stacks[cache_set(frames, count)];
   if (const CachedStack* hit = set.find([&](const CachedStack& c) {
         return c.id != 0 && c.count == count && std::memcmp(c.frames, frames, bytes) == 0;
       })) {
     return last = hit->id;
   }
-  last = intern_table().intern(InternType::Stack, frames, bytes, last);
+  last = intern_stack_frames(frames, bytes, last);
   if (last != 0) {
     CachedStack& c = set.replace();
     c.id = last;
