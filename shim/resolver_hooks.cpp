@@ -11,7 +11,7 @@
 #include <cuda.h>
 
 #include "../collector/seam.h"
-#include "device_limit.h"
+#include "../device_limit/device_limit.h"
 #include "export.h"
 #include "real_driver.h"
 

@@ -15,10 +15,10 @@
 #include <unordered_map>
 
 #include "../collector/seam.h"
-#include "capture.h"
-#include "export.h"
-#include "nvml.h"
-#include "record.h"
+#include "../shim/capture.h"
+#include "../shim/export.h"
+#include "../shim/nvml.h"
+#include "../shim/record.h"
 #include "bytes_text.h"
 #include "device_limit_spec.h"
 
