@@ -29,6 +29,9 @@
 
 namespace gmp {
 
+// The status session_note_exit_status (seam.h) last noted, for summary.json; -1 until one is seen.
+int session_exit_status();
+
 class Collector {
  public:
   Collector(const Config& config, const ProcessInfo& info, Ring& ring, const DeviceTable& devices);

@@ -52,7 +52,9 @@ InternTable& intern_table() {
 uint32_t intern_stack_frames(const void* frames, uint32_t bytes, uint32_t hint) {
   return intern_table().intern(InternType::Stack, frames, bytes, hint);
 }
-uint32_t intern_name(const char* name, uint32_t length) { return intern_table().intern(InternType::Name, name, length); }
+uint32_t intern_name(const char* name, uint32_t length) {
+  return intern_table().intern(InternType::Name, name, length);
+}
 uint32_t intern_python_frame(const void* record, uint32_t length) {
   return intern_table().intern(InternType::PyFrame, record, length);
 }

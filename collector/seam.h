@@ -1,9 +1,9 @@
 // The shim's only door into the collector (docs/architecture.md, "The seam"): recording an event,
 // interning a record, noting a device, logging, the session's lifetime, the few reads the C API
 // answers from, and DriverHooks, the one table through which the collector calls back into the
-// shim. Nothing under shim/ includes any other collector header, so the collector's insides can
-// change without the shim noticing; the collector includes this header for the types both sides
-// share (the hooks' readings).
+// shim. Nothing under shim/ or device_limit/ includes any other collector header, so the
+// collector's insides can change without the shim noticing; the collector includes this header
+// for the types both sides share (the hooks' readings).
 //
 // The session behind it: started lazily at the first memory event (no thread, no file before
 // that), finished at exit, re-armed in a forked child, flushed before exec and on a
@@ -17,7 +17,7 @@
 
 #include "clock.h"  // session_record's inline path: the event clock, the thread id
 #include "event.h"
-#include "ring.h"   // session_record's inline path: claim and publish
+#include "ring.h"  // session_record's inline path: claim and publish
 
 struct gpumemprof_device_stats;
 struct gpumemprof_counts;
@@ -25,7 +25,7 @@ struct gpumemprof_record;
 
 namespace gmp {
 
-// Device ordinals the session follows (0 .. kMaxDevices-1); events of others carry no device figures.
+// The device ordinals the session's device table and the shim's per-device tables hold (0 .. kMaxDevices-1).
 inline constexpr int kMaxDevices = 64;
 
 // --- What the shim supplies: the collector never resolves CUDA or NVML itself ---
@@ -124,11 +124,11 @@ inline bool session_running() { return g_active_session.load(std::memory_order_a
 // What allocation events carry besides the call (docs/attribution.md), and whether the framework
 // bridge attaches (docs/framework-bridge.md), from the configuration, set before the session is
 // published.
-extern std::atomic<uint32_t> g_stack_depth;      // GPUMEMPROF_STACKS
-extern std::atomic<bool> g_python_stacks;        // GPUMEMPROF_PYTHON_STACKS
-extern std::atomic<bool> g_tensor_native_stacks; // GPUMEMPROF_TENSOR_STACKS=all
-extern std::atomic<bool> g_framework_off;        // GPUMEMPROF_FRAMEWORK=off
-extern std::atomic<bool> g_framework_unverified; // GPUMEMPROF_FRAMEWORK=unverified
+extern std::atomic<uint32_t> g_stack_depth;       // GPUMEMPROF_STACKS
+extern std::atomic<bool> g_python_stacks;         // GPUMEMPROF_PYTHON_STACKS
+extern std::atomic<bool> g_tensor_native_stacks;  // GPUMEMPROF_TENSOR_STACKS=all
+extern std::atomic<bool> g_framework_off;         // GPUMEMPROF_FRAMEWORK=off
+extern std::atomic<bool> g_framework_unverified;  // GPUMEMPROF_FRAMEWORK=unverified
 
 // --- Interning: variable-length records become the small ids events carry (0: none, the table
 // is full) ---
@@ -161,10 +161,9 @@ void session_checkpoint();
 // drains and writes summary.json, bounded. Async-signal-safe (programs call _exit from handlers).
 void session_end_by_exit_call();
 // The status the process is ending with (main's return value, or what exit(), _exit(), _Exit() or
-// quick_exit() got), noted by the shim's exit hooks for summary.json's "exit_status"; -1 until one
-// is seen. Async-signal-safe. Kept over fork: a child that ends notes its own.
+// quick_exit() got), noted by the shim's exit hooks for summary.json's "exit_status".
+// Async-signal-safe. Kept over fork: a child that ends notes its own.
 void session_note_exit_status(int status);
-int session_exit_status();
 // Final drain and summary.json; later events are passed through unrecorded.
 void session_finalize();
 

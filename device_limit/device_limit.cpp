@@ -67,8 +67,9 @@ int set_up(int device) {
       d.limit = want;
       state = 1;
     } else if (session_get() != nullptr) {
-      log_warn(fmt::format("GPUMEMPROF_DEVICE_LIMIT: {} is more than device {} has ({}); device {} runs without a limit",
-                           bytes_text(want), device, bytes_text(total), device));
+      log_warn(
+          fmt::format("GPUMEMPROF_DEVICE_LIMIT: {} is more than device {} has ({}); device {} runs without a limit",
+                      bytes_text(want), device, bytes_text(total), device));
     }
   }
   d.setup.store(state, std::memory_order_release);

@@ -240,9 +240,10 @@ GMP_EXPORT int gpumemprof_framework_self_check(uint64_t address, uint64_t size, 
     }
   }
   g_state.store(State::Detached);
-  log_warn(fmt::format("PyTorch tensor-level recording detached: the self-check allocation of {} bytes did not "
-                       "arrive as expected; recording at driver level",
-                       size));
+  log_warn(
+      fmt::format("PyTorch tensor-level recording detached: the self-check allocation of {} bytes did not "
+                  "arrive as expected; recording at driver level",
+                  size));
   record_attach(false, FrameworkRefusal::SelfCheckFailed, device);
   return 0;
 }

@@ -27,11 +27,14 @@ Library load() {
   auto init = reinterpret_cast<int (*)()>(lookup("nvmlInit_v2"));
   if (init != nullptr && init() == kSuccess) {
     out.get_handle = reinterpret_cast<decltype(out.get_handle)>(lookup("nvmlDeviceGetHandleByPciBusId_v2"));
-    out.get_processes = reinterpret_cast<decltype(out.get_processes)>(lookup("nvmlDeviceGetComputeRunningProcesses_v3"));
+    out.get_processes =
+        reinterpret_cast<decltype(out.get_processes)>(lookup("nvmlDeviceGetComputeRunningProcesses_v3"));
     out.memory_info = reinterpret_cast<decltype(out.memory_info)>(lookup("nvmlDeviceGetMemoryInfo"));
     out.memory_info_v2 = reinterpret_cast<decltype(out.memory_info_v2)>(lookup("nvmlDeviceGetMemoryInfo_v2"));
   }
-  if (out.get_handle == nullptr || out.memory_info == nullptr) log_info("NVML is present but unusable; no device telemetry");
+  if (out.get_handle == nullptr || out.memory_info == nullptr) {
+    log_info("NVML is present but unusable; no device telemetry");
+  }
   return out;
 }
 

@@ -71,8 +71,9 @@ void note_walker_gave_up() {
   const uint64_t pc = unwinder_beyond_pc();
   Dl_info where{};
   if (pc != 0 && dladdr(reinterpret_cast<void*>(pc - 1), &where) != 0 && where.dli_fname != nullptr) {
-    log_info(fmt::format("call stacks: the shim's walker cannot step out of {}+0x{:x}; libunwind walks stacks through it",
-                         where.dli_fname, pc - reinterpret_cast<uintptr_t>(where.dli_fbase)));
+    log_info(
+        fmt::format("call stacks: the shim's walker cannot step out of {}+0x{:x}; libunwind walks stacks through it",
+                    where.dli_fname, pc - reinterpret_cast<uintptr_t>(where.dli_fbase)));
   } else {
     log_info("call stacks: a frame the shim's walker cannot step out of; libunwind walks such stacks");
   }
