@@ -14,7 +14,7 @@
 #include "log.h"
 #include "manifest.h"
 #include "run_directory.h"
-#include "session.h"
+#include "seam.h"
 #include "summary.h"
 #include "summary_builder.h"
 #include "trace_format.h"

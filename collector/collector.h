@@ -29,6 +29,9 @@
 
 namespace gmp {
 
+// The status session_note_exit_status (seam.h) last noted, for summary.json; -1 until one is seen.
+int session_exit_status();
+
 class Collector {
  public:
   Collector(const Config& config, const ProcessInfo& info, Ring& ring, const DeviceTable& devices);
@@ -37,6 +40,8 @@ class Collector {
   bool start();
   // The shim's reader of stream-ordered pools, called from the collector's thread (before start()).
   void set_pool_reader(PoolReadFn read) { pools_.set(read); }
+  // The shim's NVML reader, for the device telemetry (before start()).
+  void set_nvml_reader(NvmlReadFn read) { sampler_.set(read); }
   void stop_pool_reads() { pools_.stop(); }
   const std::string& run_dir() const { return run_dir_; }
   const std::string& error() const { return error_; }

@@ -11,10 +11,9 @@
 #include <nlohmann/json.hpp>
 
 #include "manifest_record.h"
+#include "seam.h"  // kMaxDevices
 
 namespace gmp {
-
-inline constexpr int kMaxDevices = 64;
 
 struct DeviceTable {
   struct Entry {

@@ -1,4 +1,5 @@
 #include "intern_table.h"
+#include "seam.h"
 
 #include <sys/mman.h>
 
@@ -45,6 +46,17 @@ void* map_anonymous(size_t bytes) {
 InternTable& intern_table() {
   static InternTable table;  // constant-initialised: no guard, usable from any constructor
   return table;
+}
+
+// The seam's interning (seam.h), beside the table so that each compiles to one call into it.
+uint32_t intern_stack_frames(const void* frames, uint32_t bytes, uint32_t hint) {
+  return intern_table().intern(InternType::Stack, frames, bytes, hint);
+}
+uint32_t intern_name(const char* name, uint32_t length) {
+  return intern_table().intern(InternType::Name, name, length);
+}
+uint32_t intern_python_frame(const void* record, uint32_t length) {
+  return intern_table().intern(InternType::PyFrame, record, length);
 }
 
 bool InternTable::map_memory() {

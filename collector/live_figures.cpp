@@ -1,5 +1,6 @@
 #include "live_figures.h"
 #include "records.h"
+#include "seam.h"
 
 #include <sched.h>
 
@@ -56,6 +57,14 @@ LiveFigures& live_figures() {
   static LiveFigures* figures = new LiveFigures;  // never destroyed: read from exit handlers too
   return *figures;
 }
+
+// The seam's reads (seam.h), for the C API.
+bool live_device_stats(int device, gpumemprof_device_stats& out) { return live_figures().read_device(device, out); }
+void live_counts(gpumemprof_counts& out) { live_figures().read_counts(out); }
+size_t live_recent(uint64_t after_seq, gpumemprof_record* out, size_t max) {
+  return live_figures().read_recent(after_seq, out, max);
+}
+void live_reset_peaks() { live_figures().request_reset(); }
 
 LiveFigures::Levels LiveFigures::levels(const DeviceStats& d) {
   return {d.allocated.current, d.reserved.current, d.framework.allocated.current, d.framework.reserved.current};

@@ -11,6 +11,7 @@
 
 #include "no_cancel.h"
 #include "owned_file.h"
+#include "seam.h"
 
 namespace gmp::log {
 namespace {
@@ -111,3 +112,11 @@ void reset_after_fork() {
 spdlog::logger* get() { return g_logger.load(std::memory_order_acquire); }
 
 }  // namespace gmp::log
+
+namespace gmp {
+
+// The seam's (seam.h): the shim formats its lines itself, so the seam needs no spdlog.
+void log_info(std::string_view line) { log::info("{}", line); }
+void log_warn(std::string_view line) { log::warn("{}", line); }
+
+}  // namespace gmp

@@ -9,21 +9,9 @@
 #include <vector>
 
 #include "event.h"
+#include "seam.h"  // PoolReading, PoolReadFn (DriverHooks::read_pools), pool_reserved_event
 
 namespace gmp {
-
-// One pool as the driver reports it now: RESERVED_MEM_CURRENT and RESERVED_MEM_HIGH.
-struct PoolReading {
-  uint64_t pool = 0;
-  int device = -1;
-  uint64_t reserved = 0, high = 0;
-};
-// Fills `out` (at most `max`) with the reading of every known pool whose figures changed since they
-// were last recorded; returns how many it wrote.
-using PoolReadFn = size_t (*)(PoolReading* out, size_t max);
-
-// The pool_reserved event of a reading (api: who read it).
-Event pool_reserved_event(const PoolReading& r, Api api);
 
 class PoolReader {
  public:

@@ -1,4 +1,4 @@
-#include "session.h"
+#include "seam.h"
 
 #include <pthread.h>
 #include <signal.h>
@@ -18,6 +18,7 @@
 #include "log.h"
 #include "no_cancel.h"
 #include "process_info.h"
+#include "watchdog.h"
 
 namespace gmp {
 
@@ -160,7 +161,10 @@ void install_process_hooks() {
 
 }  // namespace
 
-void session_set_driver_hooks(const DriverHooks& hooks) { g_hooks = hooks; }
+void session_set_driver_hooks(const DriverHooks& hooks) {
+  g_hooks = hooks;
+  set_pool_trimmer(hooks.trim_pool);
+}
 
 bool session_enabled() {
   int e = g_enabled.load(std::memory_order_relaxed);
@@ -176,7 +180,8 @@ bool session_enabled() {
 std::atomic<uint32_t> g_stack_depth{0};
 std::atomic<bool> g_python_stacks{false};
 std::atomic<bool> g_tensor_native_stacks{false};
-std::atomic<int> g_framework_mode{static_cast<int>(FrameworkMode::Auto)};
+std::atomic<bool> g_framework_off{false};
+std::atomic<bool> g_framework_unverified{false};
 
 Session* session_start() {
   if (g_state.load(std::memory_order_acquire) == kDone || !session_enabled()) return nullptr;
@@ -198,6 +203,7 @@ Session* session_start() {
     if (g_hooks.driver_version != nullptr) info.cuda_driver_version = g_hooks.driver_version();
     s = new Session(config, info);
     s->collector.set_pool_reader(g_hooks.read_pools);
+    s->collector.set_nvml_reader(g_hooks.read_nvml);
     if (!s->collector.start()) {
       log::error("{}; profiling is off for this process", s->collector.error());
       s = nullptr;  // leaked on purpose: a half-started collector owns no thread, nothing to free
@@ -217,7 +223,8 @@ Session* session_start() {
   g_stack_depth.store(config.stacks, std::memory_order_relaxed);
   g_python_stacks.store(config.python_stacks, std::memory_order_relaxed);
   g_tensor_native_stacks.store(config.tensor_stacks == TensorStacks::All, std::memory_order_relaxed);
-  g_framework_mode.store(static_cast<int>(config.framework), std::memory_order_relaxed);
+  g_framework_off.store(config.framework == FrameworkMode::Off, std::memory_order_relaxed);
+  g_framework_unverified.store(config.framework == FrameworkMode::Unverified, std::memory_order_relaxed);
   g_state.store(kRunning, std::memory_order_release);
   g_active_session.store(s, std::memory_order_release);
   errno = saved_errno;

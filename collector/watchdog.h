@@ -8,12 +8,12 @@
 
 #include "accounting.h"
 #include "config.h"
+#include "seam.h"  // PoolTrimmer
 
 namespace gmp {
 
-// Trims one pool to its in-use size through the driver (the shim supplies it: the collector never
-// resolves CUDA); false when the driver refused. The reserved bytes before and after, as the driver says.
-using PoolTrimmer = bool (*)(uint64_t pool, uint64_t* reserved_before, uint64_t* reserved_after);
+// The process's trimmer: the shim's DriverHooks::trim_pool, handed over by the session (and a
+// fake by the tests). Without one the watchdog trims nothing.
 void set_pool_trimmer(PoolTrimmer trimmer);
 
 class Watchdog {

@@ -8,7 +8,7 @@
 #include <cstdarg>
 #include <vector>
 
-#include "../collector/session.h"
+#include "../collector/seam.h"
 #include "export.h"
 #include "real_driver.h"
 

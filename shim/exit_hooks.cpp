@@ -19,7 +19,7 @@
 
 #include <cstdlib>
 
-#include "../collector/session.h"
+#include "../collector/seam.h"
 #include "export.h"
 #include "real_driver.h"
 

@@ -4,16 +4,17 @@
 // called by PyTorch on the allocating thread, under the allocator's lock.
 #include <dlfcn.h>
 
+#include <fmt/format.h>
+
 #include <atomic>
 #include <cstring>
 #include <functional>
+#include <string>
 #include <string_view>
 
-#include "../collector/log.h"
-#include "../collector/session.h"
-#include "../collector/config.h"
+#include "../collector/seam.h"
 #include "export.h"
-#include "markers.h"
+#include "stack_capture.h"
 #include "real_driver.h"
 #include "torch_layouts.h"
 #include "records.h"
@@ -118,9 +119,9 @@ void record_attach(bool attached, FrameworkRefusal why, int device) {
 FrameworkRefusal refuse(FrameworkRefusal why, std::string_view detail, bool expected = false) {
   const std::string line = fmt::format("PyTorch tensor-level recording off ({}): {}", framework_refusal_name(why), detail);
   if (expected) {
-    log::info("{}", line);
+    log_info(line);
   } else {
-    log::warn("{}; recording at driver level", line);
+    log_warn(line + "; recording at driver level");
   }
   record_attach(false, why, -1);
   return why;
@@ -159,9 +160,10 @@ GMP_EXPORT int gpumemprof_framework_attach(int major, int minor, int patch, cons
   if (g_attach_tried.exchange(true)) return g_state.load() == State::Recording ? 0 : int(FrameworkRefusal::AttachFailed);
   if (session_get() == nullptr) return int(FrameworkRefusal::Disabled);  // profiling is off: nothing to record
   g_version.store(framework_version(major, minor, patch));
-  const auto mode = static_cast<FrameworkMode>(g_framework_mode.load(std::memory_order_relaxed));
   const std::string version = framework_version_text(g_version.load());
-  if (mode == FrameworkMode::Off) return int(refuse(FrameworkRefusal::Disabled, "GPUMEMPROF_FRAMEWORK=off", true));
+  if (g_framework_off.load(std::memory_order_relaxed)) {
+    return int(refuse(FrameworkRefusal::Disabled, "GPUMEMPROF_FRAMEWORK=off", true));
+  }
   if (backend != nullptr && std::string_view(backend) == "uncached") {
     return int(refuse(FrameworkRefusal::OtherBackend,
                       "PYTORCH_NO_CUDA_MEMORY_CACHING: every tensor is a cudaMalloc, recorded exactly at driver level",
@@ -177,7 +179,7 @@ GMP_EXPORT int gpumemprof_framework_attach(int major, int minor, int patch, cons
     return int(refuse(FrameworkRefusal::OtherBackend, std::string("allocator backend ") + (backend ? backend : "?")));
   }
   const TorchLayout* layout = find_torch_layout(major, minor);
-  if (layout == nullptr || (!layout->checked && mode != FrameworkMode::Unverified)) {
+  if (layout == nullptr || (!layout->checked && !g_framework_unverified.load(std::memory_order_relaxed))) {
     return int(refuse(FrameworkRefusal::UnknownVersion,
                       "torch " + version +
                           (layout == nullptr ? " has no known layout"
@@ -208,8 +210,8 @@ GMP_EXPORT int gpumemprof_framework_attach(int major, int minor, int patch, cons
     g_state.store(State::Off);
     return int(refuse(FrameworkRefusal::AttachFailed, "PyTorch refused the tracker"));
   }
-  log::info("PyTorch {}: tensor-level recording attached to the native caching allocator ({})", version,
-            layout->source);
+  log_info(fmt::format("PyTorch {}: tensor-level recording attached to the native caching allocator ({})", version,
+                       layout->source));
   return 0;
 }
 
@@ -238,9 +240,10 @@ GMP_EXPORT int gpumemprof_framework_self_check(uint64_t address, uint64_t size, 
     }
   }
   g_state.store(State::Detached);
-  log::warn("PyTorch tensor-level recording detached: the self-check allocation of {} bytes did not arrive as "
-            "expected; recording at driver level",
-            size);
+  log_warn(
+      fmt::format("PyTorch tensor-level recording detached: the self-check allocation of {} bytes did not "
+                  "arrive as expected; recording at driver level",
+                  size));
   record_attach(false, FrameworkRefusal::SelfCheckFailed, device);
   return 0;
 }

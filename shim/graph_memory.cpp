@@ -3,7 +3,6 @@
 #include <atomic>
 #include <cstdint>
 
-#include "../collector/device_table.h"
 #include "record.h"
 
 namespace gmp::shim::graph_memory {

@@ -3,7 +3,7 @@
 // the stack walker forgets what it learnt about return addresses (unwinder.h).
 #include <dlfcn.h>
 
-#include "../collector/session.h"
+#include "../collector/seam.h"
 #include "export.h"
 #include "real_driver.h"
 #include "unwinder.h"

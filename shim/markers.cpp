@@ -4,10 +4,8 @@
 #include <cstring>
 #include <mutex>
 
-#include "../collector/intern_table.h"
-#include "../collector/session.h"
+#include "../collector/seam.h"
 #include "export.h"
-#include "stack_capture.h"
 #include "records.h"
 
 namespace gmp::shim {
@@ -33,7 +31,7 @@ __attribute__((tls_model("initial-exec"))) thread_local ThreadRanges t_ranges{};
 uint32_t name_id(const char* name) {
   if (name == nullptr) name = "";
   const size_t n = strnlen(name, 4096);
-  return intern_table().intern(InternType::Name, name, static_cast<uint32_t>(n));
+  return intern_name(name, static_cast<uint32_t>(n));
 }
 
 void record_named(Op op, Api source, uint32_t id) {
@@ -80,40 +78,12 @@ void replay_early_marks() {
 
 }  // namespace
 
-namespace {
-
-// Paused: false. Otherwise the session (nullptr when none), with the thread's ranges replayed.
-bool prepare_event(Session** session) {
+bool catch_up(Session** session) {
   if (g_paused.load(std::memory_order_relaxed)) return false;
   Session* s = session_get();
   if (s != nullptr) replay_early_marks();
   if (s != nullptr && t_ranges.depth != 0 && t_ranges.synced_with != s) sync_ranges(s);
   *session = s;
-  return true;
-}
-
-}  // namespace
-
-bool prepare_allocation_event(uint32_t* stack) {
-  *stack = 0;
-  Session* s;
-  if (!prepare_event(&s)) return false;
-  if (s == nullptr) return true;  // session_record will find no session either
-  *stack =
-      capture_stack(g_stack_depth.load(std::memory_order_relaxed), g_python_stacks.load(std::memory_order_relaxed));
-  return true;
-}
-
-bool prepare_framework_event(uint32_t* stack) {
-  *stack = 0;
-  Session* s;
-  if (!prepare_event(&s)) return false;
-  if (s != nullptr && g_tensor_native_stacks.load(std::memory_order_relaxed)) {  // GPUMEMPROF_TENSOR_STACKS=all
-    *stack = capture_stack(g_stack_depth.load(std::memory_order_relaxed),
-                           g_python_stacks.load(std::memory_order_relaxed));
-  } else if (s != nullptr && g_python_stacks.load(std::memory_order_relaxed)) {
-    *stack = capture_python_stack(g_stack_depth.load(std::memory_order_relaxed));
-  }
   return true;
 }
 

@@ -8,6 +8,10 @@
 
 #include "event.h"
 
+namespace gmp {
+class Session;
+}
+
 namespace gmp::shim {
 
 void record_mark(Api source, const char* name);
@@ -15,12 +19,9 @@ void record_range_push(Api source, const char* name);
 void record_range_pop(Api source);
 void set_paused(Api source, bool paused);
 
-// Before an allocation-type event (Alloc, VmmCreate, VmmMap): false while recording is paused.
-// Otherwise replays the thread's ranges if the session has not seen them, and sets *stack to the
-// thread's call stack id (0 when stacks are off).
-bool prepare_allocation_event(uint32_t* stack);
-// The same for a framework's allocation (a tensor, a segment): its stack is the Python frames only,
-// or native and Python frames with GPUMEMPROF_TENSOR_STACKS=all.
-bool prepare_framework_event(uint32_t* stack);
+// Before an allocation's event (stack_capture.h): false while recording is paused. Otherwise
+// *session is the running session (started if need be; nullptr when profiling is off), which has
+// then seen the marks made before it and the calling thread's open ranges.
+bool catch_up(Session** session);
 
 }  // namespace gmp::shim

@@ -14,7 +14,7 @@
 
 #include <mutex>
 
-#include "../collector/session.h"
+#include "../collector/seam.h"
 #include "nvtx_chain.h"
 #include "nvtx_handlers.h"
 

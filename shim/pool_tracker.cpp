@@ -4,7 +4,6 @@
 #include <atomic>
 #include <initializer_list>
 
-#include "../collector/device_table.h"
 #include "capture.h"
 #include "record.h"
 

@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <optional>
 
-#include "../collector/pool_reader.h"
+#include "../collector/seam.h"  // PoolReading
 
 namespace gmp::shim::pools {
 

@@ -7,7 +7,7 @@
 #include <cstring>
 #include <string>
 
-#include "../collector/intern_table.h"
+#include "../collector/seam.h"
 #include "python_layouts.h"
 #include "thread_caches.h"
 #include "real_driver.h"
@@ -136,7 +136,7 @@ uint32_t intern_frame(const Interpreter& py, const FrameKey& k) {
   record.push_back('\0');
   const int line = py.addr2line(k.code, k.offset);
   record.append(reinterpret_cast<const char*>(&line), sizeof line);
-  return intern_table().intern(InternType::PyFrame, record.data(), static_cast<uint32_t>(record.size()));
+  return intern_python_frame(record.data(), static_cast<uint32_t>(record.size()));
 }
 
 uint32_t shared_frame_id(const FrameKey& key, const Interpreter& py) {

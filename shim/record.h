@@ -10,8 +10,8 @@
 
 #include "event.h"
 #include "records.h"
-#include "../collector/session.h"
-#include "markers.h"
+#include "../collector/seam.h"
+#include "stack_capture.h"
 #include "real_driver.h"
 
 namespace gmp::shim {

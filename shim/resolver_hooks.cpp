@@ -10,8 +10,8 @@
 
 #include <cuda.h>
 
-#include "../collector/session.h"
-#include "device_limit.h"
+#include "../collector/seam.h"
+#include "../device_limit/device_limit.h"
 #include "export.h"
 #include "real_driver.h"
 

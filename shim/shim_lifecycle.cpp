@@ -1,11 +1,13 @@
-// Library load and unload. Loading does nothing but hand the session its driver callbacks (no
-// allocation, no thread, no file). Unloading (exit, after every atexit handler, so after cudart's
-// own teardown) drains the ring and writes summary.json.
+// Library load and unload. Loading does nothing but hand the session its driver callbacks, the
+// collector's only way back into the shim (no allocation, no thread, no file). Unloading (exit,
+// after every atexit handler, so after cudart's own teardown) drains the ring and writes
+// summary.json.
 #include <cstring>
 
-#include "../collector/session.h"
+#include "../collector/seam.h"
 #include "capture.h"
 #include "graph_memory.h"
+#include "nvml.h"
 #include "pool_tracker.h"
 #include "record.h"
 
@@ -37,6 +39,37 @@ bool device_info(int device, char* name, int name_len, char* pci, int pci_len, u
   return true;
 }
 
+// The watchdog's trim: keeping 0 bytes releases everything the pool does not hold for live
+// allocations, so the pool shrinks to its in-use size (rounded by the driver).
+bool trim_pool(uint64_t handle, uint64_t* before, uint64_t* after) {
+  auto get = GMP_REAL(cuMemPoolGetAttribute);
+  auto trim = GMP_REAL(cuMemPoolTrimTo);
+  if (get == nullptr || trim == nullptr) return false;
+  const auto pool = reinterpret_cast<CUmemoryPool>(handle);
+  cuuint64_t b = 0, a = 0;
+  gmp::shim::capture::Relaxed relaxed;  // the collector's thread must not invalidate a capture (capture.h)
+  gmp::shim::pools::trimmed(pool);
+  if (get(pool, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT, &b) != CUDA_SUCCESS || trim(pool, 0) != CUDA_SUCCESS ||
+      get(pool, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT, &a) != CUDA_SUCCESS) {
+    return false;
+  }
+  *before = b;
+  *after = a;
+  return true;
+}
+
+// The device's figures as NVML itself reports them: the telemetry describes the real device, also
+// under a device limit.
+bool read_nvml(int device, const char* pci_bus_id, int pid, gmp::NvmlReading* out) {
+  namespace nvml = gmp::shim::nvml;
+  const auto memory_info = nvml::library().memory_info;
+  void* handle = memory_info != nullptr ? nvml::device(device, pci_bus_id) : nullptr;
+  nvml::Memory mem{};
+  if (handle == nullptr || memory_info(handle, &mem) != nvml::kSuccess) return false;
+  *out = {mem.used, mem.total, nvml::process_usage(handle, pid)};
+  return true;
+}
+
 int driver_version() {
   auto get = GMP_REAL(cuDriverGetVersion);
   int v = 0;
@@ -48,6 +81,8 @@ __attribute__((constructor)) void gmp_shim_load() {
   hooks.device_info = device_info;
   hooks.refresh_pools = refresh_driver_figures;
   hooks.read_pools = gmp::shim::pools::read_all;
+  hooks.trim_pool = trim_pool;
+  hooks.read_nvml = read_nvml;
   hooks.after_fork_child = forget_parent_driver_state;
   hooks.driver_version = driver_version;
   gmp::session_set_driver_hooks(hooks);

@@ -2,13 +2,14 @@
 
 #include <dlfcn.h>
 #include <execinfo.h>
+#include <fmt/format.h>
 
 #include <atomic>
 #include <cstring>
 #include <string>
 
-#include "../collector/intern_table.h"
-#include "../collector/log.h"
+#include "../collector/seam.h"
+#include "markers.h"
 #include "python_frames.h"
 #include "thread_caches.h"
 #include "real_driver.h"
@@ -40,15 +41,15 @@ Backtrace resolve_backtrace() {
     beside.resize(beside.rfind('/') + 1);  // npos + 1 == 0: no directory, the bare name below
     beside += "libunwind.so.8";
     if (Backtrace fn = load_unw_backtrace(beside.c_str())) {
-      log::info("call stacks: libunwind from {}", beside);
+      log_info("call stacks: libunwind from " + beside);
       return fn;
     }
   }
   if (Backtrace fn = load_unw_backtrace("libunwind.so.8")) {
-    log::info("call stacks: the system's libunwind.so.8");
+    log_info("call stacks: the system's libunwind.so.8");
     return fn;
   }
-  log::info("call stacks: glibc backtrace() (libunwind.so.8 not found; stacks cost more)");
+  log_info("call stacks: glibc backtrace() (libunwind.so.8 not found; stacks cost more)");
   return &backtrace;
 }
 
@@ -70,10 +71,11 @@ void note_walker_gave_up() {
   const uint64_t pc = unwinder_beyond_pc();
   Dl_info where{};
   if (pc != 0 && dladdr(reinterpret_cast<void*>(pc - 1), &where) != 0 && where.dli_fname != nullptr) {
-    log::info("call stacks: the shim's walker cannot step out of {}+0x{:x}; libunwind walks stacks through it",
-              where.dli_fname, pc - reinterpret_cast<uintptr_t>(where.dli_fbase));
+    log_info(
+        fmt::format("call stacks: the shim's walker cannot step out of {}+0x{:x}; libunwind walks stacks through it",
+                    where.dli_fname, pc - reinterpret_cast<uintptr_t>(where.dli_fbase)));
   } else {
-    log::info("call stacks: a frame the shim's walker cannot step out of; libunwind walks such stacks");
+    log_info("call stacks: a frame the shim's walker cannot step out of; libunwind walks such stacks");
   }
 }
 
@@ -139,14 +141,14 @@ size_t cache_set(const uint64_t* frames, size_t count) {
 uint32_t intern_stack(const uint64_t* frames, size_t count, uint32_t& last) {
   const uint32_t bytes = static_cast<uint32_t>(count * sizeof(uint64_t));
   ThreadCaches* caches = count <= CachedStack::kMaxFrames ? thread_caches() : nullptr;
-  if (caches == nullptr) return last = intern_table().intern(InternType::Stack, frames, bytes, last);
+  if (caches == nullptr) return last = intern_stack_frames(frames, bytes, last);
   auto& set = caches->stacks[cache_set(frames, count)];
   if (const CachedStack* hit = set.find([&](const CachedStack& c) {
         return c.id != 0 && c.count == count && std::memcmp(c.frames, frames, bytes) == 0;
       })) {
     return last = hit->id;
   }
-  last = intern_table().intern(InternType::Stack, frames, bytes, last);
+  last = intern_stack_frames(frames, bytes, last);
   if (last != 0) {
     CachedStack& c = set.replace();
     c.id = last;
@@ -156,8 +158,9 @@ uint32_t intern_stack(const uint64_t* frames, size_t count, uint32_t& last) {
   return last;
 }
 
-}  // namespace
-
+// The allocating thread's call stack as an intern id: native return addresses, then Python frames
+// when the thread runs CPython (python_frames.h). 0 when `depth` is 0, or when the stack could not
+// be interned.
 uint32_t capture_stack(uint32_t depth, bool python) {
   if (depth == 0) return 0;
   if (depth > kMaxDepth) depth = kMaxDepth;
@@ -177,8 +180,10 @@ uint32_t capture_stack(uint32_t depth, bool python) {
   return intern_stack(frames, count, t_last.native);
 }
 
-// A tensor's stack (Python frames only): first by the walk itself (ThreadCaches::walks), so a
-// stack this thread made before costs the walk and one comparison.
+// A tensor's stack, Python frames only (up to `depth`): for a framework's tensor, whose native frames
+// are all inside the framework, the Python lines are the call site. 0 outside CPython or when
+// `depth` is 0. Found first by the walk itself (ThreadCaches::walks), so a stack this thread made
+// before costs the walk and one comparison.
 uint32_t capture_python_stack(uint32_t depth) {
   if (depth == 0) return 0;
   if (depth > kMaxDepth) depth = kMaxDepth;
@@ -213,6 +218,31 @@ uint32_t capture_python_stack(uint32_t depth) {
     for (size_t i = 0; i < n; ++i) oldest->frames[i] = {walked[i].code, walked[i].instr};
   }
   return id;
+}
+
+}  // namespace
+
+bool prepare_allocation_event(uint32_t* stack) {
+  *stack = 0;
+  Session* s;
+  if (!catch_up(&s)) return false;
+  if (s == nullptr) return true;  // session_record will find no session either
+  *stack =
+      capture_stack(g_stack_depth.load(std::memory_order_relaxed), g_python_stacks.load(std::memory_order_relaxed));
+  return true;
+}
+
+bool prepare_framework_event(uint32_t* stack) {
+  *stack = 0;
+  Session* s;
+  if (!catch_up(&s)) return false;
+  if (s != nullptr && g_tensor_native_stacks.load(std::memory_order_relaxed)) {  // GPUMEMPROF_TENSOR_STACKS=all
+    *stack = capture_stack(g_stack_depth.load(std::memory_order_relaxed),
+                           g_python_stacks.load(std::memory_order_relaxed));
+  } else if (s != nullptr && g_python_stacks.load(std::memory_order_relaxed)) {
+    *stack = capture_python_stack(g_stack_depth.load(std::memory_order_relaxed));
+  }
+  return true;
 }
 
 }  // namespace gmp::shim

@@ -1,6 +1,6 @@
 // CUDA arrays. Their footprint comes from the driver (cuArrayGetMemoryRequirements) where it has
 // it, else from the descriptor, which ignores the driver's padding and alignment.
-#include "device_limit.h"
+#include "../device_limit/device_limit.h"
 #include "export.h"
 #include "record.h"
 

@@ -1,5 +1,5 @@
 // Linear device memory (cuMemAlloc_v2, cuMemAllocPitch_v2, cuMemFree_v2) and managed memory.
-#include "device_limit.h"
+#include "../device_limit/device_limit.h"
 #include "export.h"
 #include "record.h"
 

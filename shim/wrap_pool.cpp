@@ -5,7 +5,7 @@
 // stream that captures, an allocation or a free is a memory node of the capture's graph: nothing is
 // allocated or released then, and the stream is never asked its device (capture.h).
 #include "capture.h"
-#include "device_limit.h"
+#include "../device_limit/device_limit.h"
 #include "export.h"
 #include "graph_memory.h"
 #include "pool_tracker.h"

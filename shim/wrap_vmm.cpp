@@ -1,6 +1,6 @@
 // Virtual memory management: physical handles (cuMemCreate/cuMemRelease) are reserved memory,
 // mappings (cuMemMap/cuMemUnmap) are allocated memory; the collector joins them by handle.
-#include "device_limit.h"
+#include "../device_limit/device_limit.h"
 #include "export.h"
 #include "record.h"
 

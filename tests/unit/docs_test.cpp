@@ -301,7 +301,7 @@ class ArchitectureMap : public ::testing::Test {
 TEST_F(ArchitectureMap, EveryFileItNamesExists) {
   // Every file of the sources by name, and by name without its extension (the map says `ring.*`).
   std::set<std::string> names, stems;
-  for (const char* dir : {"settings", "format", "model", "collector", "shim", "tools", "include", "python", "scripts",
+  for (const char* dir : {"settings", "format", "model", "collector", "shim", "device_limit", "tools", "include", "python", "scripts",
                           "cmake", "tests", "docs"}) {
     for (const auto& e : fs::recursive_directory_iterator(kSource / dir)) {
       names.insert(e.path().filename().string());
@@ -343,7 +343,7 @@ TEST_F(ArchitectureMap, EveryFileItNamesExists) {
 }
 
 TEST_F(ArchitectureMap, EverySourceFolderHasItsSection) {
-  for (const char* dir : {"shim/", "collector/", "format/", "model/", "settings/", "tools/gpumemprof/",
+  for (const char* dir : {"shim/", "device_limit/", "collector/", "format/", "model/", "settings/", "tools/gpumemprof/",
                           "tools/analysis/", "tools/reader/", "include/"}) {
     EXPECT_NE(doc.find(std::string("\n## ") + dir), std::string::npos) << "architecture.md has no section for " << dir;
   }

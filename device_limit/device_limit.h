@@ -14,7 +14,7 @@
 #include <cstdint>
 #include <mutex>
 
-#include "pool_tracker.h"
+#include "../shim/pool_tracker.h"
 
 namespace gmp::shim::limit {
 

@@ -2,9 +2,8 @@
 // that report the limited size (cuMemGetInfo, cuDeviceTotalMem, NVML's memory info). See
 // device_limit.h and docs/device-limit.md.
 #include "device_limit.h"
-#include "capture.h"
 
-#include <dlfcn.h>
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -15,13 +14,13 @@
 #include <optional>
 #include <unordered_map>
 
-#include "../collector/device_table.h"
-#include "../collector/log.h"
-#include "../collector/nvml_sampler.h"
+#include "../collector/seam.h"
+#include "../shim/capture.h"
+#include "../shim/export.h"
+#include "../shim/nvml.h"
+#include "../shim/record.h"
 #include "bytes_text.h"
 #include "device_limit_spec.h"
-#include "export.h"
-#include "record.h"
 
 namespace gmp::shim::limit {
 
@@ -38,35 +37,6 @@ const std::optional<DeviceLimitSpec>& spec() {
   return s;
 }
 
-// --- NVML: the process's own figure, and its device handles ---
-
-struct Nvml {
-  void* lib = nullptr;
-  int (*get_handle)(const char*, void**) = nullptr;
-  NvmlGetProcesses get_processes = nullptr;
-  void* memory_info = nullptr;     // the real nvmlDeviceGetMemoryInfo
-  void* memory_info_v2 = nullptr;  // the real nvmlDeviceGetMemoryInfo_v2
-};
-
-// Loaded on first need, never from inside dlsym. The process's own copy when it has one (the same
-// soname gives the same library).
-const Nvml& nvml() {
-  static const Nvml n = [] {
-    Nvml out;
-    out.lib = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
-    if (out.lib == nullptr) return out;
-    auto lookup = [&](const char* name) { return real_dlsym()(out.lib, name); };
-    auto init = reinterpret_cast<int (*)()>(lookup("nvmlInit_v2"));
-    if (init == nullptr || init() != 0) return Nvml{};
-    out.get_handle = reinterpret_cast<int (*)(const char*, void**)>(lookup("nvmlDeviceGetHandleByPciBusId_v2"));
-    out.get_processes = reinterpret_cast<NvmlGetProcesses>(lookup("nvmlDeviceGetComputeRunningProcesses_v3"));
-    out.memory_info = lookup("nvmlDeviceGetMemoryInfo");
-    out.memory_info_v2 = lookup("nvmlDeviceGetMemoryInfo_v2");
-    return out;
-  }();
-  return n;
-}
-
 // --- per device ---
 
 struct Device {
@@ -75,7 +45,6 @@ struct Device {
   std::atomic<uint64_t> counted{0};  // linear, pitched, arrays, VMM physical
   std::atomic<uint64_t> context{0};  // NVML's figure for the process less what is counted
   std::atomic<bool> measured{false};
-  std::atomic<void*> nvml_handle{nullptr};
   // Decisions on the device, one at a time: a pool's growth shows only between two reads around the
   // driver call, and another thread's growth (or admission) in between would be taken for this
   // one's, or hide it.
@@ -98,8 +67,9 @@ int set_up(int device) {
       d.limit = want;
       state = 1;
     } else if (session_get() != nullptr) {
-      log::warn("GPUMEMPROF_DEVICE_LIMIT: {} is more than device {} has ({}); device {} runs without a limit",
-                bytes_text(want), device, bytes_text(total), device);
+      log_warn(
+          fmt::format("GPUMEMPROF_DEVICE_LIMIT: {} is more than device {} has ({}); device {} runs without a limit",
+                      bytes_text(want), device, bytes_text(total), device));
     }
   }
   d.setup.store(state, std::memory_order_release);
@@ -169,15 +139,11 @@ void record_limit(int device, uint64_t context, bool refused, uint64_t before, u
 }
 
 void* nvml_handle(int device) {
-  Device& d = g_devices[device];
-  void* h = d.nvml_handle.load(std::memory_order_acquire);
-  if (h != nullptr || nvml().get_handle == nullptr) return h;
+  if (void* h = nvml::known_device(device); h != nullptr || nvml::library().get_handle == nullptr) return h;
   auto pci_of = GMP_REAL(cuDeviceGetPCIBusId);
   char pci[32];
   if (pci_of == nullptr || pci_of(pci, sizeof pci, device) != CUDA_SUCCESS) return nullptr;
-  if (nvml().get_handle(pci, &h) != 0) return nullptr;
-  d.nvml_handle.store(h, std::memory_order_release);
-  return h;
+  return nvml::device(device, pci);
 }
 
 // Re-reads the context from NVML: the process's figure less what the driver holds of the counted
@@ -188,7 +154,7 @@ void measure(int device, int64_t uncharged) {
   Device& d = g_devices[device];
   const bool first = !d.measured.exchange(true);
   void* h = nvml_handle(device);
-  const uint64_t used = h != nullptr ? nvml_process_usage(nvml().get_processes, h, getpid()) : kUnknownUsage;
+  const uint64_t used = h != nullptr ? nvml::process_usage(h, getpid()) : kUnknownUsage;
   uint64_t context = d.context.load(std::memory_order_relaxed);
   if (used != kUnknownUsage) {
     const uint64_t ours = d.counted.load(std::memory_order_relaxed) - uncharged + pools_bytes(device);
@@ -384,16 +350,6 @@ void shrink_total(int device, T* bytes) {
   if (limit != 0 && bytes != nullptr) *bytes = static_cast<T>(std::min<uint64_t>(limit, std::numeric_limits<T>::max()));
 }
 
-// NVML's memory structures (nvml.h is not a build dependency; stable ABI).
-struct NvmlMemory {
-  unsigned long long total, free, used;
-};
-struct NvmlMemoryV2 {
-  unsigned int version;
-  unsigned long long total, reserved, free, used;
-};
-constexpr int kNvmlFunctionNotFound = 13;
-
 // The CUDA device of an NVML handle, among the limited devices; -1 for any other.
 int cuda_device_of(void* handle) {
   for (int dev = 0; dev < kMaxDevices; ++dev) {
@@ -449,10 +405,10 @@ CUresult gmp_cuDeviceTotalMem_v1(unsigned int* bytes, CUdevice dev) {
       [&] { shrink_total(dev, bytes); }, bytes, dev);
 }
 
-// NVML: the process's own queries agree with the driver's; the NVML context figure is not
-// re-measured here (the collector's telemetry calls this every sample period).
-GMP_EXPORT int nvmlDeviceGetMemoryInfo(void* device, NvmlMemory* m) {
-  return query<kNvmlFunctionNotFound>(reinterpret_cast<int (*)(void*, NvmlMemory*)>(nvml().memory_info), [&] {
+// NVML: the process's own queries agree with the driver's. The NVML context figure is not
+// re-measured here: monitoring code polls this query, and each re-measure lists the device's processes.
+GMP_EXPORT int nvmlDeviceGetMemoryInfo(void* device, nvml::Memory* m) {
+  return query<nvml::kFunctionNotFound>(nvml::library().memory_info, [&] {
     if (const int dev = cuda_device_of(device); dev >= 0 && m != nullptr) {
       shrink(dev, &m->free, &m->total, false);
       m->used = m->total - m->free;
@@ -460,8 +416,8 @@ GMP_EXPORT int nvmlDeviceGetMemoryInfo(void* device, NvmlMemory* m) {
   }, device, m);
 }
 
-GMP_EXPORT int nvmlDeviceGetMemoryInfo_v2(void* device, NvmlMemoryV2* m) {
-  return query<kNvmlFunctionNotFound>(reinterpret_cast<int (*)(void*, NvmlMemoryV2*)>(nvml().memory_info_v2), [&] {
+GMP_EXPORT int nvmlDeviceGetMemoryInfo_v2(void* device, nvml::MemoryV2* m) {
+  return query<nvml::kFunctionNotFound>(nvml::library().memory_info_v2, [&] {
     if (const int dev = cuda_device_of(device); dev >= 0 && m != nullptr) {
       shrink(dev, &m->free, &m->total, false);
       m->reserved = std::min(m->reserved, m->total - m->free);
