@@ -170,7 +170,7 @@ void Collector::run() {
 }
 
 void Collector::process(Event& e) {
-  e.timestamp_ns = ticks_.to_ns(e.timestamp_ns);
+  e.timestamp_ns = ticks_.to_ns(e.ticks);
   if (e.op == Op::DeviceInfo &&
       std::find(device_order_.begin(), device_order_.end(), e.device) == device_order_.end()) {
     device_order_.push_back(e.device);

@@ -195,7 +195,7 @@ size_t Ring::pop(Event* out, size_t max) {
   // more first would let the pending events grow without bound while producers never wait. Read
   // whenever nothing is due (all were stamped after the horizon, say the consumer was descheduled
   // between reading it and reading the buffers): a pass hands out everything read before it.
-  const bool due = pending_head_ < pending_.size() && pending_[pending_head_].timestamp_ns < horizon_;
+  const bool due = pending_head_ < pending_.size() && pending_[pending_head_].ticks < horizon_;
   if (pending_.size() - pending_head_ < max || !due) {
     const uint64_t horizon = horizon_ticks();
     const size_t before = pending_.size();
@@ -205,7 +205,7 @@ size_t Ring::pop(Event* out, size_t max) {
     if (pending_.size() != before) {
       // The new events are one run per buffer, each in time order but for a signal handler's: sort
       // them (nothing to do for one thread), then merge them with the events still pending.
-      const auto by_time = [](const Event& a, const Event& b) { return a.timestamp_ns < b.timestamp_ns; };
+      const auto by_time = [](const Event& a, const Event& b) { return a.ticks < b.ticks; };
       const auto first = pending_.begin() + static_cast<ptrdiff_t>(pending_head_);
       const auto fresh = pending_.begin() + static_cast<ptrdiff_t>(before);
       if (!std::is_sorted(fresh, pending_.end(), by_time)) std::stable_sort(fresh, pending_.end(), by_time);
@@ -214,10 +214,10 @@ size_t Ring::pop(Event* out, size_t max) {
     horizon_ = horizon;
   }
   size_t n = 0;
-  while (n < max && pending_head_ < pending_.size() && pending_[pending_head_].timestamp_ns < horizon_) {
+  while (n < max && pending_head_ < pending_.size() && pending_[pending_head_].ticks < horizon_) {
     Event& e = pending_[pending_head_++];
-    e.timestamp_ns = std::max(e.timestamp_ns, last_ticks_);  // an event found late (see ring.h)
-    last_ticks_ = e.timestamp_ns;
+    e.ticks = std::max(e.ticks, last_ticks_);  // an event found late (see ring.h)
+    last_ticks_ = e.ticks;
     out[n++] = e;
   }
   if (n != 0) consumed_.fetch_add(n, std::memory_order_release);

@@ -108,7 +108,7 @@ inline void session_record(int device, Fill&& fill) {
   fill(*e);
   e->device = static_cast<int16_t>(device);
   e->thread_id = tid;
-  e->timestamp_ns = event_ticks();  // last before publishing: the ring orders threads by it
+  e->ticks = event_ticks();  // last before publishing: the ring orders threads by it
   Ring::publish(buffer, pos);
 }
 

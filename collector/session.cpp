@@ -250,7 +250,7 @@ void session_note_device(Session* s, int device) {
   entry.name[sizeof entry.name - 1] = '\0';
   entry.total_bytes = total;
   Event info{};
-  info.timestamp_ns = event_ticks();
+  info.ticks = event_ticks();
   info.thread_id = current_tid();
   info.device = static_cast<int16_t>(device);
   info.size = total;

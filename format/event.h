@@ -147,7 +147,13 @@ enum class AlertType : uint8_t { Warning = 1, Critical = 2, Fragmentation = 3, G
 inline constexpr int16_t kOutOfMemory = 2;  // CUDA_ERROR_OUT_OF_MEMORY
 
 struct Event {
-  uint64_t timestamp_ns;  // CLOCK_MONOTONIC
+  // The event's time: CLOCK_MONOTONIC nanoseconds from the collector on and in the trace; in the
+  // ring, before the collector converts it, the event clock's ticks (collector/clock.h), which
+  // only the ring and that conversion read.
+  union {
+    uint64_t timestamp_ns;
+    uint64_t ticks;
+  };
   uint64_t address;       // device pointer, host pointer, array or physical handle, or mapped va
   uint64_t size;
   uint64_t stream;

@@ -170,7 +170,9 @@ struct FrameworkOomFiguresRecord {
   void to_event(Event& e) const {
     e.op = kOp, e.size = requested, e.value = free, e.stream = capacity, e.object = allocated, e.address = reserved;
   }
-  static FrameworkOomFiguresRecord from_event(const Event& e) { return {e.size, e.value, e.stream, e.object, e.address}; }
+  static FrameworkOomFiguresRecord from_event(const Event& e) {
+    return {e.size, e.value, e.stream, e.object, e.address};
+  }
 };
 
 // Op::FrameworkAttach: the bridge attached (or was refused, or detached), with the framework's
@@ -238,7 +240,9 @@ struct CaptureBeginRecord {
   uint64_t graph = 0;
   uint64_t capture_id = 0;
   uint64_t mode = 0;
-  void to_event(Event& e) const { e.op = kOp, e.stream = stream, e.object = graph, e.value = capture_id, e.size = mode; }
+  void to_event(Event& e) const {
+    e.op = kOp, e.stream = stream, e.object = graph, e.value = capture_id, e.size = mode;
+  }
   static CaptureBeginRecord from_event(const Event& e) { return {e.stream, e.object, e.value, e.size}; }
 };
 

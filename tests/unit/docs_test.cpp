@@ -1,7 +1,8 @@
 // The documents against the code: the tables of docs/trace-format.md must say exactly what
 // format/event.h and format/trace_format.h define, every relative link in README.md and docs/
 // must lead to a file (and heading) the project has, the Python package's numbers must be the C
-// API's and the trace's, and docs/architecture.md's map must name what exists. GMP_SOURCE_DIR is the source tree's root.
+// API's and the trace's, and docs/architecture.md's map must name what exists. GMP_SOURCE_DIR is
+// the source tree's root.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -301,8 +302,8 @@ class ArchitectureMap : public ::testing::Test {
 TEST_F(ArchitectureMap, EveryFileItNamesExists) {
   // Every file of the sources by name, and by name without its extension (the map says `ring.*`).
   std::set<std::string> names, stems;
-  for (const char* dir : {"settings", "format", "model", "collector", "shim", "device_limit", "tools", "include", "python", "scripts",
-                          "cmake", "tests", "docs"}) {
+  for (const char* dir : {"settings", "format", "model", "collector", "shim", "device_limit", "tools", "include",
+                          "python", "scripts", "cmake", "tests", "docs"}) {
     for (const auto& e : fs::recursive_directory_iterator(kSource / dir)) {
       names.insert(e.path().filename().string());
       stems.insert(e.path().stem().string());

@@ -42,18 +42,21 @@ TEST(Records, CollectorRecordsKeepTheirLayout) {
 }
 
 TEST(Records, FrameworkRecordsKeepTheirLayout) {
-  EXPECT_EQ(raw(written(FrameworkOomFiguresRecord{1, 2, 3, 4, 5})), (Raw{5, 1, 3, 4, 2, 0, Op::FrameworkOomFigures}));
+  EXPECT_EQ(raw(written(FrameworkOomFiguresRecord{1, 2, 3, 4, 5})),
+            (Raw{5, 1, 3, 4, 2, 0, Op::FrameworkOomFigures}));
   EXPECT_EQ(raw(written(FrameworkOomRecord{6, 7})), (Raw{0, 6, 0, 0, 7, 0, Op::FrameworkOom}));
   const uint64_t v = framework_version(2, 11, 0);
   EXPECT_EQ(raw(written(FrameworkAttachRecord{false, v, FrameworkRefusal::OtherBackend})),
             (Raw{0, 0, 0, 2, v, 0, Op::FrameworkAttach}));
   EXPECT_EQ(raw(written(FrameworkBlockRecord{1, 2, 3, 4, true}, Op::SegmentMap)),
             (Raw{1, 2, 3, 4, kSeeded, 0, Op::SegmentMap}));
-  EXPECT_EQ(raw(written(DeviceLimitRecord{100, 10, true, 80, 30})), (Raw{30, 10, 0, 80, 100, kOutOfMemory, Op::DeviceLimit}));
+  EXPECT_EQ(raw(written(DeviceLimitRecord{100, 10, true, 80, 30})),
+            (Raw{30, 10, 0, 80, 100, kOutOfMemory, Op::DeviceLimit}));
 }
 
 TEST(Records, GraphRecordsKeepTheirLayout) {
-  EXPECT_EQ(raw(written(GraphNodeRecord{1, 2, 3, 4, 5}, Op::GraphAllocNode)), (Raw{1, 2, 4, 3, 5, 0, Op::GraphAllocNode}));
+  EXPECT_EQ(raw(written(GraphNodeRecord{1, 2, 3, 4, 5}, Op::GraphAllocNode)),
+            (Raw{1, 2, 4, 3, 5, 0, Op::GraphAllocNode}));
   EXPECT_EQ(raw(written(CaptureBeginRecord{1, 2, 3, 4})), (Raw{0, 4, 1, 2, 3, 0, Op::CaptureBegin}));
   EXPECT_EQ(raw(written(CaptureEndRecord{1, 2, 3})), (Raw{0, 0, 1, 2, 3, 0, Op::CaptureEnd}));
   EXPECT_EQ(raw(written(GraphInstantiateRecord{1, 2, 3})), (Raw{2, 0, 0, 1, 3, 0, Op::GraphInstantiate}));
@@ -65,7 +68,7 @@ TEST(Records, GraphRecordsKeepTheirLayout) {
 }
 
 TEST(Records, ReadBackWhatWasWritten) {
-  const FrameworkOomFiguresRecord f = FrameworkOomFiguresRecord::from_event(written(FrameworkOomFiguresRecord{1, 2, 3, 4, 5}));
+  const auto f = FrameworkOomFiguresRecord::from_event(written(FrameworkOomFiguresRecord{1, 2, 3, 4, 5}));
   EXPECT_EQ(std::tie(f.requested, f.free, f.capacity, f.allocated, f.reserved), std::make_tuple(1, 2, 3, 4, 5));
   const AlertRecord a = AlertRecord::from_event(written(AlertRecord{AlertType::Growth, false, 1, 2, 3}));
   EXPECT_EQ(a.type, AlertType::Growth);
