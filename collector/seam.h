@@ -17,6 +17,7 @@
 
 #include "clock.h"  // session_record's inline path: the event clock, the thread id
 #include "event.h"
+#include "records.h"
 #include "ring.h"  // session_record's inline path: claim and publish
 
 struct gpumemprof_device_stats;
@@ -46,7 +47,9 @@ Event pool_reserved_event(const PoolReading& r, Api api);
 // bytes before and after, as the driver says.
 using PoolTrimmer = bool (*)(uint64_t pool, uint64_t* reserved_before, uint64_t* reserved_after);
 
-inline constexpr uint64_t kUnknownUsage = UINT64_MAX;
+// The sample record's own "NVML did not name the process" (records.h), so the reading goes into the
+// trace as it is.
+inline constexpr uint64_t kUnknownUsage = SampleRecord::kUnknownProcessUse;
 // A device's memory as NVML reports it now, and this process's usage of it (kUnknownUsage when
 // NVML does not name the process).
 struct NvmlReading {
