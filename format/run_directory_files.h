@@ -10,6 +10,7 @@ inline constexpr const char* kSummaryFile = "summary.json";
 inline constexpr const char* kAttributionFile = "attribution.jsonl";
 inline constexpr const char* kLogFile = "gpumemprof.log";
 inline constexpr const char* kAlertCommandLogFile = "alert_command.log";
+inline constexpr const char* kLiveFile = "live.bin";  // live_file.h: the figures while the process runs
 inline constexpr const char* kOomSubdirectory = "oom";  // OOM bundles, unless GPUMEMPROF_OOM_DIR says otherwise
 
 }  // namespace gmp
