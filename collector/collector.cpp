@@ -73,6 +73,7 @@ bool Collector::start() {
   log::attach_file(dir_, kLogFile);
   write_manifest();
   metrics_.open(config_.metrics_dir, config_.metrics_interval_ms, info_);
+  live_file_.open(dir_, config_, info_);
   attribution_.set_file(dir_, kAttributionFile);
   // A trace that cannot be created is said once (TraceWriter); events are still counted.
   trace_.open(dir_,
@@ -98,6 +99,7 @@ size_t Collector::drain_once() {
   if (trace_.buffered() >= kFlushEvents) trace_.flush();
   live_.end_pass(pass, ring_, accounting_);
   if (n > 0) processed_.store(ring_.consumed(), std::memory_order_release);
+  live_file_.maybe_publish(now_ns(), accounting_, std::max(lost_.load(std::memory_order_relaxed), ring_.dropped()));
   return n;
 }
 
@@ -193,6 +195,7 @@ void Collector::account(const Event& e) {
   live_.before(e, accounting_, ticks_);
   accounting_.apply(e);
   live_.after(e, accounting_);
+  live_file_.note(e, accounting_);
   metrics_.note(e);
   trace_.append(e);
 }
@@ -285,6 +288,11 @@ void Collector::write_summary(bool clean_exit, int signal, const char* ended_by,
     log::error("cannot write {}/{}: {}; its figures are not saved", run_dir_, kSummaryFile, std::strerror(errno));
   }
   metrics_.write_final(now_ns(), accounting_);
+  const std::string_view how = ended_by;
+  live_file_.finish(how == kEndedBySignal ? live::State::Signalled
+                    : how == kEndedByExec ? live::State::Exec
+                                          : live::State::Exited,
+                    accounting_, ctx.events_lost);
 }
 
 bool Collector::checkpoint(Ending why, int signal, uint64_t timeout_ms) {

@@ -13,6 +13,7 @@
 #include "config.h"
 #include "device_table.h"
 #include "live_figures.h"
+#include "live_publisher.h"
 #include "metrics_writer.h"
 #include "alert_actions.h"
 #include "alerts.h"
@@ -104,6 +105,7 @@ class Collector {
   SpaceReserve reserve_;
   MetricsFile metrics_;
   LiveFigures& live_ = live_figures();
+  LivePublisher live_file_;
   Watchdog watchdog_;
   std::string run_dir_;
   std::string error_;

@@ -65,6 +65,8 @@ Config parse_config(const EnvLookup& env) {
   r.read(settings::oom_wait_ms, c.oom_wait_ms);
   r.read(settings::metrics_dir, c.metrics_dir);
   r.read(settings::metrics_interval_ms, c.metrics_interval_ms);
+  r.read(settings::live, c.live);
+  r.read(settings::live_registry, c.live_registry);
   r.read(settings::watchdog, c.watchdog_trim);
   r.read(settings::watchdog_min_interval_ms, c.watchdog_min_interval_ms);
   r.read(settings::device_limit, c.device_limit);

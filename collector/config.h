@@ -45,6 +45,8 @@ struct Config {
   uint64_t oom_wait_ms = 5000;  // how long a failing call waits for its bundle
   std::string metrics_dir;      // where the Prometheus textfile goes (docs/metrics.md); empty: none
   uint64_t metrics_interval_ms = 5000;
+  bool live = true;           // live.bin and a registry entry, for gpumemprof top (docs/live.md)
+  std::string live_registry;  // the registry's directory; empty: /tmp/gpumemprof-UID (live_registry.h)
   bool watchdog_trim = false;  // GPUMEMPROF_WATCHDOG=trim: trim pools on a critical alert (watchdog.h)
   uint64_t watchdog_min_interval_ms = 30000;
   std::string device_limit;  // GPUMEMPROF_DEVICE_LIMIT as given (docs/device-limit.md); empty: none

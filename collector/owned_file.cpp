@@ -14,8 +14,12 @@ namespace gmp {
 
 OwnedFile::~OwnedFile() { close(); }
 
-bool OwnedFile::create(const OwnedDir& dir, const std::string& name, bool exclusive) {
-  const int flags = O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | (exclusive ? O_EXCL : 0);
+namespace {
+int open_flags(bool in_place) { return O_WRONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | (in_place ? 0 : O_APPEND); }
+}  // namespace
+
+bool OwnedFile::create(const OwnedDir& dir, const std::string& name, bool exclusive, bool in_place) {
+  const int flags = open_flags(in_place) | O_CREAT | (exclusive ? O_EXCL : 0);
   const int dirfd = dir.fd();
   if (dirfd < 0) return false;
   const int fd = ::openat(dirfd, name.c_str(), flags, 0600);
@@ -33,6 +37,7 @@ bool OwnedFile::create(const OwnedDir& dir, const std::string& name, bool exclus
   dev_ = st.st_dev;
   ino_ = st.st_ino;
   size_ = st.st_size;
+  in_place_ = in_place;
   fd_ = move_high(fd);
   return true;
 }
@@ -47,7 +52,7 @@ bool OwnedFile::reopen() {
   fd_ = -1;  // the old number belongs to the program now: never close it
   const int dirfd = dir_ != nullptr ? dir_->fd() : -1;
   if (dirfd < 0) return false;
-  const int fd = ::openat(dirfd, name_.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+  const int fd = ::openat(dirfd, name_.c_str(), open_flags(in_place_));
   if (fd < 0) return false;
   struct stat st {};
   // Same inode and exactly the bytes we wrote: an inode number can be reused by a new file.

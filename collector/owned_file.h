@@ -30,8 +30,10 @@ class OwnedFile {
   OwnedFile& operator=(const OwnedFile&) = delete;
 
   // Creates `name` in `dir` (mode 0600, close-on-exec, never through a symlink, never blocking)
-  // for appending. `exclusive`: fail if it exists. `dir` must outlive this file. False with errno set.
-  bool create(const OwnedDir& dir, const std::string& name, bool exclusive);
+  // for appending, or with `in_place` for rewriting at fixed offsets (a file of fixed size, made
+  // so by allocate(): live.bin). `exclusive`: fail if it exists. `dir` must outlive this file.
+  // False with errno set.
+  bool create(const OwnedDir& dir, const std::string& name, bool exclusive, bool in_place = false);
   bool is_open() const { return fd_ >= 0; }
   // As messages name it.
   const std::string& path() const { return path_; }
@@ -40,6 +42,9 @@ class OwnedFile {
   // partial write is cut off again). False with errno set when the file cannot be written (ENOENT:
   // it was removed, or the program took our descriptor and the file cannot be reached again).
   bool append(const void* data, size_t size);
+  // The descriptor to write at an offset with (in-place files), checked as append() checks it and
+  // reopened when the program took it over; -1 with errno set.
+  int checked_fd() { return usable(); }
   // Gives the file `bytes` of disk (posix_fallocate, zeros where unsupported): 0 or the error.
   int allocate(uint64_t bytes);
   // Closes our descriptor (never one the program took over); the file stays.
@@ -60,6 +65,7 @@ class OwnedFile {
   dev_t dev_ = 0;
   ino_t ino_ = 0;
   off_t size_ = 0;  // what we have written: only we append to our files
+  bool in_place_ = false;
   unsigned reopened_ = 0;
 };
 

@@ -85,14 +85,16 @@ struct LiveTop {
 // An OOM, an alert fired or cleared, or a watchdog's cleanup.
 struct LiveNotice {
   uint64_t realtime_ns;
-  uint64_t size;       // OOM: the bytes asked for; alert: its threshold; cleanup: the bytes released
+  uint64_t size;       // OOMs: the bytes asked for; alert: its threshold; cleanup: the bytes released
   uint64_t allocated;  // the device's allocated and reserved just after it
   uint64_t reserved;
   uint32_t stack_id;   // OOM: the failing call's stack
   int16_t device;
   uint8_t type;        // kOom, ...
   uint8_t alert_type;  // event.h's AlertType, for alerts
-  static constexpr uint8_t kOom = 1, kAlertFired = 2, kAlertCleared = 3, kCleanup = 4;
+  // kFrameworkOom: the framework raised its out-of-memory error (PyTorch's OutOfMemoryError),
+  // whether or not a driver call failed first.
+  static constexpr uint8_t kOom = 1, kAlertFired = 2, kAlertCleared = 3, kCleanup = 4, kFrameworkOom = 5;
 };
 
 // One second of history: the highest allocated and reserved of each device during that second.

@@ -59,11 +59,11 @@ std::optional<uint64_t> process_start_ticks(uint64_t pid) {
   if (n <= 0) return std::nullopt;
   buf[n] = '\0';
   // The command name (field 2) is in parentheses and may hold spaces or ')': fields count from the
-  // last ')'. Field 3 follows it; field 22 is the 20th after it.
+  // last ')'; field 3 follows it, so field 22 comes after 19 more.
   const char* p = std::strrchr(buf, ')');
   if (p == nullptr) return std::nullopt;
   ++p;
-  for (int field = 2; field < 22; ++field) {
+  for (int field = 3; field < 22; ++field) {
     while (*p == ' ') ++p;
     while (*p != ' ' && *p != '\0') ++p;
     if (*p == '\0') return std::nullopt;

@@ -20,7 +20,6 @@
 
 namespace gmp::live {
 
-inline constexpr const char* kRegistryVariable = "GPUMEMPROF_LIVE_REGISTRY";
 
 // The registry's path: `configured` (GPUMEMPROF_LIVE_REGISTRY's value) when not empty, else
 // /tmp/gpumemprof-UID.

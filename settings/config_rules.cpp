@@ -137,6 +137,8 @@ const SettingRule oom_wait_ms{"GPUMEMPROF_OOM_WAIT_MS", "5000", "an integer from
 const SettingRule metrics_dir{"GPUMEMPROF_METRICS_DIR", "none", "a non-empty directory path", path};
 const SettingRule metrics_interval_ms{"GPUMEMPROF_METRICS_INTERVAL_MS", "5000", "an integer from 100 to 3600000",
                                       uint_in<100, 3'600'000>};
+const SettingRule live{"GPUMEMPROF_LIVE", "1", kBoolForm, boolean};
+const SettingRule live_registry{"GPUMEMPROF_LIVE_REGISTRY", "/tmp/gpumemprof-UID", "a non-empty directory path", path};
 const SettingRule watchdog{"GPUMEMPROF_WATCHDOG", "off", "off or trim", watchdog_mode};
 const SettingRule watchdog_min_interval_ms{"GPUMEMPROF_WATCHDOG_MIN_INTERVAL_MS", "30000",
                                            "an integer from 0 to 86400000", uint_in<0, 86'400'000>};

@@ -90,6 +90,8 @@ std::map<std::string, std::string> Sandbox::env(const std::map<std::string, std:
       {"LD_PRELOAD", Paths::shim()},
       {"LD_LIBRARY_PATH", Paths::fake_dir()},
       {"GPUMEMPROF_OUTPUT", dir_ + "/run.%p"},
+      // Not the user's own registry (/tmp/gpumemprof-UID): the tests' processes are no one's to see.
+      {"GPUMEMPROF_LIVE_REGISTRY", dir_ + "/registry"},
       {"FAKE_CUDA_CAPACITY", "16G"},
   };
   for (auto& [k, v] : extra) e[k] = v;
