@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "clock.h"
+#include "file_io.h"
 #include "live_registry.h"
 #include "log.h"
 #include "program_name.h"
@@ -64,6 +65,12 @@ void largest(std::vector<LiveAllocation> all, size_t n, uint8_t level, LiveTop* 
 void LivePublisher::open(const OwnedDir& run_dir, const Config& config, const ProcessInfo& info) {
   std::fill(std::begin(slots_), std::end(slots_), int8_t{-1});
   if (!config.live) return;
+  // Never past RLIMIT_FSIZE: allocating beyond it would raise SIGXFSZ in the program's thread.
+  if (file_size_limit() < sizeof(LiveFile)) {
+    log::warn("cannot create {}: RLIMIT_FSIZE is below its {} bytes; no live view (gpumemprof top) of this process",
+              run_dir.shown(kLiveFile), sizeof(LiveFile));
+    return;
+  }
   // Exclusive: a run directory is new, so a live.bin already there is not ours to write.
   if (!file_.create(run_dir, kLiveFile, /*exclusive=*/true, /*in_place=*/true)) {
     log::warn("cannot create {}: {}; no live view (gpumemprof top) of this process", run_dir.shown(kLiveFile),
