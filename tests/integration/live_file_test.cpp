@@ -183,6 +183,35 @@ TEST(LiveFile, FatalSignalIsSaid) {
   EXPECT_TRUE(exists(box.dir() + "/registry/" + live::registry_entry_name(f->pid, f->start_ticks)));
 }
 
+TEST(LiveFile, ExecEndsTheOldFileAndTheNewImageHasItsOwn) {
+  Sandbox box;
+  const RunResult r = box.run({Paths::bin("prog_lifecycle"), "exec"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto dirs = box.run_dirs();
+  ASSERT_EQ(dirs.size(), 2u);
+  const auto before = read_live(dirs[0] + "/live.bin"), after = read_live(dirs[1] + "/live.bin");
+  ASSERT_TRUE(before && after);
+  EXPECT_EQ(before->state, static_cast<uint32_t>(live::State::Exec));
+  EXPECT_EQ(before->devices[0].allocated, 1ull << 20);
+  EXPECT_EQ(after->state, static_cast<uint32_t>(live::State::Exited));
+  EXPECT_EQ(after->devices[0].allocated_peak, 3ull << 20);
+  EXPECT_EQ(before->pid, after->pid);  // one process, two images: its entry came and went twice
+  EXPECT_FALSE(exists(box.dir() + "/registry/" + live::registry_entry_name(after->pid, after->start_ticks)));
+}
+
+TEST(LiveFile, AForkedChildPublishesItsOwn) {
+  Sandbox box;
+  const RunResult r = box.run({Paths::bin("prog_lifecycle"), "fork"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto dirs = box.run_dirs();
+  ASSERT_EQ(dirs.size(), 2u);
+  const auto a = read_live(dirs[0] + "/live.bin"), b = read_live(dirs[1] + "/live.bin");
+  ASSERT_TRUE(a && b);
+  EXPECT_NE(a->pid, b->pid);
+  EXPECT_EQ(a->state, static_cast<uint32_t>(live::State::Exited));
+  EXPECT_EQ(b->state, static_cast<uint32_t>(live::State::Exited));
+}
+
 TEST(LiveFile, OomsAreNoticed) {
   Sandbox box;
   const RunResult r = box.run({Paths::bin("prog_ops"), "alloc:1000", "expect_fail:1T"});
