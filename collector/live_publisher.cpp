@@ -150,6 +150,7 @@ void LivePublisher::note(const Event& e, const Accounting& acc) {
     live::LiveSecond& s = f_->history[second % live::kHistorySeconds];
     s.allocated_max[slot] = std::max(s.allocated_max[slot], d.allocated.current);
     s.reserved_max[slot] = std::max(s.reserved_max[slot], d.reserved.current);
+    if (history_from_ == 0) history_from_ = second;  // the slot changed: the next publish writes it
   }
   uint8_t type = 0;
   LiveNotice n{};
@@ -212,7 +213,6 @@ void LivePublisher::fill(const Accounting& acc, uint64_t lost, uint64_t now_ns) 
   std::copy(acc.alerts_fired().begin(), acc.alerts_fired().end(), f_->alerts_fired);
   f_->host_pinned = acc.host_pinned().current;
   f_->host_pinned_peak = acc.host_pinned().peak;
-  const auto live_counts = acc.live_by_device();
   for (const auto& [ordinal, d] : acc.devices()) {
     const int slot = slot_of(ordinal);
     if (slot < 0) continue;
@@ -223,8 +223,6 @@ void LivePublisher::fill(const Accounting& acc, uint64_t lost, uint64_t now_ns) 
     o.allocated_peak = d.allocated.peak;
     o.reserved = d.reserved.current;
     o.reserved_peak = d.reserved.peak;
-    const auto counted = live_counts.find(ordinal);
-    o.live_allocations = counted == live_counts.end() ? 0 : counted->second.count;
     o.alloc_count = d.alloc_count;
     o.free_count = d.free_count;
     o.failed_allocs = d.failed_alloc_count;
@@ -271,6 +269,10 @@ void LivePublisher::rebuild_top(const Accounting& acc, uint64_t now_ns) {
   size_t used = 0;
   while (used < live::kTopAllocations && f_->top[used].size != 0) ++used;
   largest(acc.live_tensors(), live::kTopAllocations, LiveTop::kTensor, f_->top + used, realtime_offset_);
+  // The live counts are a walk of the tables too: taken with the largest, at the same pace.
+  for (const auto& [ordinal, totals] : acc.live_by_device()) {
+    if (const int slot = slot_of(ordinal); slot >= 0) f_->devices[slot].live_allocations = totals.count;
+  }
   f_->top_realtime_ns = realtime_of(now_ns);
   top_dirty_ = false;
   last_top_ns_ = now_ns;
@@ -338,6 +340,7 @@ void LivePublisher::finish(live::State state, const Accounting& acc, uint64_t lo
   if (top_dirty_) rebuild_top(acc, now);
   f_->state = static_cast<uint32_t>(state);
   dirty_ = true;
+  if (history_from_ == 0) history_from_ = f_->history_latest;
   publish(now, acc, lost);
   if (state == live::State::Exec) {
     exec_ns_ = now;

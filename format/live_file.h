@@ -51,7 +51,7 @@ struct LiveDevice {
   uint64_t total_bytes;
   // Driver level.
   uint64_t allocated, allocated_peak, reserved, reserved_peak;
-  uint64_t live_allocations;  // what allocated counts, one each (docs/accounting.md §Counts)
+  uint64_t live_allocations;  // live allocations and tensors (docs/accounting.md §Counts), as of `top_realtime_ns`
   uint64_t alloc_count, free_count, failed_allocs;
   // The framework's caching allocator (PyTorch's), with kFramework: tensors and its segments.
   uint64_t tensors, tensors_peak, framework_reserved, framework_reserved_peak;

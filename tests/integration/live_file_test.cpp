@@ -90,7 +90,6 @@ TEST(LiveFile, FollowsEachStepExactlyAndEndsExited) {
   EXPECT_EQ(f->devices[0].total_bytes, 16ull << 30);
   EXPECT_EQ(f->devices[0].allocated_peak, 3 * MB);
   EXPECT_EQ(f->devices[0].reserved, 3 * MB);
-  EXPECT_EQ(f->devices[0].live_allocations, 2u);
   EXPECT_EQ(f->devices[0].alloc_count, 2u);
   EXPECT_EQ(f->devices[0].flags & live::LiveDevice::kFramework, 0u);
   EXPECT_EQ(f->devices[1].ordinal, -1);
@@ -101,6 +100,7 @@ TEST(LiveFile, FollowsEachStepExactlyAndEndsExited) {
   EXPECT_EQ(f->top[0].level, live::LiveTop::kDriver);
   EXPECT_NE(f->top[0].stack_id, 0u);
   EXPECT_EQ(f->top[2].size, 0u);
+  EXPECT_EQ(f->devices[0].live_allocations, 2u);  // counted with the largest
   EXPECT_NE(f->history_latest, 0u);
   EXPECT_EQ(f->history[f->history_latest % live::kHistorySeconds].allocated_max[0], 3 * MB);
   // Registered while it runs: PID.START_TICKS -> the run directory; the file is ours alone.
@@ -115,10 +115,12 @@ TEST(LiveFile, FollowsEachStepExactlyAndEndsExited) {
   EXPECT_EQ(st.st_mode & 0777, 0700u);
 
   touch(a);
-  f = read_until(file, [](const LiveFile& f) { return f.devices[0].allocated == 2'500'000; });
+  f = read_until(file, [](const LiveFile& f) { return f.devices[0].allocated == 2'500'000 && f.top[1].size == 500'000; });
   ASSERT_TRUE(f);
   EXPECT_EQ(f->devices[0].allocated_peak, 3 * MB);
   EXPECT_EQ(f->devices[0].live_allocations, 2u);
+  EXPECT_EQ(f->top[0].size, 2 * MB);
+  EXPECT_EQ(f->top[1].size, 500'000u);
   EXPECT_EQ(f->devices[0].free_count, 1u);
   touch(b);
   const RunResult r = wait_for(pid, out, -1, 30);
@@ -132,6 +134,34 @@ TEST(LiveFile, FollowsEachStepExactlyAndEndsExited) {
   const nlohmann::json s = read_json_file(run + "/summary.json");
   EXPECT_EQ(s["events"]["recorded"], f->events);
   EXPECT_FALSE(exists(entry)) << "the registry entry outlived its process";
+}
+
+// A peak between two publishes is never in the figures' current values, but its second's history
+// slot holds it.
+TEST(LiveFile, HistoryKeepsAPeakShorterThanAPublish) {
+  Sandbox box;
+  const std::string go = box.dir() + "/go";
+  int out = -1;
+  const pid_t pid =
+      box.spawn({Paths::bin("prog_ops"), "alloc:1000", "alloc:5000000", "free_last", "wait:" + go}, {}, &out);
+  const std::string file = wait_run_dir(box) + "/live.bin";
+  auto f = read_until(file, [](const LiveFile& f) { return f.devices[0].free_count == 1; });
+  ASSERT_TRUE(f);
+  touch(go);
+  wait_for(pid, out, -1, 30);
+  close(out);
+  f = read_live(file);
+  ASSERT_TRUE(f);
+  uint64_t highest = 0, seconds = 0;
+  for (const live::LiveSecond& s : f->history) {
+    if (s.second == 0) continue;
+    ++seconds;
+    EXPECT_LE(s.second, f->history_latest);
+    highest = std::max(highest, s.allocated_max[0]);
+  }
+  EXPECT_GE(seconds, 1u);
+  EXPECT_EQ(highest, 5'001'000u);
+  EXPECT_EQ(f->history[f->history_latest % live::kHistorySeconds].allocated_max[0] >= 1000, true);
 }
 
 TEST(LiveFile, OffWithLiveZero) {
