@@ -107,6 +107,8 @@ ConfigRecord config_record(const Config& c) {
   if (!c.metrics_dir.empty()) r.metrics_dir = c.metrics_dir;
   r.metrics_interval_ms = c.metrics_interval_ms;
   if (!c.device_limit.empty()) r.device_limit = c.device_limit;
+  r.live = c.live;
+  if (!c.live_registry.empty()) r.live_registry = c.live_registry;
   return r;
 }
 

@@ -294,6 +294,11 @@ void LivePublisher::publish(uint64_t now_ns, const Accounting& acc, uint64_t los
   const int fd = file_.checked_fd();
   if (fd < 0) {
     ok = false;
+  } else if (file_size_limit() < sizeof(LiveFile)) {
+    // The program lowered RLIMIT_FSIZE below the file: a write past it would raise SIGXFSZ (and
+    // the last publish runs on the program's exiting thread, where that signal kills).
+    ok = false;
+    errno = EFBIG;
   } else {
     writer_.set_fd(fd);
     ok = writer_.publish(*f_, figures, from == 0 ? 0 : from);

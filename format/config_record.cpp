@@ -38,6 +38,8 @@ json to_json(const ConfigRecord& c) {
       {"metrics_dir", reader::or_null(c.metrics_dir)},
       {"metrics_interval_ms", c.metrics_interval_ms},
       {"device_limit", reader::or_null(c.device_limit)},
+      {"live", c.live},
+      {"live_registry", reader::or_null(c.live_registry)},
   };
 }
 
@@ -66,6 +68,8 @@ ConfigRecord config_record_from_json(const json* j) {
   c.metrics_dir = reader::as_string(member(j, "metrics_dir"));
   c.metrics_interval_ms = reader::u64_or(member(j, "metrics_interval_ms"));
   c.device_limit = reader::as_string(member(j, "device_limit"));
+  c.live = reader::as_bool(member(j, "live")).value_or(c.live);
+  c.live_registry = reader::as_string(member(j, "live_registry"));
   return c;
 }
 

@@ -51,7 +51,8 @@ TEST(ManifestRecord, Text) {
   const json j = to_json(sample_manifest());
   EXPECT_EQ(json_text(j),
             R"({"argv":["python3","train.py"],"config":{"critical_percent":0.0,"device_limit":"L4","enable":true,)"
-            R"("fragmentation":0.0,"leak_bytes":0,"log_level":"warn","metrics_dir":"/var/lib/node_exporter","metrics_interval_ms":5000,)"
+            R"("fragmentation":0.0,"leak_bytes":0,"live":true,"live_registry":null,"log_level":"warn",)"
+            R"("metrics_dir":"/var/lib/node_exporter","metrics_interval_ms":5000,)"
             R"("on_alert":null,"oom_dir":"/scratch/oom","oom_events":0,)"
             R"("oom_max_dumps":0,"oom_max_total_mb":0,"oom_wait_ms":0,"output":"runs/%p","python_stacks":true,)"
             R"("ring_events":0,"sample_ms":100,"stacks":0,"tensor_stacks":"python","trace_max":0,"warn_percent":80.0},"cuda_driver_version":12040,)"
