@@ -181,7 +181,7 @@ std::vector<std::string> detail_lines(const reader::LiveProcess& p, uint64_t now
     lines.push_back("largest live allocations");
     for (int i = 0; i < tops; ++i) {
       const live::LiveTop& t = f.top[i];
-      std::string line = "  " + pad(bytes_text(t.size), 11) + (t.level == live::LiveTop::kTensor ? "tensor" : "driver") +
+      std::string line = "  " + pad(bytes_text(t.size), 11) + "  " + (t.level == live::LiveTop::kTensor ? "tensor" : "driver") +
                          "  device " + device_name(t.device) + "  " + labels.at(t.stack_id);
       lines.push_back(line);
     }

@@ -238,6 +238,9 @@ LiveScan LiveReader::refresh(uint64_t now_ns) {
     }
     discover_root(now_ns);
   } else {
+    // Which run directories the registry names is this listing's to say: an entry gone since (its
+    // process exited, another reader removed it) names nothing.
+    for (auto& [_, k] : known_) k.registry_entry.clear();
     discover_registry(scan);
     if (!scan.error.empty()) return scan;
   }
