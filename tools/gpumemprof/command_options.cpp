@@ -233,8 +233,8 @@ const CommandOptions kTopOptions = {
     "the GPU memory of the profiled processes running now, refreshed live",
     "usage: gpumemprof top [--interval SECONDS] [--root DIR] [--all] [--keep SECONDS]\n"
     "       gpumemprof top --once|--json [--root DIR] [--all] [--keep SECONDS]\n"
-    "  Shows every profiled process of this user that is running now, one row per process and device:\n"
-    "  PID, PROCESS (the script for Python), RANK, DEV, ALLOCATED, RESERVED, PEAK (the peak reserved),\n"
+    "  Shows every profiled process of this user that is running now, one row per process and device\n"
+    "  with PID, PROCESS (the script for Python), RANK, DEV, ALLOCATED, RESERVED, PEAK (the peak reserved),\n"
     "  TENSORS, CACHE and OUTSIDE (PyTorch's tensors, its cache, and what is reserved outside it; - without\n"
     "  the framework bridge), NVML USED/TOTAL (the device as nvidia-smi sees it), ALERTS, OOMS, AGE and\n"
     "  STATE (running, exited, killed, exec, dead). Processes that ended or died stay listed for --keep\n"

@@ -126,7 +126,8 @@ int print_once(const TopArgs& args) {
 
 int top_main(int argc, char** argv) {
   TopArgs args;
-  const char* configured = std::getenv(live::kRegistryVariable);
+  // Spelled here: the settings' table (settings/config_rules.cpp) owns the variable's rule.
+  const char* configured = std::getenv("GPUMEMPROF_LIVE_REGISTRY");
   args.sources.registry = live::registry_dir(configured ? configured : "", geteuid());
   if (auto status = parse(argc, argv, args)) return *status;
   if (args.once || args.json || !isatty(STDOUT_FILENO)) return print_once(args);
