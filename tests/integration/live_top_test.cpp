@@ -77,7 +77,7 @@ struct TwoRanks {
 
 // The AGE column counts seconds: shown as "AGE" in the expected lines.
 std::string without_age(const std::string& text) {
-  return std::regex_replace(text, std::regex(R"(  ( *)(\d+s|\d+m\d\ds)  )"), "  $1AGE  ");
+  return std::regex_replace(text, std::regex(R"(  +(\d+s|\d+m\d\ds)  )"), "  AGE  ");
 }
 
 TEST(LiveTop, OncePrintsTheTableWithExactFigures) {
@@ -95,13 +95,13 @@ TEST(LiveTop, OncePrintsTheTableWithExactFigures) {
   const std::string pid = std::to_string(getpid());
   const std::string pad(pid.size() > 9 ? 0 : 9 - pid.size(), ' ');
   // Sorted by ALLOCATED, largest first.
-  EXPECT_EQ(titles, std::string(9 - 3, ' ') + "PID  PROCESS   RANK  DEV  ALLOCATED  RESERVED      PEAK    TENSORS      CACHE"
-                    "   OUTSIDE    NVML USED/TOTAL  ALERTS  OOMS  AGE  STATE");
-  EXPECT_EQ(without_age(row0), pad + pid + "  train.py     0    0   1.00 GiB  2.00 GiB  2.50 GiB  768.00 MiB  256.00 MiB"
+  EXPECT_EQ(titles, "      PID  PROCESS   RANK  DEV   ALLOCATED    RESERVED      PEAK     TENSORS       CACHE   OUTSIDE"
+                    "      NVML USED/TOTAL  ALERTS  OOMS  AGE  STATE");
+  EXPECT_EQ(without_age(row0), pad + pid + "  train.py     0    0    1.00 GiB    2.00 GiB  2.50 GiB  768.00 MiB  256.00 MiB"
                                              "  1.00 GiB  10.00 GiB/80.00 GiB       2     1  AGE  running")
       << row0;
-  EXPECT_EQ(without_age(row1), "999999999  eval.py      1    1 512.00 MiB 512.00 MiB  1.00 GiB           -           -"
-                               "         -                  -       0     0  AGE  dead")
+  EXPECT_EQ(without_age(row1), "999999999  eval.py      1    1  512.00 MiB  512.00 MiB  1.00 GiB           -           -"
+                               "         -                    -       0     0  AGE  dead")
       << row1;
 }
 
@@ -230,21 +230,24 @@ class Tmux {
     pclose(p);
     return out;
   }
-  // Waits (up to 15 s) until the pane shows what `ok` looks for; the last capture either way.
+  // Waits (up to 15 s) until the pane shows what `ok` looks for; the last capture either way, and
+  // a failure saying what the pane showed when it never did.
   template <typename Ok>
-  std::string wait_for(Ok ok) const {
+  std::string wait_for(Ok ok, const std::string& what) const {
     std::string shown;
     for (int i = 0; i < 300; ++i) {
       shown = capture();
       if (ok(shown)) return shown;
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
+    ADD_FAILURE() << "the pane never showed " << what << "; it shows:\n" << shown;
     return shown;
   }
   std::string wait_for_text(const std::string& text) const {
-    return wait_for([&](const std::string& s) { return s.find(text) != std::string::npos; });
+    return wait_for([&](const std::string& s) { return s.find(text) != std::string::npos; }, "'" + text + "'");
   }
-  void keys(const std::string& keys) const { command("send-keys -t gmp " + keys); }
+  // Key names (Enter, Left) or a character, quoted for the shell.
+  void keys(const std::string& keys) const { command("send-keys -t gmp '" + keys + "'"); }
 
  private:
   std::string socket_;
@@ -309,13 +312,15 @@ TEST(LiveTop, TheScreenFollowsTheFilesAndTheKeys) {
   EXPECT_EQ(shown.find("PAUSED"), std::string::npos) << shown;
   // Back to the table; then a narrow terminal: columns dropped from the right, nothing wrapped.
   tmux.keys("Escape");
-  shown = tmux.wait_for_text("STATE");
+  shown = tmux.wait_for_text("NVML USED/TOTAL");  // 120 columns: up to NVML's
   EXPECT_NE(shown.find("PROCESS"), std::string::npos) << shown;
   ASSERT_EQ(tmux.command("resize-window -t gmp -x 40 -y 10"), 0);
-  shown = tmux.wait_for([](const std::string& s) { return s.find("STATE") == std::string::npos && s.find("PID") != std::string::npos; });
+  shown = tmux.wait_for(
+      [](const std::string& s) { return s.find("RESERVED") == std::string::npos && s.find("PID") != std::string::npos; },
+      "the table for 40 columns");
   EXPECT_LE(widest_line(shown), 40u) << shown;
-  EXPECT_NE(shown.find("PROCESS"), std::string::npos) << shown;
-  ASSERT_EQ(tmux.command("resize-window -t gmp -x 120 -y 40"), 0);
+  EXPECT_NE(shown.find("PID  PROCESS   RANK  DEV\n"), std::string::npos) << shown;
+  ASSERT_EQ(tmux.command("resize-window -t gmp -x 200 -y 40"), 0);
   shown = tmux.wait_for_text("STATE");
   EXPECT_NE(shown.find("5.00 GiB"), std::string::npos) << shown;
   // q quits with status 0.

@@ -99,7 +99,12 @@ class Screen {
 
   // False to quit.
   bool handle(int key) {
-    if (key == KEY_RESIZE) return true;  // draw() lays out for the new size
+    if (key == KEY_RESIZE) {
+      // draw() lays out for the new size; the terminal may have reflowed what it showed (tmux
+      // does), so all of it is drawn again, not only what changed.
+      clearok(curscr, TRUE);
+      return true;
+    }
     if (key == 'p' || key == 'P') {
       paused_ = !paused_;
       return true;
@@ -225,8 +230,19 @@ int run_screen(reader::LiveReader& reader, const ScreenOptions& options, std::st
     why = std::string("cannot open the terminal: ") + std::strerror(errno);
     return -1;
   }
+  // The terminal's own size, and its changes: LINES and COLUMNS in the environment are often
+  // stale, or set for the line-oriented outputs (docs/report.md, "Width"), and ncurses would take
+  // them over the terminal's size, even after a resize. Put back for the table printed instead
+  // when the screen cannot be used.
+  const char* lines_env = std::getenv("LINES");
+  const char* columns_env = std::getenv("COLUMNS");
+  const std::string saved_lines = lines_env ? lines_env : "", saved_columns = columns_env ? columns_env : "";
+  unsetenv("LINES");
+  unsetenv("COLUMNS");
   SCREEN* screen = newterm(nullptr, out, stdin);
   if (screen == nullptr) {
+    if (lines_env) setenv("LINES", saved_lines.c_str(), 1);
+    if (columns_env) setenv("COLUMNS", saved_columns.c_str(), 1);
     std::fclose(out);
     why = std::string("the terminal type '") + term + "' is unknown to this system's terminfo";
     return -1;
