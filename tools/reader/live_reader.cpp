@@ -127,25 +127,26 @@ void LiveReader::discover_registry(LiveScan& scan) {
   closedir(d);
 }
 
-void LiveReader::discover_root(uint64_t now_ns) {
+bool LiveReader::discover_root(uint64_t now_ns) {
   const std::string& root = *sources_.root;
   struct stat st {};
-  if (stat(root.c_str(), &st) != 0) return;
+  if (stat(root.c_str(), &st) != 0) return false;
   // A scan of the tree costs a stat per directory: done again when ROOT itself changed (a new run
   // directory under it) and every few seconds (a new one deeper down).
   constexpr uint64_t kRescanNs = 5'000'000'000;
-  if (mtime_ns(st) == root_mtime_ns_ && now_ns - last_root_scan_ns_ < kRescanNs) return;
+  if (mtime_ns(st) == root_mtime_ns_ && now_ns - last_root_scan_ns_ < kRescanNs) return false;
   root_mtime_ns_ = mtime_ns(st);
   last_root_scan_ns_ = now_ns;
   std::string path = root.size() > 1 && root.back() == '/' ? root.substr(0, root.size() - 1) : root;
   if (::access((path + "/" + kLiveFile).c_str(), F_OK) == 0) {
     known_[path];
-    return;
+    return true;
   }
   for (const JobMember& m : find_run_directories(path)) {
     if (!m.error.empty()) continue;  // what we may not read holds no live file we may read
     if (::access((m.path + "/" + kLiveFile).c_str(), F_OK) == 0) known_[m.path];
   }
+  return true;
 }
 
 void LiveReader::update(const std::string& run_dir, Known& k, uint64_t now_ns) {
@@ -212,6 +213,7 @@ void LiveReader::update(const std::string& run_dir, Known& k, uint64_t now_ns) {
   k.mtime_ns = mtime_ns(st);
   k.file = std::move(snapshot);
   k.seen = true;
+  k.hidden = false;
   k.liveness = r == live::ReadResult::Torn ? Liveness::Dead : l;
   // Dead by /proc never comes back; dead by heartbeat might (a stalled machine's writer).
   const bool by_proc = l == Liveness::Dead && live::text_of(k.file->host) == here_.host &&
@@ -230,13 +232,14 @@ void LiveReader::remove_entry(Known& k) {
 
 LiveScan LiveReader::refresh(uint64_t now_ns) {
   LiveScan scan;
+  bool rescanned = false;
   if (sources_.root) {
     struct stat st {};
     if (stat(sources_.root->c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
       scan.error = *sources_.root + " is not a directory";
       return scan;
     }
-    discover_root(now_ns);
+    rescanned = discover_root(now_ns);
   } else {
     // Which run directories the registry names is this listing's to say: an entry gone since (its
     // process exited, another reader removed it) names nothing.
@@ -246,6 +249,18 @@ LiveScan LiveReader::refresh(uint64_t now_ns) {
   }
   for (auto it = known_.begin(); it != known_.end();) {
     Known& k = it->second;
+    if (k.settled && k.hidden) {
+      // Over and final: not even looked at, until the registry no longer names it (then
+      // forgotten) or a search of ROOT finds its directory again (then checked: a new file?).
+      if (!sources_.root && k.registry_entry.empty()) {
+        it = known_.erase(it);
+        continue;
+      }
+      if (!rescanned) {
+        ++it;
+        continue;
+      }
+    }
     update(it->first, k, now_ns);
     if (!k.problem.empty()) scan.unreadable.push_back(k.problem);
     if (!k.file) {
@@ -265,6 +280,7 @@ LiveScan LiveReader::refresh(uint64_t now_ns) {
       // snapshot too; the run directory stays known, so a scan that finds it again reads nothing.
       remove_entry(k);
       if (!sources_.all) {
+        k.hidden = true;
         k.file.reset();  // a few bytes per ended process, not a snapshot
         ++it;
         continue;

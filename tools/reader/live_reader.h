@@ -81,11 +81,12 @@ class LiveReader {
     bool seen = false;     // a snapshot of this dev/ino was taken (`file` may be dropped since)
     bool settled = false;  // ended, or dead by /proc: the snapshot cannot change
     bool gone = false;     // no live.bin there at the last look
+    bool hidden = false;   // over for longer than the keep time: not shown, its snapshot dropped
     std::string registry_entry;  // its entry's name, when the registry named it
     std::string problem;  // why it could not be read, this refresh
   };
   void discover_registry(LiveScan& scan);
-  void discover_root(uint64_t now_ns);
+  bool discover_root(uint64_t now_ns);  // whether ROOT was searched again
   void update(const std::string& run_dir, Known& k, uint64_t now_ns);
   void remove_entry(Known& k);
 
