@@ -8,6 +8,7 @@ packages=(
   python3-pytest              # tests/python: the Python package's tests (ctest python_package)
   nlohmann-json3-dev libspdlog-dev libfmt-dev libunwind-dev
   libgtest-dev libgmock-dev libbenchmark-dev
+  libncurses-dev tmux         # gpumemprof top's screen (static libncursesw.a), and its test (live_top_test.cpp)
   chromium fonts-dejavu-core  # headless rendering of the HTML report (tests/html)
   nodejs                      # node --check of the report's script (tests/html)
   clang libclang-rt-dev       # the libFuzzer targets (tests/fuzz/): -fsanitize=fuzzer needs compiler-rt

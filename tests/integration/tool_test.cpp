@@ -41,6 +41,7 @@ TEST(Tool, Help) {
                             "[--max-leak SIZE]\n"},
       {{"html", "--help"}, "usage: gpumemprof html DIR -o FILE [--since T] [--until T]\n"},
       {{"oom", "--help"}, "usage: gpumemprof oom BUNDLE_OR_DIR [--json]\n"},
+      {{"top", "--help"}, "usage: gpumemprof top [--interval SECONDS] [--root DIR] [--all] [--keep SECONDS]\n"},
   };
   for (const auto& [args, usage] : rows) {
     RunResult r = run_tool(args);
@@ -52,7 +53,7 @@ TEST(Tool, Help) {
 
 // `gpumemprof help [COMMAND]` is the same text as --help; anything else is one line, status 2.
 TEST(Tool, HelpCommandGivesTheSameTextAsHelpOption) {
-  for (const char* command : {"run", "report", "oom", "export", "diff", "html", "check"}) {
+  for (const char* command : {"run", "report", "oom", "export", "diff", "html", "check", "top"}) {
     RunResult via_help = run_tool({"help", command});
     RunResult via_option = run_tool({command, "--help"});
     EXPECT_EQ(via_help.exit_code, 0) << command << via_help.err;
@@ -63,7 +64,7 @@ TEST(Tool, HelpCommandGivesTheSameTextAsHelpOption) {
   RunResult bad = run_tool({"help", "frobnicate"});
   EXPECT_EQ(bad.exit_code, 2);
   EXPECT_EQ(bad.err, "gpumemprof help: unknown command 'frobnicate'; accepted: gpumemprof help "
-                     "[run|report|oom|export|diff|html|check]\n");
+                     "[run|report|oom|export|diff|html|check|top]\n");
   EXPECT_EQ(bad.out, "");
 }
 
@@ -92,7 +93,7 @@ std::string example_value(const std::string& placeholder, const Sandbox& box) {
       {"SIZE", "1G"},   {"S", "1M"}, {"T", "1s"}, {"D", "1ms"}, {"N", "50"}, {"PERCENT", "10"},
       {"FILE", box.dir() + "/out"},
       {"ROOT", box.dir() + "/runs"}, {"DIR", box.dir() + "/dir"}, {"LEVEL", "info"}, {"FORMAT", "csv"}, {"LIMIT", "L4"},
-      {"'CMD ARGS'", "/bin/true"}, {"PATH", Paths::shim()}};
+      {"'CMD ARGS'", "/bin/true"}, {"PATH", Paths::shim()}, {"SECONDS", "1"}};
   return examples.at(placeholder);
 }
 
@@ -138,7 +139,7 @@ TEST(Tool, EveryOptionOfTheTablesIsInTheHelpAndTakenByTheParser) {
       }
     }
   }
-  EXPECT_EQ(options, 42u);  // --max-graph-memory in check's and run's tables; export's --max-events
+  EXPECT_EQ(options, 48u);  // --max-graph-memory in check's and run's tables; export's --max-events; top's six
 }
 
 }  // namespace

@@ -227,9 +227,38 @@ const CommandOptions kCheckOptions = {
     "broke (one line each: the rank or pid, the device, the figure, the limit); 2 bad usage or unreadable input.\n",
 };
 
+const CommandOptions kTopOptions = {
+    "top",
+    "top [--once] [--json] [--root DIR]",
+    "the GPU memory of the profiled processes running now, refreshed live",
+    "usage: gpumemprof top [--interval SECONDS] [--root DIR] [--all] [--keep SECONDS]\n"
+    "       gpumemprof top --once|--json [--root DIR] [--all] [--keep SECONDS]\n"
+    "  Shows every profiled process of this user that is running now, one row per process and device\n"
+    "  with PID, PROCESS (the script for Python), RANK, DEV, ALLOCATED, RESERVED, PEAK (the peak reserved),\n"
+    "  TENSORS, CACHE and OUTSIDE (PyTorch's tensors, its cache, and what is reserved outside it; - without\n"
+    "  the framework bridge), NVML USED/TOTAL (the device as nvidia-smi sees it), ALERTS, OOMS, AGE and\n"
+    "  STATE (running, exited, killed, exec, dead). Processes that ended or died stay listed for --keep\n"
+    "  SECONDS. The figures come from each process's live.bin, found through the registry\n"
+    "  (GPUMEMPROF_LIVE_REGISTRY, default /tmp/gpumemprof-UID) or under --root DIR.\n"
+    "  Keys: < > (or left, right) sort column, r reverse, up/down select, Enter the detail of a process\n"
+    "  (history, largest allocations and their call sites, notices), Esc back, p pause, q quit.\n"
+    "  When stdout is not a terminal, one table is printed, as with --once. See docs/live.md.\n",
+    {{"options:",
+      {{"--once", nullptr, nullptr, "print the table once, plainly, and exit"},
+       {"--json", nullptr, nullptr, "print the figures once as one JSON document (exact bytes) and exit"},
+       {"--interval", nullptr, "SECONDS", "refresh every SECONDS, 0.1 or more, decimals allowed (default 1)"},
+       {"--root", nullptr, "DIR",
+        "the processes of the run directories under DIR (a job's ROOT, 3 levels down)\n"
+        "or of DIR itself, instead of the registry"},
+       {"--all", nullptr, nullptr, "also the processes that ended or died longer ago than --keep"},
+       {"--keep", nullptr, "SECONDS", "how long ended and dead processes stay listed (default 60)"}}}},
+    "Exit status: 0; 2 for a bad command line, or (--once, --json) when the registry or DIR cannot be read.\n",
+};
+
 const std::vector<const CommandOptions*>& all_command_options() {
   static const std::vector<const CommandOptions*> all = {&kRunOptions,  &kReportOptions, &kOomOptions,  &kExportOptions,
-                                                         &kDiffOptions, &kHtmlOptions,   &kCheckOptions};
+                                                         &kDiffOptions, &kHtmlOptions,   &kCheckOptions,
+                                                         &kTopOptions};
   return all;
 }
 

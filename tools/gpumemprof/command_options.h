@@ -37,7 +37,7 @@ struct CommandOptions {
 extern const std::vector<Option> kLimitOptions;
 
 extern const CommandOptions kRunOptions, kReportOptions, kOomOptions, kExportOptions, kDiffOptions, kHtmlOptions,
-    kCheckOptions;
+    kCheckOptions, kTopOptions;
 // Every command's, in the order the top-level help lists them.
 const std::vector<const CommandOptions*>& all_command_options();
 

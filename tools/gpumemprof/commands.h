@@ -9,4 +9,5 @@ int export_main(int argc, char** argv);  // export DIR --format F [-o FILE]
 int diff_main(int argc, char** argv);    // diff DIR_A DIR_B [--json]
 int html_main(int argc, char** argv);    // html DIR -o FILE
 int check_main(int argc, char** argv);   // check DIR_OR_ROOT LIMITS...
+int top_main(int argc, char** argv);     // top [--once] [--json] [--root DIR]
 }  // namespace gmp::tool

@@ -18,7 +18,7 @@ struct Command {
 constexpr Command kCommands[] = {
     {"run", gmp::tool::run_main},       {"report", gmp::tool::report_main}, {"oom", gmp::tool::oom_main},
     {"export", gmp::tool::export_main}, {"diff", gmp::tool::diff_main},     {"html", gmp::tool::html_main},
-    {"check", gmp::tool::check_main},
+    {"check", gmp::tool::check_main},   {"top", gmp::tool::top_main},
 };
 
 // "gpumemprof report: " or, outside a command, "gpumemprof: ".
@@ -64,7 +64,7 @@ int dispatch(int argc, char** argv) {
       char* args[] = {help_flag, nullptr};
       return finish(c.name, c.main(1, args));
     }
-    std::fprintf(stderr, "gpumemprof help: %s; accepted: gpumemprof help [run|report|oom|export|diff|html|check]\n",
+    std::fprintf(stderr, "gpumemprof help: %s; accepted: gpumemprof help [run|report|oom|export|diff|html|check|top]\n",
                  argc == 3 ? ("unknown command '" + std::string(argv[2]) + "'").c_str() : "one command at most");
     return 2;
   }
@@ -79,7 +79,7 @@ int dispatch(int argc, char** argv) {
     }
   }
   std::fprintf(stderr,
-               "gpumemprof: unknown command '%s'; accepted: run, report, oom, export, diff, html, check, help, "
+               "gpumemprof: unknown command '%s'; accepted: run, report, oom, export, diff, html, check, top, help, "
                "--version, --help\n",
                argv[1]);
   return 2;
