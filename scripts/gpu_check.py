@@ -46,6 +46,9 @@ Workloads:
   torch_python_api   the Python package's seed examples (tests/gpu/python_api.py) through `gpumemprof run`:
                      profile_function, profile_context and the tracker's figures against torch.cuda's
   torch_python_watchdog  the native watchdog (GPUMEMPROF_WATCHDOG=trim) on a cudaMallocAsync pool
+  torch_live         gpumemprof top on a PyTorch program (tests/gpu/live_top.py) through `gpumemprof run`:
+                     after each step, `top --json` of the process against PyTorch's counters; afterwards
+                     `top --json --all --root` of its run says it exited
   torch_job          a one-rank `torchrun` job through `gpumemprof run -o ROOT` with limits and a
                      metrics directory; the job report, `check` (a limit that must break), the job's
                      perfetto export and the Prometheus file, judged against PyTorch and torchrun
@@ -94,7 +97,7 @@ import compare  # noqa: E402  (tests/gpu/compare.py: the judge)
 ALL_NAMES = ("rt_static rt_shared driver_api async_pools vmm graph_capture graph_cublas capture_rules torch_default "
              "torch_expandable torch_async torch_graphs torch_graphs_async torch_compile_graphs torch_oom "
              "rt_oom_exit torch_train torch_llama torch_llama_oom python_layout torch_layout exit_os_exit exit_sigterm "
-             "exit_oom_retry torch_python_api torch_python_watchdog torch_job torch_ddp torch_ddp_oom torch_split "
+             "exit_oom_retry torch_python_api torch_python_watchdog torch_live torch_job torch_ddp torch_ddp_oom torch_split "
              "device_limit hotpath_costs bench_async "
              "bench_malloc bench_train bench_pairs bench_inference").split()
 # CUDA sources: binary name -> (source, extra nvcc arguments). rt_shared is rt_static's source
@@ -461,6 +464,11 @@ class Check:
                               PYTORCH_CUDA_ALLOC_CONF="backend:cudaMallocAsync", GPUMEMPROF_WATCHDOG="trim",
                               GPUMEMPROF_WATCHDOG_MIN_INTERVAL_MS="0", GPUMEMPROF_WARN_PERCENT="3",
                               GPUMEMPROF_CRITICAL_PERCENT="4")
+        if self.want("torch_live"):
+            registry = os.path.join(self.work, "torch_live", "registry")
+            self.launcher_run("torch_live", "live_top.py", kind="live",
+                              commands=((["top", "--json", "--all", "--root", "{d}/runs"], "top_after.json"),),
+                              GMP_TOOL=self.tool, GPUMEMPROF_LIVE_REGISTRY=registry)
 
     def train_run(self):
         """torch_train: the training job through the launcher, then every post-mortem command on its

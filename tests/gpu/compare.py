@@ -1093,6 +1093,26 @@ def compare_python_api(t, work, name):
         t.exact(name, "report ranges", sorted(ranges), ["data_loading", "seed_examples.<locals>.train_step"])
 
 
+def compare_live(t, work, name):
+    """gpumemprof top against PyTorch (tests/gpu/live_top.py): each step's figures, how long the
+    live view took to show them, and the run's state once the program ended."""
+    d = os.path.join(work, name)
+    rc = read_rc(os.path.join(d, "rc"))
+    gt = load_json(os.path.join(d, "gt.json"))
+    if rc != 0 or gt is None:
+        t.add(name, "workload", rc, 0, "FAIL", "exit status or no gt.json (see stderr.txt)")
+        return
+    for c in gt.get("checks", []):
+        t.exact(name, c["metric"], c["shim"], c["truth"])
+    t.exact(name, "program", gt.get("program"), "live_top.py")
+    worst = max((s["ms"] for s in gt.get("latency_ms", [])), default=None)
+    t.add(name, "slowest step to show in top --json (ms, includes starting the command)", worst, None, "INFO",
+          " ".join(f"{s['step']}: {s['ms']}" for s in gt.get("latency_ms", [])))
+    after = load_json(os.path.join(d, "top_after.json")) or {}
+    states = [p.get("state") for p in after.get("processes", [])]
+    t.exact(name, "state once ended (top --all --root)", states, ["exited"])
+
+
 def compare_device_limit(t, work, name):
     """tests/gpu/device_limit.py: the rehearsal limit against PyTorch's own counters and messages."""
     d = os.path.join(work, name)
@@ -1554,7 +1574,7 @@ def run(work, out=None, only=None, bench=True, target=BENCH_TARGET, quiet=False)
         {"torch": compare_torch, "hotpath": compare_hotpath, "train": compare_train,
          "layout": compare_layout, "exit": compare_exit, "torch_llama": compare_llama,
          "torch_llama_oom": compare_llama_oom, "torch_layout": compare_torch_layout, "job": compare_job,
-         "python_api": compare_python_api, "device_limit": compare_device_limit, "ddp": compare_ddp,
+         "python_api": compare_python_api, "live": compare_live, "device_limit": compare_device_limit, "ddp": compare_ddp,
          "split": compare_split, "graph_c": compare_graph_c, "torch_graphs": compare_torch_graphs,
          "capture_rules": compare_capture_rules}.get(kind, compare_c)(t, work, name)
     if bench:

@@ -62,6 +62,9 @@ const CommandOptions kRunOptions = {
        {"--device-limit", nullptr, "LIMIT",
         "rehearse a smaller GPU: 24GiB, a GPU name (L4, A10, A100-40GB, A100-80GB,\n"
         "H100-80GB, H200, RTX-4090) or per device 0:24GiB,1:L4 (docs/device-limit.md)"},
+       {"--live", nullptr, nullptr,
+        "watch the command's processes while it runs, as gpumemprof top shows them;\n"
+        "the command's output goes to a file named on screen (docs/live.md)"},
        {"--shim", nullptr, "PATH",
         "libgpumemprof.so to preload (default: ../" GMP_INSTALL_SHIM_DIR "/ from this\n"
         "program's directory, where it is installed, else ../lib/ in a build tree)"}}},

@@ -31,6 +31,7 @@
 
 #include "count_text.h"
 #include "human_text.h"
+#include "run_live.h"
 #include "job_directory.h"
 #include "process_facts.h"
 #include "process_record.h"
@@ -228,6 +229,7 @@ double threshold(const std::optional<double>& option, const SettingRule& rule, d
 struct RunArgs {
   std::string root;  // --output; empty: named after the command
   std::string shim = default_shim();
+  bool live = false;  // --live
   std::vector<std::pair<std::string, std::string>> env;  // settings of the profiled processes
   analysis::Limits limits;
   std::optional<double> warn, critical;  // as given, for the order of the two
@@ -242,6 +244,7 @@ struct RunArgs {
 struct RunOptionTarget {
   std::string RunArgs::*path = nullptr;
   const SettingRule* setting = nullptr;
+  bool RunArgs::*flag = nullptr;
 };
 const std::map<std::string, RunOptionTarget> kRunOptionTargets = {
     {"--output", {&RunArgs::root}},
@@ -255,6 +258,7 @@ const std::map<std::string, RunOptionTarget> kRunOptionTargets = {
     {"--trace-max", {nullptr, &settings::trace_max}},
     {"--metrics-dir", {nullptr, &settings::metrics_dir}},
     {"--device-limit", {nullptr, &settings::device_limit}},
+    {"--live", {nullptr, nullptr, &RunArgs::live}},
 };
 
 bool is_limit(const Option& o) {
@@ -321,6 +325,14 @@ std::optional<int> parse_run_args(int argc, char** argv, RunArgs& args) {
     }
     if (is_limit(*o)) {
       if (take_limit_arg("run", argc, argv, i, args.limits) == LimitArg::Refused) return 2;
+      continue;
+    }
+    if (o->value == nullptr) {
+      if (a.find('=') != std::string::npos) {
+        std::fprintf(stderr, "gpumemprof run: option %s takes no value\n", o->name);
+        return 2;
+      }
+      args.*kRunOptionTargets.at(o->name).flag = true;
       continue;
     }
     const std::optional<std::string> v = option_value(argc, argv, i);
@@ -400,10 +412,11 @@ std::string invocation_id() {
          std::to_string(getpid());
 }
 
-// Starts `command` profiled, its run directories under `root`, passes terminating signals on to
-// it and waits. Its pid, with its wait status in `status`; or -1 after one line when fork failed.
-pid_t run_profiled(char** command, const RunArgs& args, const ChildEnvironment& c, const std::string& root,
-                   const std::string& invocation, int& status) {
+// Starts `command` profiled, its run directories under `root`, and passes terminating signals on
+// to it. With `output` (not -1) its stdout and stderr go there and its stdin is /dev/null (--live:
+// the terminal is the view's). Its pid; or -1 after one line when fork failed.
+pid_t start_profiled(char** command, const RunArgs& args, const ChildEnvironment& c, const std::string& root,
+                     const std::string& invocation, int output) {
   struct sigaction sa {};
   sa.sa_handler = forward_signal;
   sigemptyset(&sa.sa_mask);
@@ -411,6 +424,13 @@ pid_t run_profiled(char** command, const RunArgs& args, const ChildEnvironment& 
   const pid_t child = fork();
   if (child == 0) {
     for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT}) signal(sig, SIG_DFL);
+    if (output >= 0) {
+      const int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
+      if (null < 0 || dup2(null, STDIN_FILENO) < 0 || dup2(output, STDOUT_FILENO) < 0 ||
+          dup2(output, STDERR_FILENO) < 0) {
+        _exit(127);
+      }
+    }
     setenv("LD_PRELOAD", c.preload.c_str(), 1);
     setenv("NVTX_INJECTION64_PATH", c.shim_path.c_str(), 1);
     if (c.pythonpath) setenv("PYTHONPATH", c.pythonpath->c_str(), 1);
@@ -428,10 +448,31 @@ pid_t run_profiled(char** command, const RunArgs& args, const ChildEnvironment& 
     return -1;
   }
   g_child = child;
+  return child;
+}
+
+// Waits for the command started by start_profiled; its wait status.
+int wait_command(pid_t child) {
+  int status = 0;
   while (waitpid(child, &status, 0) < 0 && errno == EINTR) {
   }
   g_child = 0;
-  return child;
+  return status;
+}
+
+// --live: where the command's output goes, `ROOT/output.log` (output.1.log, ... when ROOT holds
+// one from an earlier run); -1 after one line when it cannot be made.
+int open_output_file(const std::string& root, std::string& path) {
+  for (int n = 0; n < 1000; ++n) {
+    path = root + (n == 0 ? "/output.log" : "/output." + std::to_string(n) + ".log");
+    const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
+    if (fd >= 0 || errno != EEXIST) {
+      if (fd < 0) std::fprintf(stderr, "gpumemprof run: cannot create %s: %s\n", path.c_str(), std::strerror(errno));
+      return fd;
+    }
+  }
+  std::fprintf(stderr, "gpumemprof run: cannot create %s/output.log: 1000 of them exist\n", root.c_str());
+  return -1;
 }
 
 // The run directories under ROOT that this command's processes wrote; `error` says why there are
@@ -501,6 +542,12 @@ int run_main(int argc, char** argv) {
   RunArgs args;
   if (auto status = parse_run_args(argc, argv, args)) return *status;
   if (auto status = prepare_limits("run", args.limits)) return *status;
+  if (args.live && (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO))) {
+    std::fprintf(stderr,
+                 "gpumemprof run: --live needs a terminal on stdin and stdout; leave it out here (gpumemprof top "
+                 "--root ROOT shows the run from a terminal)\n");
+    return 2;
+  }
   struct stat st {};
   if (stat(args.shim.c_str(), &st) != 0) {
     std::fprintf(stderr, "gpumemprof run: cannot find the shim %s; give its path with --shim\n", args.shim.c_str());
@@ -518,9 +565,30 @@ int run_main(int argc, char** argv) {
   const std::set<std::string> earlier = earlier_runs(*root);
   const std::string invocation = invocation_id();
 
-  int status = 0;
-  const pid_t child = run_profiled(command, args, environment, *root, invocation, status);
+  std::string output_path;
+  const int output = args.live ? open_output_file(*root, output_path) : -1;
+  if (args.live && output < 0) return 2;
+  const pid_t child = start_profiled(command, args, environment, *root, invocation, output);
+  if (output >= 0) close(output);
   if (child < 0) return 2;
+  int status = 0;
+  if (args.live) {
+    const std::string cmd = command[0];
+    std::optional<int> reaped;
+    watch_command({cmd.substr(cmd.rfind('/') + 1), child, *root, earlier, output_path, [&]() -> std::optional<std::string> {
+                     int s = 0;
+                     if (!reaped && waitpid(child, &s, WNOHANG) == child) {
+                       g_child = 0;  // reaped: its pid is no longer ours to signal
+                       reaped = s;
+                     }
+                     return reaped ? std::optional<std::string>(wait_status_text(*reaped)) : std::nullopt;
+                   }});
+    if (!reaped) std::fprintf(stderr, "gpumemprof run: waiting for %s (pid %d) to end\n", cmd.c_str(), child);
+    status = reaped ? *reaped : wait_command(child);
+    std::fprintf(stderr, "gpumemprof run: %s's output is in %s\n", cmd.c_str(), output_path.c_str());
+  } else {
+    status = wait_command(child);
+  }
 
   std::string error;  // no run directory under ROOT: nothing allocated GPU memory
   const std::vector<reader::JobMember> members = this_runs(*root, earlier, invocation, error);

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "command_options.h"
+#include "config_rules.h"
 #include "commands.h"
 #include "human_text.h"
 #include "json_text.h"
@@ -126,8 +127,8 @@ int print_once(const TopArgs& args) {
 
 int top_main(int argc, char** argv) {
   TopArgs args;
-  // Spelled here: the settings' table (settings/config_rules.cpp) owns the variable's rule.
-  const char* configured = std::getenv("GPUMEMPROF_LIVE_REGISTRY");
+  // The settings' rule names the variable (settings/config_rules.h).
+  const char* configured = std::getenv(settings::live_registry.name);
   args.sources.registry = live::registry_dir(configured ? configured : "", geteuid());
   if (auto status = parse(argc, argv, args)) return *status;
   if (args.once || args.json || !isatty(STDOUT_FILENO)) return print_once(args);

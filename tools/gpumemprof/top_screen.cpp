@@ -69,6 +69,7 @@ class Screen {
 
  private:
   void refresh_figures() {
+    if (options_.command_status) command_status_ = options_.command_status();
     now_ns_ = clock_ns(CLOCK_REALTIME);
     scan_ = reader_.refresh(now_ns_);
     rows_ = build_rows(scan_, now_ns_);
@@ -177,6 +178,7 @@ class Screen {
     }
     std::string status;
     if (!scan_.error.empty()) status = scan_.error;
+    else if (!command_status_.empty()) status = command_status_;
     else if (rows_.empty()) status = "no profiled process found in " + options_.source;
     else if (!scan_.unreadable.empty()) status = std::to_string(scan_.unreadable.size()) + " live file(s) unreadable: " + scan_.unreadable[0];
     else status = "q quit  </> sort  r reverse  up/down select  Enter detail  p pause";
@@ -190,6 +192,7 @@ class Screen {
   reader::LiveScan scan_;
   std::vector<Row> rows_;
   uint64_t now_ns_ = 0;
+  std::string command_status_;
   int sort_ = kAllocated;
   bool reversed_ = false;
   bool paused_ = false;

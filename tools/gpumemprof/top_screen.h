@@ -2,6 +2,7 @@
 // interval, a selection, a sort column, pause, and the detail of one process.
 #pragma once
 
+#include <functional>
 #include <string>
 
 #include "live_reader.h"
@@ -11,6 +12,8 @@ namespace gmp::tool::top {
 struct ScreenOptions {
   double interval_s = 1.0;
   std::string source;  // what the reader reads, for the empty table's line ("the registry R", "ROOT")
+  // run --live: the command's state for the status line, asked at each refresh; none for top.
+  std::function<std::string()> command_status;
 };
 
 // Runs until `q`. Returns the exit status, or -1 (nothing drawn) when the terminal cannot be

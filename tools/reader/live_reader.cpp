@@ -144,6 +144,7 @@ bool LiveReader::discover_root(uint64_t now_ns) {
   }
   for (const JobMember& m : find_run_directories(path)) {
     if (!m.error.empty()) continue;  // what we may not read holds no live file we may read
+    if (sources_.skip.count(m.path) != 0) continue;
     if (::access((m.path + "/" + kLiveFile).c_str(), F_OK) == 0) known_[m.path];
   }
   return true;
