@@ -217,13 +217,28 @@ TEST(LiveTop, ReadsTheRegistryAndRefusesOneOthersMayEnter) {
 class Tmux {
  public:
   Tmux() : socket_("gmp-test-" + std::to_string(getpid())) {}
-  ~Tmux() { command("kill-server"); }
+  // The server goes, and its socket with it (tmux leaves the file behind when its last session ends).
+  ~Tmux() {
+    command("kill-server");
+    if (socket_path_.find("/" + socket_) != std::string::npos) unlink(socket_path_.c_str());
+  }
+  // A session "gmp" of `width` x `height` running `cmd`.
+  bool start(const std::string& cmd, int width, int height) {
+    if (command("new-session -d -s gmp -x " + std::to_string(width) + " -y " + std::to_string(height) + " '" + cmd +
+                "'") != 0) {
+      return false;
+    }
+    socket_path_ = output("display-message -p -t gmp '#{socket_path}'");
+    while (!socket_path_.empty() && socket_path_.back() == '\n') socket_path_.pop_back();
+    return true;
+  }
   int command(const std::string& args) const {
     return std::system(("tmux -u -L " + socket_ + " " + args + " >/dev/null 2>&1").c_str());
   }
-  std::string capture() const {
+  std::string capture() const { return output("capture-pane -p -t gmp"); }
+  std::string output(const std::string& args) const {
     std::string out;
-    FILE* p = popen(("tmux -u -L " + socket_ + " capture-pane -p -t gmp 2>/dev/null").c_str(), "r");
+    FILE* p = popen(("tmux -u -L " + socket_ + " " + args + " 2>/dev/null").c_str(), "r");
     if (p == nullptr) return out;
     char buf[4096];
     for (size_t n; (n = fread(buf, 1, sizeof buf, p)) > 0;) out.append(buf, n);
@@ -251,6 +266,7 @@ class Tmux {
 
  private:
   std::string socket_;
+  std::string socket_path_;
 };
 
 bool has_tmux() { return std::system("tmux -V >/dev/null 2>&1") == 0; }
@@ -269,7 +285,7 @@ TEST(LiveTop, TheScreenFollowsTheFilesAndTheKeys) {
   Tmux tmux;
   const std::string cmd = "LANG=C.UTF-8 TERM=screen " + Paths::tool() + " top --root " + job.root.path +
                           " --interval 0.2; echo $? > " + status_file;
-  ASSERT_EQ(tmux.command("new-session -d -s gmp -x 120 -y 40 '" + cmd + "'"), 0);
+  ASSERT_TRUE(tmux.start(cmd, 120, 40));
   std::string shown = tmux.wait_for_text("2 processes");
   ASSERT_NE(shown.find("sort ALLOCATED (descending)"), std::string::npos) << shown;
   EXPECT_NE(shown.find("1.00 GiB"), std::string::npos) << shown;
