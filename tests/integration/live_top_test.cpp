@@ -349,5 +349,56 @@ TEST(LiveTop, TheScreenFollowsTheFilesAndTheKeys) {
   EXPECT_EQ(status, "0");
 }
 
+// gpumemprof run --live on the fake driver: a real profiled program allocating step by step, the
+// view of its run directory showing each step's figures, the command's output in its file, and the
+// usual summary once q leaves the view.
+TEST(RunLive, ShowsTheCommandStepByStepThenItsSummary) {
+  if (!has_tmux()) GTEST_SKIP() << "tmux is not installed (apt-get install tmux)";
+  TempDir t;
+  const std::string root = t.path + "/runs", a = t.path + "/a", b = t.path + "/b";
+  const std::string status_file = t.path + "/status", err_file = t.path + "/stderr";
+  Tmux tmux;
+  const std::string cmd = "LANG=C.UTF-8 TERM=screen LD_LIBRARY_PATH=" + Paths::fake_dir() +
+                          " FAKE_CUDA_CAPACITY=16G GPUMEMPROF_LIVE_REGISTRY=" + t.path + "/registry " +
+                          Paths::tool() + " run --live -o " + root + " -- " + Paths::bin("prog_ops") +
+                          " print:hello alloc:1M alloc:2M wait:" + a + " free:0 wait:" + b + " 2>" + err_file +
+                          "; echo $? > " + status_file;
+  ASSERT_TRUE(tmux.start(cmd, 160, 30));
+  std::string shown = tmux.wait_for_text("3.00 MiB");
+  EXPECT_NE(shown.find("prog_ops"), std::string::npos) << shown;
+  EXPECT_NE(shown.find("runs; its output goes to " + root + "/output.log"), std::string::npos) << shown;
+  std::ofstream(a) << "";
+  shown = tmux.wait_for([](const std::string& s) { return s.find("2.00 MiB") != std::string::npos &&
+                                                          s.find("3.00 MiB") != std::string::npos; },
+                        "allocated 2.00 MiB with its 3.00 MiB peak");
+  std::ofstream(b) << "";
+  shown = tmux.wait_for_text("prog_ops exited 0; q for the summary");
+  EXPECT_NE(shown.find("exited"), std::string::npos) << shown;  // the STATE column
+  tmux.keys("q");
+  std::string status;
+  for (int i = 0; i < 300 && status.empty(); ++i) {
+    std::ifstream(status_file) >> status;
+    if (status.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_EQ(status, "0");
+  std::stringstream err, out;
+  err << std::ifstream(err_file).rdbuf();
+  out << std::ifstream(root + "/output.log").rdbuf();
+  EXPECT_EQ(out.str(), "hello\nok\n");
+  EXPECT_NE(err.str().find("gpumemprof run: prog_ops's output is in " + root + "/output.log"), std::string::npos)
+      << err.str();
+  EXPECT_NE(err.str().find("1 profiled process under " + root), std::string::npos) << err.str();
+}
+
+TEST(RunLive, NeedsATerminalAndRunsNothingWithoutOne) {
+  TempDir t;
+  const RunResult r = run_tool({"run", "--live", "-o", t.path + "/runs", "--", "/bin/touch", t.path + "/ran"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err, "gpumemprof run: --live needs a terminal on stdin and stdout; leave it out here (gpumemprof top "
+                   "--root ROOT shows the run from a terminal)\n");
+  EXPECT_FALSE(exists(t.path + "/runs"));
+  EXPECT_FALSE(exists(t.path + "/ran"));
+}
+
 }  // namespace
 }  // namespace gmp::test

@@ -139,7 +139,7 @@ TEST(Tool, EveryOptionOfTheTablesIsInTheHelpAndTakenByTheParser) {
       }
     }
   }
-  EXPECT_EQ(options, 48u);  // --max-graph-memory in check's and run's tables; export's --max-events; top's six
+  EXPECT_EQ(options, 49u);  // --max-graph-memory in check's and run's tables; export's --max-events; top's six; run's --live
 }
 
 }  // namespace

@@ -327,11 +327,7 @@ std::optional<int> parse_run_args(int argc, char** argv, RunArgs& args) {
       if (take_limit_arg("run", argc, argv, i, args.limits) == LimitArg::Refused) return 2;
       continue;
     }
-    if (o->value == nullptr) {
-      if (a.find('=') != std::string::npos) {
-        std::fprintf(stderr, "gpumemprof run: option %s takes no value\n", o->name);
-        return 2;
-      }
+    if (o->value == nullptr) {  // a flag (find_option takes no "=value" after one)
       args.*kRunOptionTargets.at(o->name).flag = true;
       continue;
     }
@@ -573,9 +569,9 @@ int run_main(int argc, char** argv) {
   if (child < 0) return 2;
   int status = 0;
   if (args.live) {
-    const std::string cmd = command[0];
+    const std::string path = command[0], cmd = path.substr(path.rfind('/') + 1);
     std::optional<int> reaped;
-    watch_command({cmd.substr(cmd.rfind('/') + 1), child, *root, earlier, output_path, [&]() -> std::optional<std::string> {
+    watch_command({cmd, child, *root, earlier, output_path, [&]() -> std::optional<std::string> {
                      int s = 0;
                      if (!reaped && waitpid(child, &s, WNOHANG) == child) {
                        g_child = 0;  // reaped: its pid is no longer ours to signal

@@ -21,9 +21,6 @@ using live::LiveDevice;
 using live::LiveFile;
 
 constexpr size_t kNoticesShown = 10;
-// The framework raised its out-of-memory error (LiveNotice::kFrameworkOom in the collector's
-// version of live_file.h, not yet in this branch's).
-constexpr uint8_t kFrameworkOomNotice = 5;
 
 std::string clock_text(uint64_t realtime_ns) {
   const time_t t = static_cast<time_t>(realtime_ns / 1'000'000'000);
@@ -49,7 +46,7 @@ std::string notice_text(const live::LiveNotice& n, const std::string& site) {
       return alert_type_name(static_cast<AlertType>(n.alert_type)) + " alert cleared" + on + "; " + after;
     case live::LiveNotice::kCleanup:
       return "cleanup" + on + " released " + bytes_text(n.size) + "; " + after;
-    case kFrameworkOomNotice:
+    case live::LiveNotice::kFrameworkOom:
       return "PyTorch OutOfMemoryError" + on + ": " + bytes_text(n.size) + " asked; " + after + "; " + site;
     default:
       return "notice of type " + std::to_string(n.type) + on;
@@ -197,7 +194,7 @@ std::vector<std::string> detail_lines(const reader::LiveProcess& p, uint64_t now
     const uint64_t shown = std::min<uint64_t>({f.notices_total, live::kNotices, kNoticesShown});
     for (uint64_t k = 0; k < shown; ++k) {
       const live::LiveNotice& n = f.notices[(f.notices_total - 1 - k) % live::kNotices];
-      if (n.type == live::LiveNotice::kOom || n.type == kFrameworkOomNotice) oom_ids.push_back(n.stack_id);
+      if (n.type == live::LiveNotice::kOom || n.type == live::LiveNotice::kFrameworkOom) oom_ids.push_back(n.stack_id);
     }
     const std::map<uint32_t, std::string> labels = sites.labels(p.run_dir, oom_ids);
     for (uint64_t k = 0; k < shown; ++k) {

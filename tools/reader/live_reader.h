@@ -48,10 +48,10 @@ struct LiveProcess {
 
 struct LiveSources {
   std::optional<std::string> root;  // --root DIR: DIR itself a run directory, or those under it
-  std::set<std::string> skip;       // run directories under ROOT not to show (run --live: earlier runs')
   std::string registry;             // else this registry (live::registry_dir())
   uint64_t keep_ns = 60'000'000'000;  // ended and dead processes shown this long after their heartbeat
   bool all = false;                 // ... or for ever
+  std::set<std::string> skip;       // run directories under ROOT not to show (run --live: earlier runs')
 };
 
 struct LiveScan {
