@@ -1061,17 +1061,26 @@ def compare_train(t, work, name):
         t.add(name, what, size, ">0 bytes", "MATCH" if size > 0 else "FAIL")
 
 
-def compare_python_api(t, work, name):
-    """The Python package's figures (tests/gpu/python_api.py) next to torch.cuda's and the driver's,
-    as the workload wrote them, and the report's view: profiled calls are ranges, cleanups listed."""
-    d = os.path.join(work, name)
+def workload_checks(t, d, name):
+    """A workload that wrote its own checks (gt.json: {"checks": [{"metric", "shim", "truth"}]}): a
+    row of each, and gt.json for what else it holds; None (one FAIL row) when it failed or wrote none."""
     rc = read_rc(os.path.join(d, "rc"))
     gt = load_json(os.path.join(d, "gt.json"))
     if rc != 0 or gt is None:
         t.add(name, "workload", rc, 0, "FAIL", "exit status or no gt.json (see stderr.txt)")
-        return
+        return None
     for c in gt.get("checks", []):
         t.exact(name, c["metric"], c["shim"], c["truth"])
+    return gt
+
+
+def compare_python_api(t, work, name):
+    """The Python package's figures (tests/gpu/python_api.py) next to torch.cuda's and the driver's,
+    as the workload wrote them, and the report's view: profiled calls are ranges, cleanups listed."""
+    d = os.path.join(work, name)
+    gt = workload_checks(t, d, name)
+    if gt is None:
+        return
     try:
         with open(os.path.join(d, "report.txt"), errors="replace") as f:
             report = f.read()
@@ -1097,13 +1106,9 @@ def compare_live(t, work, name):
     """gpumemprof top against PyTorch (tests/gpu/live_top.py): each step's figures, how long the
     live view took to show them, and the run's state once the program ended."""
     d = os.path.join(work, name)
-    rc = read_rc(os.path.join(d, "rc"))
-    gt = load_json(os.path.join(d, "gt.json"))
-    if rc != 0 or gt is None:
-        t.add(name, "workload", rc, 0, "FAIL", "exit status or no gt.json (see stderr.txt)")
+    gt = workload_checks(t, d, name)
+    if gt is None:
         return
-    for c in gt.get("checks", []):
-        t.exact(name, c["metric"], c["shim"], c["truth"])
     t.exact(name, "program", gt.get("program"), "live_top.py")
     worst = max((s["ms"] for s in gt.get("latency_ms", [])), default=None)
     t.add(name, "slowest step to show in top --json (ms, includes starting the command)", worst, None, "INFO",

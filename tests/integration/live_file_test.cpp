@@ -12,6 +12,7 @@
 #include <functional>
 #include <memory>
 #include <thread>
+#include <utility>
 
 #include "harness.h"
 #include "live_file.h"
@@ -213,13 +214,19 @@ TEST(LiveFile, FatalSignalIsSaid) {
   EXPECT_TRUE(exists(box.dir() + "/registry/" + live::registry_entry_name(f->pid, f->start_ticks)));
 }
 
+// prog_lifecycle MODE's two run directories' files (exec: the two images; fork: parent and child).
+std::pair<std::unique_ptr<LiveFile>, std::unique_ptr<LiveFile>> two_files(const Sandbox& box, const char* mode) {
+  const RunResult r = box.run({Paths::bin("prog_lifecycle"), mode});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  const auto dirs = box.run_dirs();
+  EXPECT_EQ(dirs.size(), 2u);
+  if (dirs.size() != 2) return {};
+  return {read_live(dirs[0] + "/live.bin"), read_live(dirs[1] + "/live.bin")};
+}
+
 TEST(LiveFile, ExecEndsTheOldFileAndTheNewImageHasItsOwn) {
   Sandbox box;
-  const RunResult r = box.run({Paths::bin("prog_lifecycle"), "exec"});
-  ASSERT_EQ(r.exit_code, 0) << r.err;
-  const auto dirs = box.run_dirs();
-  ASSERT_EQ(dirs.size(), 2u);
-  const auto before = read_live(dirs[0] + "/live.bin"), after = read_live(dirs[1] + "/live.bin");
+  const auto [before, after] = two_files(box, "exec");
   ASSERT_TRUE(before && after);
   EXPECT_EQ(before->state, static_cast<uint32_t>(live::State::Exec));
   EXPECT_EQ(before->devices[0].allocated, 1ull << 20);
@@ -231,11 +238,7 @@ TEST(LiveFile, ExecEndsTheOldFileAndTheNewImageHasItsOwn) {
 
 TEST(LiveFile, AForkedChildPublishesItsOwn) {
   Sandbox box;
-  const RunResult r = box.run({Paths::bin("prog_lifecycle"), "fork"});
-  ASSERT_EQ(r.exit_code, 0) << r.err;
-  const auto dirs = box.run_dirs();
-  ASSERT_EQ(dirs.size(), 2u);
-  const auto a = read_live(dirs[0] + "/live.bin"), b = read_live(dirs[1] + "/live.bin");
+  const auto [a, b] = two_files(box, "fork");
   ASSERT_TRUE(a && b);
   EXPECT_NE(a->pid, b->pid);
   EXPECT_EQ(a->state, static_cast<uint32_t>(live::State::Exited));

@@ -271,6 +271,17 @@ class Tmux {
 
 bool has_tmux() { return std::system("tmux -V >/dev/null 2>&1") == 0; }
 
+// What the pane's shell wrote into `file` once the command ended (`echo $? > file`), waiting up to
+// 15 s; "" when it never did.
+std::string exit_status_in(const std::string& file) {
+  std::string status;
+  for (int i = 0; i < 300 && status.empty(); ++i) {
+    std::ifstream(file) >> status;
+    if (status.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return status;
+}
+
 size_t widest_line(const std::string& text) {
   std::istringstream in(text);
   size_t widest = 0;
@@ -341,12 +352,7 @@ TEST(LiveTop, TheScreenFollowsTheFilesAndTheKeys) {
   EXPECT_NE(shown.find("5.00 GiB"), std::string::npos) << shown;
   // q quits with status 0.
   tmux.keys("q");
-  std::string status;
-  for (int i = 0; i < 300 && status.empty(); ++i) {
-    std::ifstream(status_file) >> status;
-    if (status.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  EXPECT_EQ(status, "0");
+  EXPECT_EQ(exit_status_in(status_file), "0");
 }
 
 // gpumemprof run --live on the fake driver: a real profiled program allocating step by step, the
@@ -375,12 +381,7 @@ TEST(RunLive, ShowsTheCommandStepByStepThenItsSummary) {
   shown = tmux.wait_for_text("prog_ops exited 0; q for the summary");
   EXPECT_NE(shown.find("exited"), std::string::npos) << shown;  // the STATE column
   tmux.keys("q");
-  std::string status;
-  for (int i = 0; i < 300 && status.empty(); ++i) {
-    std::ifstream(status_file) >> status;
-    if (status.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  EXPECT_EQ(status, "0");
+  EXPECT_EQ(exit_status_in(status_file), "0");
   std::stringstream err, out;
   err << std::ifstream(err_file).rdbuf();
   out << std::ifstream(root + "/output.log").rdbuf();

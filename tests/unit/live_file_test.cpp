@@ -31,21 +31,28 @@ bool consistent(const LiveFile& f) {
          f.top[2 * kTopAllocations - 1].size == k && f.notices[kNotices - 1].size == k;
 }
 
+// A live file in a temporary directory, with the writer's copy (`f`, empty) and the writer.
 struct File {
   test::TempDir dir;
   std::string path = dir.path + "/live.bin";
   int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  std::unique_ptr<LiveFile> f = [] {
+    auto f = std::make_unique<LiveFile>();
+    init_live_file(*f);
+    return f;
+  }();
+  LiveFileWriter w;
   ~File() { ::close(fd); }
+  bool start() { return w.start(fd, *f); }
 };
 
 TEST(LiveFileFormat, WrittenAndReadBack) {
   File file;
-  auto f = std::make_unique<LiveFile>();
-  init_live_file(*f);
+  auto& f = file.f;
+  auto& w = file.w;
   f->pid = 42;
   set_text(f->program, "train.py");
-  LiveFileWriter w;
-  ASSERT_TRUE(w.start(file.fd, *f));
+  ASSERT_TRUE(file.start());
   set_all(*f, 7);
   f->history_latest = 1'700'000'123;
   f->history[f->history_latest % kHistorySeconds].second = f->history_latest;
@@ -75,10 +82,9 @@ TEST(LiveFileFormat, NotALiveFile) {
   std::string junk(sizeof(LiveFile), 'x');
   ASSERT_EQ(pwrite(file.fd, junk.data(), junk.size(), 0), static_cast<ssize_t>(junk.size()));
   EXPECT_EQ(read_live_file(file.fd, *r), ReadResult::NotLive);
-  auto f = std::make_unique<LiveFile>();
-  init_live_file(*f);
-  f->version = kVersion + 1;
-  ASSERT_EQ(pwrite(file.fd, f.get(), sizeof(LiveFile) / 2, 0), static_cast<ssize_t>(sizeof(LiveFile) / 2));
+  LiveFile& f = *file.f;
+  f.version = kVersion + 1;
+  ASSERT_EQ(pwrite(file.fd, &f, sizeof(LiveFile) / 2, 0), static_cast<ssize_t>(sizeof(LiveFile) / 2));
   EXPECT_EQ(read_live_file(file.fd, *r), ReadResult::NotLive);
   ASSERT_EQ(ftruncate(file.fd, 100), 0);  // truncated: short
   EXPECT_EQ(read_live_file(file.fd, *r), ReadResult::NotLive);
@@ -86,10 +92,7 @@ TEST(LiveFileFormat, NotALiveFile) {
 
 TEST(LiveFileFormat, AWriterStoppedMidPublishIsTorn) {
   File file;
-  auto f = std::make_unique<LiveFile>();
-  init_live_file(*f);
-  LiveFileWriter w;
-  ASSERT_TRUE(w.start(file.fd, *f));
+  ASSERT_TRUE(file.start());
   const uint64_t odd = 5;  // what a writer killed between its writes leaves
   ASSERT_EQ(pwrite(file.fd, &odd, sizeof odd, offsetof(LiveFile, seq)), 8);
   auto r = std::make_unique<LiveFile>();
@@ -102,10 +105,9 @@ TEST(LiveFileFormat, AWriterStoppedMidPublishIsTorn) {
 // short enough that most copies overlap a publish.
 TEST(LiveFileFormat, NoTornSnapshotUnderAWriter) {
   File file;
-  auto f = std::make_unique<LiveFile>();
-  init_live_file(*f);
-  LiveFileWriter w;
-  ASSERT_TRUE(w.start(file.fd, *f));
+  auto& f = file.f;
+  auto& w = file.w;
+  ASSERT_TRUE(file.start());
   std::atomic<bool> stop{false};
   std::thread writer([&] {
     for (uint64_t k = 1; !stop.load(std::memory_order_relaxed); ++k) {
@@ -140,10 +142,9 @@ TEST(LiveFileFormat, NoTornSnapshotUnderAWriter) {
 // reads a whole snapshot.
 TEST(LiveFileFormat, AReaderKilledMidReadChangesNothing) {
   File file;
-  auto f = std::make_unique<LiveFile>();
-  init_live_file(*f);
-  LiveFileWriter w;
-  ASSERT_TRUE(w.start(file.fd, *f));
+  auto& f = file.f;
+  auto& w = file.w;
+  ASSERT_TRUE(file.start());
   const pid_t reader = fork();
   ASSERT_GE(reader, 0);
   if (reader == 0) {
