@@ -16,7 +16,7 @@ fuzz_time="${FUZZ_TIME:-20}"
 cxx="${FUZZ_CXX:-clang++}"
 mode="${1:-all}"
 
-targets=(fuzz_trace_reader fuzz_oom_bundle fuzz_json_writers fuzz_redact)
+targets=(fuzz_trace_reader fuzz_oom_bundle fuzz_json_writers fuzz_redact fuzz_live_file)
 
 # _GLIBCXX_ASSERTIONS bounds-checks std::array/std::vector indexing, which ASan cannot see inside
 # an object. GMP_READER_NO_BACKSTOP lets an exception escaping the bundle parser crash the target.
@@ -40,6 +40,13 @@ sources_fuzz_json_writers=("${core[@]}" collector/config.cpp collector/manifest.
                            collector/owned_file.cpp collector/owned_dir.cpp collector/high_fd.cpp collector/bounded_call.cpp
                            collector/redact.cpp)
 sources_fuzz_redact=(collector/redact.cpp)
+sources_fuzz_live_file=("${core[@]}" tools/reader/live_reader.cpp tools/reader/job_directory.cpp
+                        tools/reader/run_directory_reader.cpp tools/reader/attribution_reader.cpp
+                        tools/reader/trace_reader.cpp tools/reader/summary_figures.cpp tools/reader/trace_replay.cpp
+                        tools/reader/progress.cpp tools/analysis/call_sites.cpp tools/analysis/symbolizer.cpp
+                        tools/analysis/elf_symbols.cpp tools/analysis/source_lines.cpp
+                        tools/gpumemprof/top_table.cpp tools/gpumemprof/top_detail.cpp tools/gpumemprof/human_text.cpp
+                        tools/gpumemprof/terminal_text.cpp)
 
 build() {
   command -v "$cxx" >/dev/null || { echo "fuzz: $cxx not found (scripts/setup.sh installs clang)" >&2; exit 1; }
