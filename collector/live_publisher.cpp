@@ -113,8 +113,14 @@ void LivePublisher::open(const OwnedDir& run_dir, const Config& config, const Pr
   open_ = true;
   std::string error;
   registry_ = live::registry_dir(config.live_registry, geteuid());
-  if (!registration_.add(registry_, f_->pid, start_ticks, run_dir.path(), error)) {
+  const auto added = registration_.add(registry_, f_->pid, start_ticks, run_dir.path(), error);
+  // A registry that is someone else's is always said (it may be a trap); the default one that
+  // cannot be made (a read-only /tmp) only in the log, since nobody asked for it.
+  if (added == LiveRegistration::Result::Refused || (added != LiveRegistration::Result::Added &&
+                                                     !config.live_registry.empty())) {
     log::warn("{}; gpumemprof top finds this process only with --root", error);
+  } else if (added != LiveRegistration::Result::Added) {
+    log::info("{}; gpumemprof top finds this process only with --root", error);
   }
 }
 

@@ -12,21 +12,25 @@
 namespace gmp {
 namespace {
 
-// The registry's directory, made private where missing; -1 with `error` set when it is not ours
-// alone (someone else made it first, or opened it up): our run directories are not listed there.
-int open_registry(const std::string& path, bool create, std::string& error) {
+// The registry's directory, made private where missing; -1 with `error` set, and `refused` when
+// it is there but not ours alone (someone else made it first, or opened it up): our run
+// directories are not listed there.
+int open_registry(const std::string& path, bool create, std::string& error, bool& refused) {
+  refused = false;
   if (create && ::mkdir(path.c_str(), 0700) != 0 && errno != EEXIST) {
     error = "cannot create " + path + ": " + std::strerror(errno);
     return -1;
   }
   const int fd = ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   if (fd < 0) {
-    error = "cannot open " + path + ": " + (errno == ELOOP || errno == ENOTDIR ? "not a directory" : std::strerror(errno));
+    refused = errno == ELOOP || errno == ENOTDIR;  // a symlink or a file in its place
+    error = "cannot open " + path + ": " + (refused ? "not a directory" : std::strerror(errno));
     return -1;
   }
   struct stat st {};
   std::string why;
   if (fstat(fd, &st) != 0 || !live::private_directory(st, geteuid(), why)) {
+    refused = !why.empty();
     error = path + " is refused: " + (why.empty() ? std::strerror(errno) : why);
     ::close(fd);
     return -1;
@@ -36,10 +40,11 @@ int open_registry(const std::string& path, bool create, std::string& error) {
 
 }  // namespace
 
-bool LiveRegistration::add(const std::string& registry, uint64_t pid, uint64_t start_ticks,
-                           const std::string& run_dir, std::string& error) {
-  const int dir = open_registry(registry, true, error);
-  if (dir < 0) return false;
+LiveRegistration::Result LiveRegistration::add(const std::string& registry, uint64_t pid, uint64_t start_ticks,
+                                               const std::string& run_dir, std::string& error) {
+  bool refused = false;
+  const int dir = open_registry(registry, true, error, refused);
+  if (dir < 0) return refused ? Result::Refused : Result::Unavailable;
   const std::string name = live::registry_entry_name(pid, start_ticks);
   // An entry of this very name is this process's own from before an exec: replaced.
   if (::symlinkat(run_dir.c_str(), dir, name.c_str()) != 0 && errno == EEXIST) {
@@ -52,18 +57,19 @@ bool LiveRegistration::add(const std::string& registry, uint64_t pid, uint64_t s
   }();
   if (!ok) error = "cannot add " + registry + "/" + name + ": " + std::strerror(errno);
   ::close(dir);
-  if (!ok) return false;
+  if (!ok) return Result::Unavailable;
   registry_ = registry;
   name_ = name;
   added_ = true;
-  return true;
+  return Result::Added;
 }
 
 void LiveRegistration::remove() {
   if (!added_) return;
   added_ = false;
   std::string ignored;
-  const int dir = open_registry(registry_, false, ignored);
+  bool refused = false;
+  const int dir = open_registry(registry_, false, ignored, refused);
   if (dir < 0) return;
   ::unlinkat(dir, name_.c_str(), 0);
   ::close(dir);

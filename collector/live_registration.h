@@ -11,9 +11,12 @@ namespace gmp {
 
 class LiveRegistration {
  public:
-  // Enters `run_dir` (absolute) under `registry` (its path); false with `error` set.
-  bool add(const std::string& registry, uint64_t pid, uint64_t start_ticks, const std::string& run_dir,
-           std::string& error);
+  // Enters `run_dir` (absolute) under `registry` (its path). Added; Refused: the registry exists
+  // but is not ours alone (another user made it first, or it is open to others); Unavailable: it
+  // could not be made or written (a read-only /tmp). `error` says which and why.
+  enum class Result { Added, Refused, Unavailable };
+  Result add(const std::string& registry, uint64_t pid, uint64_t start_ticks, const std::string& run_dir,
+             std::string& error);
   // Removes the entry, when there is one.
   void remove();
   bool added() const { return added_; }

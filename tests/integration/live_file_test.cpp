@@ -280,6 +280,31 @@ TEST(LiveFile, RegistryOthersMayEnterIsRefused) {
   EXPECT_EQ(entries, 0);
 }
 
+// A symlink planted where the registry goes is never followed; a registry that cannot be made is
+// said when it was asked for (GPUMEMPROF_LIVE_REGISTRY) and the program runs on either way.
+TEST(LiveFile, RegistryPlantedOrMissingIsSaidAndTheProgramRunsOn) {
+  Sandbox box;
+  const std::string elsewhere = box.dir() + "/elsewhere", registry = box.dir() + "/registry";
+  ASSERT_EQ(mkdir(elsewhere.c_str(), 0700), 0);
+  ASSERT_EQ(symlink(elsewhere.c_str(), registry.c_str()), 0);
+  RunResult r = box.run({Paths::bin("prog_ops"), "alloc:1000"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err, "gpumemprof: cannot open " + registry + ": not a directory; gpumemprof top finds this process "
+                   "only with --root\n");
+  DIR* d = opendir(elsewhere.c_str());
+  ASSERT_NE(d, nullptr);
+  int entries = 0;
+  while (dirent* e = readdir(d)) entries += e->d_name[0] != '.';
+  closedir(d);
+  EXPECT_EQ(entries, 0);
+
+  const std::string missing = box.dir() + "/no/such/dir";
+  r = box.run({Paths::bin("prog_ops"), "alloc:1000"}, {{"GPUMEMPROF_LIVE_REGISTRY", missing}});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err, "gpumemprof: cannot create " + missing + ": No such file or directory; gpumemprof top finds this "
+                   "process only with --root\n");
+}
+
 TEST(LiveFile, AnotherUserSeesNothing) {
   SKIP_UNLESS_ROOT();
   Sandbox box;
