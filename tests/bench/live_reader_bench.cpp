@@ -8,6 +8,9 @@
 //                    shortest --interval
 //   reader flat out  a reader copying the file in a loop without pause: not a real workload (it
 //                    takes a whole core from a 2-core machine), the bound of any reader's cost
+//   control flat out the same loop over a file of the same size that nobody writes: what taking
+//                    that core costs by itself, so that the difference to "reader flat out" is
+//                    what the sequence lock and the shared file cost
 // and prints each variant's time per event (the program's wall time / its alloc+free events) as a
 // median with its spread, and its ratio to "live off". Run directories and the registry go to a
 // temporary directory, removed at the end.
@@ -29,12 +32,14 @@
 
 namespace {
 
-// Reads the live file of whichever process registered under `registry` until `stop`, pausing
-// `pause_ms` between reads (0: none); the number of consistent snapshots read.
-uint64_t read_while(const std::string& registry, int pause_ms, const std::atomic<bool>& stop) {
+// Reads the live file of whichever process registered under `registry` (or `control`, a still file,
+// when not empty) until `stop`, pausing `pause_ms` between reads (0: none); the number of
+// consistent snapshots read.
+uint64_t read_while(const std::string& registry, const std::string& control, int pause_ms,
+                    const std::atomic<bool>& stop) {
   auto f = std::make_unique<gmp::live::LiveFile>();
   uint64_t snapshots = 0;
-  int fd = -1;
+  int fd = control.empty() ? -1 : ::open(control.c_str(), O_RDONLY | O_CLOEXEC);
   while (!stop.load(std::memory_order_relaxed)) {
     if (fd < 0) {
       if (DIR* d = opendir(registry.c_str())) {
@@ -86,10 +91,24 @@ int main(int argc, char** argv) {
                     {"GPUMEMPROF_LIVE_REGISTRY", registry}};
   Env off = live;
   off.push_back({"GPUMEMPROF_LIVE", "0"});
-  constexpr int kVariants = 4;
-  const char* names[kVariants] = {"live off", "live, no reader", "reader 10 Hz", "reader flat out"};
-  const Env* envs[kVariants] = {&off, &live, &live, &live};
-  const int pauses[kVariants] = {-1, -1, 100, 0};  // -1: no reader
+  // The control's file: a live file's size, written once, never again.
+  const std::string control = dir + "/control.bin";
+  {
+    auto still = std::make_unique<gmp::live::LiveFile>();
+    gmp::live::init_live_file(*still);
+    gmp::live::LiveFileWriter w;
+    const int fd = ::open(control.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (fd < 0 || !w.start(fd, *still)) {
+      std::fprintf(stderr, "live_reader_bench: cannot write %s\n", control.c_str());
+      return 1;
+    }
+    ::close(fd);
+  }
+  constexpr int kVariants = 5;
+  const char* names[kVariants] = {"live off", "live, no reader", "reader 10 Hz", "reader flat out",
+                                  "control flat out"};
+  const Env* envs[kVariants] = {&off, &live, &live, &live, &off};
+  const int pauses[kVariants] = {-1, -1, 100, 0, 0};  // -1: no reader
   // prog_stress's events: an alloc and a free per iteration, and a pool pair every 4th.
   const double events = 2.0 * threads * (iters + iters / 4);
   std::vector<double> per_event[kVariants], ratios[kVariants];
@@ -101,7 +120,8 @@ int main(int argc, char** argv) {
       std::atomic<bool> stop{false};
       std::thread reader;
       uint64_t read = 0;
-      if (pauses[v] >= 0) reader = std::thread([&] { read = read_while(registry, pauses[v], stop); });
+      const std::string still = v == kVariants - 1 ? control : "";
+      if (pauses[v] >= 0) reader = std::thread([&] { read = read_while(registry, still, pauses[v], stop); });
       t[v] = gmp::bench::timed_run(cmd, *envs[v]);
       stop = true;
       if (reader.joinable()) reader.join();
@@ -111,7 +131,7 @@ int main(int argc, char** argv) {
       per_event[v].push_back(t[v] / events * 1e9);
       ratios[v].push_back(t[v] / t[0]);
     }
-    std::printf("round %d: %.3f / %.3f / %.3f / %.3f s\n", r + 1, t[0], t[1], t[2], t[3]);
+    std::printf("round %d: %.3f / %.3f / %.3f / %.3f / %.3f s\n", r + 1, t[0], t[1], t[2], t[3], t[4]);
     std::fflush(stdout);
     if (std::system(("rm -rf " + dir + "/run.* " + registry).c_str()) != 0) break;
   }
@@ -120,7 +140,7 @@ int main(int argc, char** argv) {
               iters, events, rounds);
   for (int v = 0; v < kVariants; ++v) {
     const auto s = gmp::bench::spread(per_event[v]);
-    std::printf("  %-16s %7.1f ns (%.1f-%.1f)", names[v], s.median, s.min, s.max);
+    std::printf("  %-17s %7.1f ns (%.1f-%.1f)", names[v], s.median, s.min, s.max);
     if (v > 0) {
       const auto q = gmp::bench::spread(ratios[v]);
       std::printf("  ratio %.3f (%.3f-%.3f)", q.median, q.min, q.max);
