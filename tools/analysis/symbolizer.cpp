@@ -156,7 +156,7 @@ StackTable Symbolizer::symbolize(const std::vector<uint32_t>& ids) {
   auto lookup_vaddr = [](uint64_t addr, const reader::ModuleRecord& m) {
     return addr > m.base ? addr - m.base - 1 : 0;
   };
-  auto usable = [this](const reader::ModuleRecord& m, File& f) {
+  auto usable = [](const reader::ModuleRecord& m, File& f) {
     if (f.elf == nullptr) return false;
     // An object replaced on disk since the run: its symbols would name the wrong functions.
     return m.build_id.empty() || m.build_id == f.elf->build_id();
