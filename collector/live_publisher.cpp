@@ -106,6 +106,7 @@ void LivePublisher::open(const OwnedDir& run_dir, const Config& config, const Pr
   if (fd < 0 || !writer_.start(fd, *f_)) {
     log::warn("cannot write {}: {}; no live view (gpumemprof top) of this process", file_.path(), std::strerror(errno));
     file_.close();
+    ::unlinkat(run_dir.fd(), kLiveFile, 0);  // zeros, which a reader would list as unreadable
     delete f_;
     f_ = nullptr;
     return;
