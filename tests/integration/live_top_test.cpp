@@ -162,17 +162,17 @@ TEST(LiveTop, AProcessWithNoDeviceHasARowAndAGarbageFileIsSkipped) {
 }
 
 TEST(LiveTop, RefusesBadValuesBeforeReadingAnything) {
-  const std::string intervals = "accepted: a number from 0.1 to 86400, decimals allowed (0.5, 2)\n";
+  const std::string intervals = "accepted: a number of seconds from 0.1 to 86400, decimals allowed (0.5, 2)\n";
   for (const char* bad : {"0.05", "abc", "-1", "1e3", ""}) {
     RunResult r = run_tool({"top", "--interval", bad, "--once"});
     EXPECT_EQ(r.exit_code, 2) << bad;
-    EXPECT_EQ(r.err, std::string("gpumemprof top: --interval '") + bad + "' is not a number of seconds; " + intervals);
+    EXPECT_EQ(r.err, std::string("gpumemprof top: invalid --interval '") + bad + "'; " + intervals);
     EXPECT_EQ(r.out, "");
   }
   RunResult keep = run_tool({"top", "--keep", "soon"});
   EXPECT_EQ(keep.exit_code, 2);
-  EXPECT_EQ(keep.err, "gpumemprof top: --keep 'soon' is not a number of seconds; accepted: a number from 0 to "
-                      "86400, decimals allowed (30, 0.5)\n");
+  EXPECT_EQ(keep.err, "gpumemprof top: invalid --keep 'soon'; accepted: a number of seconds from 0 to 86400, "
+                      "decimals allowed (30, 0.5)\n");
   RunResult missing = run_tool({"top", "--interval"});
   EXPECT_EQ(missing.exit_code, 2);
   EXPECT_EQ(missing.err, "gpumemprof top: --interval needs a value; accepted: --interval SECONDS\n");

@@ -81,15 +81,15 @@ std::optional<int> parse(int argc, char** argv, TopArgs& args) {
     } else if (name == "--interval") {
       const std::optional<double> s = parse_seconds(*value, 0.1);
       if (!s) {
-        return fail("--interval '" + *value +
-                    "' is not a number of seconds; accepted: a number from 0.1 to 86400, decimals allowed (0.5, 2)");
+        return fail("invalid --interval '" + *value +
+                    "'; accepted: a number of seconds from 0.1 to 86400, decimals allowed (0.5, 2)");
       }
       args.interval_s = *s;
     } else if (name == "--keep") {
       const std::optional<double> s = parse_seconds(*value, 0);
       if (!s) {
-        return fail("--keep '" + *value +
-                    "' is not a number of seconds; accepted: a number from 0 to 86400, decimals allowed (30, 0.5)");
+        return fail("invalid --keep '" + *value +
+                    "'; accepted: a number of seconds from 0 to 86400, decimals allowed (30, 0.5)");
       }
       args.sources.keep_ns = static_cast<uint64_t>(std::llround(*s * 1e9));
     }
