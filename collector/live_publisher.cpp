@@ -210,8 +210,7 @@ void LivePublisher::roll_history(uint64_t second) {
   f_->history_latest = second;
 }
 
-void LivePublisher::fill(const Accounting& acc, uint64_t lost, uint64_t now_ns) {
-  f_->heartbeat_realtime_ns = realtime_of(now_ns);
+void LivePublisher::fill(const Accounting& acc, uint64_t lost) {
   f_->events = acc.events();
   f_->lost = lost;
   f_->oom_failures = acc.oom().failures;
@@ -288,15 +287,9 @@ void LivePublisher::rebuild_top(const Accounting& acc, uint64_t now_ns) {
 
 void LivePublisher::publish(uint64_t now_ns, const Accounting& acc, uint64_t lost) {
   const bool figures = dirty_;
-  if (figures) fill(acc, lost, now_ns);
+  if (figures) fill(acc, lost);
   f_->heartbeat_realtime_ns = realtime_of(now_ns);
   ++f_->published;
-  // History slots not yet written: those from history_from_ to the latest (a ring: at most all).
-  const uint64_t to = f_->history_latest;
-  uint64_t from = history_from_;
-  if (from != 0 && to >= live::kHistorySeconds && from + live::kHistorySeconds <= to) {
-    from = to - live::kHistorySeconds + 1;
-  }
   bool ok = true;
   const int fd = file_.checked_fd();
   if (fd < 0) {
@@ -308,8 +301,7 @@ void LivePublisher::publish(uint64_t now_ns, const Accounting& acc, uint64_t los
     errno = EFBIG;
   } else {
     writer_.set_fd(fd);
-    ok = writer_.publish(*f_, figures, from == 0 ? 0 : from);
-    for (uint64_t s = from == 0 ? 1 : from + 1; from != 0 && ok && s <= to; ++s) ok = writer_.publish(*f_, false, s);
+    ok = writer_.publish(*f_, figures, history_from_);  // the history slots not yet written, with them
   }
   if (ok) {
     dirty_ = false;

@@ -42,7 +42,7 @@ class LivePublisher {
  private:
   int slot_of(int device);  // the device's slot in the file, claimed at first use; -1 beyond kDevices
   uint64_t realtime_of(uint64_t monotonic_ns) const;
-  void fill(const Accounting& acc, uint64_t lost, uint64_t now_ns);
+  void fill(const Accounting& acc, uint64_t lost);
   void rebuild_top(const Accounting& acc, uint64_t now_ns);
   void roll_history(uint64_t second);
   void publish(uint64_t now_ns, const Accounting& acc, uint64_t lost);

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -75,16 +76,25 @@ bool LiveFileWriter::start(int fd, const LiveFile& initial) {
   return pwrite_all(fd_, &initial, sizeof initial, 0);
 }
 
-bool LiveFileWriter::publish(LiveFile& f, bool figures, uint64_t history_second) {
+bool LiveFileWriter::publish(LiveFile& f, bool figures, uint64_t history_from) {
   // Each step is its own system call, and each completes before the next begins: a reader that
   // copied the whole file between two equal even values of `seq` copied no half-written bytes.
   if (!write_seq(++f.seq)) return false;
   const char* base = reinterpret_cast<const char*>(&f);
   bool ok = pwrite_all(fd_, base + kNowBegin, kNowEnd - kNowBegin, kNowBegin);
   if (ok && figures) ok = pwrite_all(fd_, base + kNowEnd, kFiguresEnd - kNowEnd, kNowEnd);
-  if (ok && history_second != 0) {
-    const size_t slot = offsetof(LiveFile, history) + (history_second % kHistorySeconds) * sizeof(LiveSecond);
-    ok = pwrite_all(fd_, base + slot, sizeof(LiveSecond), slot);
+  if (ok && history_from != 0 && history_from <= f.history_latest) {
+    // The seconds from history_from to the latest, at most the whole ring: one write, or two where
+    // they wrap around its end.
+    const uint64_t count = std::min<uint64_t>(f.history_latest - history_from + 1, kHistorySeconds);
+    const uint64_t first = (f.history_latest - count + 1) % kHistorySeconds;
+    const uint64_t before_end = std::min<uint64_t>(count, kHistorySeconds - first);
+    const size_t at = offsetof(LiveFile, history) + first * sizeof(LiveSecond);
+    ok = pwrite_all(fd_, base + at, before_end * sizeof(LiveSecond), at);
+    if (ok && count > before_end) {
+      const size_t start = offsetof(LiveFile, history);
+      ok = pwrite_all(fd_, base + start, (count - before_end) * sizeof(LiveSecond), start);
+    }
   }
   // Even after a failed write: the lock must not stay held (the bytes are whatever landed, and
   // the next publish rewrites them).

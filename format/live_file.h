@@ -170,10 +170,11 @@ class LiveFileWriter {
   // `initial` whole. False with errno set when it could not be written.
   bool start(int fd, const LiveFile& initial);
   // Rewrites, under the lock, the fields every publish changes (from `state` to the devices),
-  // with `figures` the devices, top allocations and notices too, and with `history_second` (not 0)
-  // that second's history slot. `f` is the writer's whole current copy; `f.seq` is the writer's.
-  // False with errno set when a write failed (the lock is released all the same).
-  bool publish(LiveFile& f, bool figures, uint64_t history_second);
+  // with `figures` the devices, top allocations and notices too, and with `history_from` (not 0)
+  // the history slots of the seconds from it to `f.history_latest` (at most the whole ring). `f`
+  // is the writer's whole current copy; `f.seq` is the writer's. False with errno set when a write
+  // failed (the lock is released all the same).
+  bool publish(LiveFile& f, bool figures, uint64_t history_from);
   int fd() const { return fd_; }
   void set_fd(int fd) { fd_ = fd; }  // the same file, reopened
 

@@ -67,6 +67,14 @@ TEST(LiveFileFormat, WrittenAndReadBack) {
   EXPECT_EQ(text_of(r->program), "train.py");
   EXPECT_EQ(r->devices[1].ordinal, -1);
   EXPECT_EQ(r->history[1'700'000'123 % kHistorySeconds].allocated_max[3], 99u);
+  // A range of seconds across the ring's end: every slot of it, in one publish.
+  const uint64_t end = 3 * kHistorySeconds + 2;  // slots 598, 599, 0, 1, 2
+  for (uint64_t s = end - 4; s <= end; ++s) f->history[s % kHistorySeconds].second = s;
+  f->history_latest = end;
+  ASSERT_TRUE(w.publish(*f, false, end - 4));
+  ASSERT_EQ(read_live_file(file.fd, *r), ReadResult::Ok);
+  for (uint64_t s = end - 4; s <= end; ++s) EXPECT_EQ(r->history[s % kHistorySeconds].second, s) << s;
+  EXPECT_EQ(r->history[3].second, 0u);  // outside the range: never written
   // Without `figures`, only the header's changing part is rewritten.
   set_all(*f, 8);
   ASSERT_TRUE(w.publish(*f, false, 0));
