@@ -30,12 +30,6 @@ struct TopArgs {
   reader::LiveSources sources;
 };
 
-uint64_t realtime_ns() {
-  timespec ts{};
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000 + static_cast<uint64_t>(ts.tv_nsec);
-}
-
 // A number of seconds, decimals allowed ("0.5", "2", "1e1" is not one); nullopt otherwise or below
 // `min`. At most a day: a larger value is a typo, and it must fit the nanoseconds it becomes.
 std::optional<double> parse_seconds(const std::string& text, double min) {
@@ -104,7 +98,7 @@ std::string source_text(const TopArgs& args) {
 // --once and --json: one refresh, printed.
 int print_once(const TopArgs& args) {
   reader::LiveReader reader(args.sources);
-  const uint64_t now = realtime_ns();
+  const uint64_t now = top::clock_ns(CLOCK_REALTIME);
   const reader::LiveScan scan = reader.refresh(now);
   if (!scan.error.empty()) return fail(scan.error);
   for (const std::string& u : scan.unreadable) std::fprintf(stderr, "gpumemprof top: skipped %s\n", u.c_str());

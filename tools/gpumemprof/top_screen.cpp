@@ -19,12 +19,6 @@
 namespace gmp::tool::top {
 namespace {
 
-uint64_t clock_ns(clockid_t id) {
-  timespec ts{};
-  clock_gettime(id, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000 + static_cast<uint64_t>(ts.tv_nsec);
-}
-
 std::string interval_text(double s) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%g s", s);
@@ -203,6 +197,12 @@ class Screen {
 };
 
 }  // namespace
+
+uint64_t clock_ns(clockid_t id) {
+  timespec ts{};
+  clock_gettime(id, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000 + static_cast<uint64_t>(ts.tv_nsec);
+}
 
 std::string header_text(size_t processes, uint64_t now_ns) {
   const reader::ThisMachine here = reader::this_machine();
