@@ -52,6 +52,7 @@ Config parse_config(const EnvLookup& env) {
   r.read(settings::python_stacks, c.python_stacks);
   r.read(settings::tensor_stacks, c.tensor_stacks);
   r.read(settings::framework, c.framework);
+  r.read(settings::categories, c.categories);
   r.read(settings::sample_ms, c.sample_ms);
   r.read(settings::warn_percent, c.warn_percent);
   r.read(settings::critical_percent, c.critical_percent);
@@ -108,6 +109,7 @@ ConfigRecord config_record(const Config& c) {
   r.metrics_interval_ms = c.metrics_interval_ms;
   if (!c.device_limit.empty()) r.device_limit = c.device_limit;
   r.live = c.live;
+  r.categories = c.categories;
   if (!c.live_registry.empty()) r.live_registry = c.live_registry;
   return r;
 }

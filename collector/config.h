@@ -32,6 +32,7 @@ struct Config {
   bool python_stacks = true;  // Python frames too, where the allocating thread holds the GIL
   TensorStacks tensor_stacks = TensorStacks::Python;
   FrameworkMode framework = FrameworkMode::Auto;
+  bool categories = true;  // GPUMEMPROF_CATEGORIES: the bootstrap labels tensors by category (docs/framework-bridge.md)
   uint32_t sample_ms = 100;
   double warn_percent = 80;
   double critical_percent = 95;

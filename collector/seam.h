@@ -131,6 +131,7 @@ extern std::atomic<uint32_t> g_stack_depth;       // GPUMEMPROF_STACKS
 extern std::atomic<bool> g_python_stacks;         // GPUMEMPROF_PYTHON_STACKS
 extern std::atomic<bool> g_tensor_native_stacks;  // GPUMEMPROF_TENSOR_STACKS=all
 extern std::atomic<bool> g_framework_off;         // GPUMEMPROF_FRAMEWORK=off
+extern std::atomic<bool> g_categories;            // GPUMEMPROF_CATEGORIES
 extern std::atomic<bool> g_framework_unverified;  // GPUMEMPROF_FRAMEWORK=unverified
 
 // --- Interning: variable-length records become the small ids events carry (0: none, the table

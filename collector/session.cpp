@@ -181,6 +181,7 @@ std::atomic<uint32_t> g_stack_depth{0};
 std::atomic<bool> g_python_stacks{false};
 std::atomic<bool> g_tensor_native_stacks{false};
 std::atomic<bool> g_framework_off{false};
+std::atomic<bool> g_categories{true};
 std::atomic<bool> g_framework_unverified{false};
 
 Session* session_start() {
@@ -224,6 +225,7 @@ Session* session_start() {
   g_python_stacks.store(config.python_stacks, std::memory_order_relaxed);
   g_tensor_native_stacks.store(config.tensor_stacks == TensorStacks::All, std::memory_order_relaxed);
   g_framework_off.store(config.framework == FrameworkMode::Off, std::memory_order_relaxed);
+  g_categories.store(config.categories, std::memory_order_relaxed);
   g_framework_unverified.store(config.framework == FrameworkMode::Unverified, std::memory_order_relaxed);
   g_state.store(kRunning, std::memory_order_release);
   g_active_session.store(s, std::memory_order_release);

@@ -38,6 +38,7 @@ json to_json(const ConfigRecord& c) {
       {"metrics_dir", reader::or_null(c.metrics_dir)},
       {"metrics_interval_ms", c.metrics_interval_ms},
       {"device_limit", reader::or_null(c.device_limit)},
+      {"categories", c.categories},
       {"live", c.live},
       {"live_registry", reader::or_null(c.live_registry)},
   };
@@ -68,6 +69,7 @@ ConfigRecord config_record_from_json(const json* j) {
   c.metrics_dir = reader::as_string(member(j, "metrics_dir"));
   c.metrics_interval_ms = reader::u64_or(member(j, "metrics_interval_ms"));
   c.device_limit = reader::as_string(member(j, "device_limit"));
+  c.categories = reader::as_bool(member(j, "categories")).value_or(c.categories);
   c.live = reader::as_bool(member(j, "live")).value_or(c.live);
   c.live_registry = reader::as_string(member(j, "live_registry"));
   return c;

@@ -35,6 +35,7 @@ struct ConfigRecord {
   std::optional<std::string> metrics_dir;  // nullopt (null): no metrics file (docs/metrics.md)
   uint64_t metrics_interval_ms = 0;
   std::optional<std::string> device_limit;  // GPUMEMPROF_DEVICE_LIMIT as given; nullopt (null): none
+  bool categories = true;                    // GPUMEMPROF_CATEGORIES (runs older than it: true, none were labelled)
   bool live = true;                          // GPUMEMPROF_LIVE (runs older than it: true, they had none)
   std::optional<std::string> live_registry;  // GPUMEMPROF_LIVE_REGISTRY; nullopt (null): /tmp/gpumemprof-UID
   bool operator==(const ConfigRecord&) const = default;

@@ -63,6 +63,8 @@ std::string_view op_name(Op o) {
     case Op::GraphDestroy: return "graph_destroy";
     case Op::GraphMemory: return "graph_memory";
     case Op::GraphChild: return "graph_child";
+    case Op::TensorLabel: return "tensor_label";
+    case Op::Phase: return "phase";
     case Op::None: break;
   }
   return "none";
@@ -102,6 +104,30 @@ std::string_view framework_refusal_name(FrameworkRefusal r) {
     case FrameworkRefusal::Disabled: return "disabled";
   }
   return "unknown";
+}
+
+std::string_view tensor_category_name(TensorCategory c) {
+  switch (c) {
+    case TensorCategory::Parameters: return "parameters";
+    case TensorCategory::Gradients: return "gradients";
+    case TensorCategory::OptimizerState: return "optimizer_state";
+    case TensorCategory::Activations: return "activations";
+    case TensorCategory::Temporaries: return "temporaries";
+    case TensorCategory::KvCache: return "kv_cache";
+    case TensorCategory::Other: return "other";
+    case TensorCategory::Unknown: break;
+  }
+  return "unknown";
+}
+
+std::string_view training_phase_name(TrainingPhase p) {
+  switch (p) {
+    case TrainingPhase::Forward: return "forward";
+    case TrainingPhase::Backward: return "backward";
+    case TrainingPhase::Optimizer: return "optimizer";
+    case TrainingPhase::None: break;
+  }
+  return "none";
 }
 
 std::string framework_version_text(uint64_t packed) {

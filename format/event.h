@@ -75,8 +75,12 @@ enum class Op : uint8_t {
   GraphDestroy = 41,      // GraphDestroyRecord
   GraphMemory = 42,       // the device's graph memory pool as the driver reports it now (GraphMemoryRecord)
   GraphChild = 43,        // a child graph's memory nodes moved into its parent (GraphChildRecord)
+  // Memory categories (docs/framework-bridge.md §Categories), from the Python bootstrap, api
+  // torch_caching_allocator: facts the tools decide each tensor's category from.
+  TensorLabel = 44,  // TensorLabelRecord: the tensor live at address is a parameter, gradient, ...
+  Phase = 45,        // PhaseRecord: a training phase begins (forward, backward, optimizer step)
 };
-inline constexpr int kOpCount = 44;
+inline constexpr int kOpCount = 46;
 
 // Event::value of a pool Alloc that carries no reading of the pool (docs/accounting.md, Pool).
 inline constexpr uint64_t kNoReading = UINT64_MAX;
@@ -107,6 +111,27 @@ inline uint64_t framework_pool_id(uint64_t first, uint64_t second) {
   return (first << 32) | (second & 0xffffffffull);
 }
 std::string framework_pool_text(uint64_t packed);
+
+// What a tensor's memory is for (docs/framework-bridge.md §Categories). The first four come from
+// labels (TensorLabel's value), the rest the tools decide from phases and call sites. Stored in the
+// trace: append only.
+enum class TensorCategory : uint8_t {
+  Unknown = 0,
+  Parameters = 1,      // nn.Module parameters and buffers, an optimizer's parameters
+  Gradients = 2,       // their .grad storages
+  OptimizerState = 3,  // tensors in an optimizer's state
+  Activations = 4,     // allocated in a forward phase, alive when the next backward begins
+  Temporaries = 5,     // allocated and freed within one phase
+  KvCache = 6,         // allocated by a model's KV cache code
+  Other = 7,
+};
+inline constexpr int kTensorCategoryCount = 8;
+std::string_view tensor_category_name(TensorCategory c);  // "optimizer_state"; "unknown" for other values
+
+// Op::Phase's value: where a training step is. Forward is everything outside backward and the
+// optimizer's step (so it includes loading the batch and computing the loss).
+enum class TrainingPhase : uint8_t { None = 0, Forward = 1, Backward = 2, Optimizer = 3 };
+std::string_view training_phase_name(TrainingPhase p);  // "forward", "backward", "optimizer"; "none"
 
 // Which driver entry point produced the event. Stored as a number in the trace: append only. The
 // names are the exported ones; cuda.h maps three of them to newer ABIs by macro, kept out here.

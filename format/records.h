@@ -190,6 +190,36 @@ struct FrameworkAttachRecord {
   }
 };
 
+// Op::TensorLabel, from the Python bootstrap: the tensor whose block starts at `address` on the
+// event's device is, for as long as that block stays allocated, of `category`, named `name_id` in
+// attribution.jsonl (a parameter's module path; 0 none). A label for an address with no live tensor
+// says nothing.
+struct TensorLabelRecord {
+  static constexpr Op kOp = Op::TensorLabel;
+  uint64_t address = 0;
+  TensorCategory category = TensorCategory::Unknown;
+  uint32_t name_id = 0;
+  void to_event(Event& e) const { e.op = kOp, e.address = address, e.value = detail::u64(category), e.object = name_id; }
+  static TensorLabelRecord from_event(const Event& e) {
+    return {e.address, e.value < kTensorCategoryCount ? static_cast<TensorCategory>(e.value) : TensorCategory::Unknown,
+            e.object <= UINT32_MAX ? static_cast<uint32_t>(e.object) : 0u};
+  }
+};
+
+// Op::Phase, from the Python bootstrap: `phase` begins, in training step `step` (1 + the optimizer
+// steps completed) and micro-batch `micro_batch` (the backward passes begun since the last
+// optimizer step, counting this one; +1 in forward).
+struct PhaseRecord {
+  static constexpr Op kOp = Op::Phase;
+  TrainingPhase phase = TrainingPhase::None;
+  uint64_t step = 0;
+  uint64_t micro_batch = 0;
+  void to_event(Event& e) const { e.op = kOp, e.value = detail::u64(phase), e.size = step, e.object = micro_batch; }
+  static PhaseRecord from_event(const Event& e) {
+    return {e.value <= 3 ? static_cast<TrainingPhase>(e.value) : TrainingPhase::None, e.size, e.object};
+  }
+};
+
 // Op::Cleanup, from the collector: the watchdog trimmed a device's pools after a critical alert.
 struct CleanupRecord {
   static constexpr Op kOp = Op::Cleanup;

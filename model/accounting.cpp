@@ -66,7 +66,8 @@ void Accounting::apply(const Event& e) {
       }
       break;
     case Op::Mark: case Op::RangePush: case Op::RangePop: case Op::Pause: case Op::Resume:
-      break;  // attribution only: the tools replay them (tools/analysis)
+    case Op::TensorLabel: case Op::Phase:
+      break;  // attribution and categories only: the tools replay them (tools/analysis)
     case Op::TensorAlloc: case Op::TensorFreeRequested: case Op::TensorFreeCompleted: case Op::SegmentAlloc:
     case Op::SegmentFree: case Op::SegmentMap: case Op::SegmentUnmap: case Op::FrameworkOom:
     case Op::FrameworkOomFigures: case Op::FrameworkAttach:

@@ -118,6 +118,7 @@ const SettingRule stacks{"GPUMEMPROF_STACKS", "16", "an integer from 0 (off) to 
 const SettingRule python_stacks{"GPUMEMPROF_PYTHON_STACKS", "1", kBoolForm, boolean};
 const SettingRule tensor_stacks{"GPUMEMPROF_TENSOR_STACKS", "python", "python or all", tensor_stacks_mode};
 const SettingRule framework{"GPUMEMPROF_FRAMEWORK", "auto", "auto, unverified or off", framework_mode};
+const SettingRule categories{"GPUMEMPROF_CATEGORIES", "1", kBoolForm, boolean};
 const SettingRule sample_ms{"GPUMEMPROF_SAMPLE_MS", "100", "an integer from 0 (off) to 3600000",
                             uint_in<0, 3'600'000>};
 const SettingRule warn_percent{"GPUMEMPROF_WARN_PERCENT", "80", "a number in (0, 100]", double_in<0, 100>};

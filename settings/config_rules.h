@@ -33,7 +33,7 @@ inline constexpr const char* kFrameworkModeNames[] = {"auto", "unverified", "off
 inline constexpr const char* kTensorStacksNames[] = {"python", "all"};
 
 namespace settings {
-extern const SettingRule enable, output, log_level, ring_events, trace_max, stacks, python_stacks, tensor_stacks, framework,
+extern const SettingRule enable, output, log_level, ring_events, trace_max, stacks, python_stacks, tensor_stacks, framework, categories,
     sample_ms, warn_percent, critical_percent, fragmentation, leak_bytes, on_alert, oom_dir, oom_events,
     oom_max_dumps, oom_max_total_mb, oom_wait_ms, metrics_dir, metrics_interval_ms, live, live_registry, watchdog, watchdog_min_interval_ms,
     device_limit;

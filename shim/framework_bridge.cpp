@@ -14,6 +14,7 @@
 
 #include "../collector/seam.h"
 #include "export.h"
+#include "framework_bridge.h"
 #include "stack_capture.h"
 #include "real_driver.h"
 #include "torch_layouts.h"
@@ -153,6 +154,8 @@ void* native_allocator(FrameworkRefusal* why, std::string* detail) {
 }
 
 }  // namespace
+
+bool framework_recording() { return g_state.load() == State::Recording; }
 
 // major.minor.patch of torch.__version__, and torch.cuda.get_allocator_backend(). 0 when attached,
 // else the FrameworkRefusal. Attaches once per process.

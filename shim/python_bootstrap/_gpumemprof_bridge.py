@@ -11,6 +11,8 @@ import os
 import re
 import sys
 
+import _gpumemprof_categories as _categories
+
 # format/event.h Op values the seed uses.
 _TENSOR_ALLOC, _TENSOR_FREE_REQUESTED, _SEGMENT_ALLOC, _SEGMENT_MAP = 22, 23, 25, 27
 _shim = None
@@ -84,6 +86,7 @@ def _on_oom(device, requested, capacity, free_bytes):
     try:
         import torch
 
+        _categories.label_all()  # the categories at the OOM, before its bundle
         stats = torch.cuda.memory_stats(device)
         _shim.gpumemprof_framework_oom(
             int(device), int(requested), int(capacity), int(free_bytes),
@@ -102,12 +105,17 @@ def _attach():
         if os.environ.get("PYTORCH_NO_CUDA_MEMORY_CACHING", "") not in ("", "0"):
             backend = "uncached"  # every tensor is a cudaMalloc: the trackers are never called
         if _shim.gpumemprof_framework_attach(major, minor, patch, backend.encode()) != 0:
+            _categories.disable()
             return
         attached = True
         had_memory = _seed(torch)
         if _self_check(torch, not had_memory):
             torch._C._cuda_attach_out_of_memory_observer(_on_oom)
+            _categories.attach(torch, _shim)
+        else:
+            _categories.disable()
     except Exception:
+        _categories.disable()
         if attached:  # half set up (a seed or the probe failed): detach rather than record on
             try:
                 _shim.gpumemprof_framework_self_check(0, 0, -1)
@@ -116,6 +124,7 @@ def _attach():
 
 
 def _torch_imported(torch):
+    _categories.install_registry(torch)
     try:
         torch.cuda._lazy_call(_attach)
     except Exception:

@@ -65,7 +65,8 @@ TEST(Interposition, ExportsOnlyInterposedSymbolsAndNeedsOnlyLibc) {
       "gpumemprof_mark", "gpumemprof_range_push", "gpumemprof_range_pop", "gpumemprof_pause", "gpumemprof_resume",
       "gpumemprof_device_stats", "gpumemprof_counts", "gpumemprof_reset_peaks", "gpumemprof_sync", "gpumemprof_recent",
       "gpumemprof_framework_attach", "gpumemprof_framework_seed", "gpumemprof_framework_self_check",
-      "gpumemprof_framework_oom",
+      "gpumemprof_framework_oom", "gpumemprof_framework_categories", "gpumemprof_framework_name",
+      "gpumemprof_framework_label", "gpumemprof_framework_phase",
       "InitializeInjectionNvtx2", "InitializeInjectionNvtxExtension"};
   EXPECT_EQ(exported, expected);
   const auto needed = words(command_output("readelf -d " + Paths::shim() +

@@ -50,7 +50,7 @@ TEST(ManifestRecord, RoundTrips) {
 TEST(ManifestRecord, Text) {
   const json j = to_json(sample_manifest());
   EXPECT_EQ(json_text(j),
-            R"({"argv":["python3","train.py"],"config":{"critical_percent":0.0,"device_limit":"L4","enable":true,)"
+            R"({"argv":["python3","train.py"],"config":{"categories":true,"critical_percent":0.0,"device_limit":"L4","enable":true,)"
             R"("fragmentation":0.0,"leak_bytes":0,"live":true,"live_registry":null,"log_level":"warn",)"
             R"("metrics_dir":"/var/lib/node_exporter","metrics_interval_ms":5000,)"
             R"("on_alert":null,"oom_dir":"/scratch/oom","oom_events":0,)"

@@ -132,6 +132,14 @@ nlohmann::json timeline_json(const DeviceAnalysis& d) {
     t["tensors_last"].push_back(b.tensors_last);
     t["framework_reserved_last"].push_back(b.framework_reserved_last);
   }
+  if (!d.categories_at_exit.decided && !d.categories_at_peak.decided) return t;
+  nlohmann::json categories = nlohmann::json::object();  // stacked, they draw tensors_max
+  for (size_t c = 0; c < kTensorCategoryCount; ++c) {
+    nlohmann::json values = nlohmann::json::array();
+    for (const TimelineBucket& b : d.timeline) values.push_back(b.categories[c]);
+    categories[std::string(tensor_category_name(static_cast<TensorCategory>(c)))] = std::move(values);
+  }
+  t["tensor_categories"] = std::move(categories);
   return t;
 }
 
@@ -251,6 +259,33 @@ nlohmann::json pauses_json(const Regions& r) {
   return out;
 }
 
+nlohmann::json category_split_json(const CategorySplit& split, bool categories_setting) {
+  nlohmann::json categories = nlohmann::json::array();
+  for (size_t c = 0; c < split.by_category.size(); ++c) {
+    const CategoryFigures& f = split.by_category[c];
+    nlohmann::json largest = nlohmann::json::array();
+    for (const CategoryItem& item : f.largest) {
+      largest.push_back({{"name", item.name}, {"bytes", item.bytes.bytes}, {"count", item.bytes.count}});
+    }
+    const double share = split.total.bytes != 0 ? double(f.total.bytes) / double(split.total.bytes) : 0.0;
+    categories.push_back({{"category", tensor_category_name(static_cast<TensorCategory>(c))},
+                          {"bytes", f.total.bytes},
+                          {"count", f.total.count},
+                          {"share", share},
+                          {"largest", largest}});
+  }
+  nlohmann::json phase;
+  if (split.phase) {
+    phase = {{"kind", training_phase_name(split.phase->phase)},
+             {"step", split.phase->step},
+             {"micro_batch", split.phase->micro_batch}};
+  }
+  nlohmann::json out = {{"decided", split.decided}, {"phase", phase}, {"total", split.total.bytes},
+                        {"categories", categories}};
+  if (!split.decided) out["why_undecided"] = undecided_reason(categories_setting);
+  return out;
+}
+
 nlohmann::json analysis_json(const RunAnalysis& run, bool with_timeline) {
   nlohmann::json devices = nlohmann::json::array();
   for (const auto& [ordinal, d] : run.devices) {
@@ -271,6 +306,14 @@ nlohmann::json analysis_json(const RunAnalysis& run, bool with_timeline) {
       j["framework"] = framework_json(d.framework, 0);
       j["framework"]["tensors_at_peak"] = live_set_json(d.tensors_at_peak, run.start_ns);
       j["framework"]["tensor_sites_at_peak"] = sites_json(d.tensor_sites_at_peak, run.stacks);
+      const bool setting = run.run.manifest.config.categories;
+      j["framework"]["categories_at_peak"] = category_split_json(d.categories_at_peak, setting);
+      j["framework"]["categories_at_exit"] = category_split_json(d.categories_at_exit, setting);
+      nlohmann::json peaks = nlohmann::json::object();
+      for (size_t c = 0; c < kTensorCategoryCount; ++c) {
+        peaks[std::string(tensor_category_name(static_cast<TensorCategory>(c)))] = d.category_peaks[c];
+      }
+      j["framework"]["category_peaks"] = std::move(peaks);
     }
     devices.push_back(std::move(j));
   }

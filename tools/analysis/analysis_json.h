@@ -12,7 +12,8 @@ nlohmann::json live_set_json(const LiveSet& set, uint64_t start_ns, size_t max_s
 nlohmann::json peak_json(const PeakPoint& p);
 nlohmann::json marker_json(const Marker& m);
 // {"t_ns":[...], "allocated_max":[...], "allocated_min":[...], ...}; where the bridge attached also "tensors_max",
-// "framework_reserved_max", "tensors_last" and "framework_reserved_last".
+// "framework_reserved_max", "tensors_last" and "framework_reserved_last", and where categories were
+// decided "tensor_categories": {category: [bytes per bucket]}, adding up to tensors_max.
 nlohmann::json timeline_json(const DeviceAnalysis& d);
 // Attribution (docs/attribution.md, "Reading"): frames, call sites, flame graphs, ranges, marks.
 nlohmann::json frame_json(const Frame& f);
@@ -21,6 +22,10 @@ nlohmann::json flame_json(const FlameNode& n);  // {"name", "value", "children":
 nlohmann::json ranges_json(const Regions& r);
 nlohmann::json marks_json(const Regions& r);
 nlohmann::json pauses_json(const Regions& r);
+// Tensors by category (tensor_categories.h): {"decided", "why_undecided" (only when not), "phase"
+// ({"kind", "step", "micro_batch"} or null), "total", "categories": [{"category", "bytes", "count",
+// "share", "largest": [{"name", "bytes", "count"}]}] in TensorCategory order, zeros included}.
+nlohmann::json category_split_json(const CategorySplit& split, bool categories_setting);
 // Per device peaks, live sets, call sites and flame graph; leaks, markers, ranges, marks and
 // pauses; the timeline only when asked (it is long). Where the bridge attached, per device
 // "framework" (summary.json's object with the tensors live at its peak and their call sites) and

@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "bytes_text.h"
+#include "category_peaks.h"
 #include "count_text.h"
 #include "event.h"
 
@@ -89,6 +90,7 @@ struct Highest {
 
 struct Highests {
   Highest<uint64_t> peak, reserved, leak, graph;
+  std::map<TensorCategory, Highest<uint64_t>> category;
   Highest<double> growth;
   std::string growth_figures;  // "50.00 MiB against 48.00 MiB" for growth.where
 };
@@ -181,11 +183,42 @@ std::string passed_text(const Limits& limits, const Highests& h, size_t processe
   if (limits.max_graph_memory) {
     bytes_part("highest CUDA graph memory", h.graph, "--max-graph-memory", *limits.max_graph_memory);
   }
+  for (const auto& [category, limit] : limits.max_category) {
+    const std::string name(tensor_category_name(category));
+    auto it = h.category.find(category);
+    bytes_part(("highest " + name).c_str(), it != h.category.end() ? it->second : Highest<uint64_t>{},
+               ("--max-category " + name).c_str(), limit);
+  }
   if (limits.no_oom) parts.push_back("no out-of-memory failure");
   std::string text =
       "passed on " + where + " (" + counted(processes, "process") + ", " + counted(devices, "per-process device") + ")";
   for (size_t i = 0; i < parts.size(); ++i) text += (i == 0 ? ": " : "; ") + parts[i];
   return text;
+}
+
+// --max-category on one process: its trace replayed. False with `error` when it cannot be read.
+bool check_categories(const Limits& limits, const reader::JobMember& m, const std::string& who,
+                      std::vector<std::string>& broken, Highests& highest, std::string& error) {
+  const auto peaks = category_peaks(m.path, error);
+  if (!peaks) return false;
+  if (!peaks->decided) {
+    broken.push_back(who + ": --max-category cannot be checked: no tensor's category was decided (" +
+                     peaks->why_undecided + ")");
+    return true;
+  }
+  for (const auto& [ordinal, bytes] : peaks->peaks) {
+    const std::string where = who + ", device " + std::to_string(ordinal);
+    for (const auto& [category, limit] : limits.max_category) {
+      const uint64_t peak = bytes[static_cast<size_t>(category)];
+      highest.category[category].offer(peak, where);
+      if (peak > limit) {
+        const std::string option = "--max-category " + std::string(tensor_category_name(category));
+        broken.push_back(where + ": " + std::string(tensor_category_name(category)) + " peaked at " +
+                         over(peak, option.c_str(), limit));
+      }
+    }
+  }
+  return true;
 }
 
 }  // namespace
@@ -226,6 +259,9 @@ std::optional<LimitsVerdict> evaluate_limits(const std::vector<reader::JobMember
     }
     if (const auto ooms = oom_text(s); limits.no_oom && ooms) {
       verdict.broken.push_back(who + ": " + *ooms + ", and --no-oom allows none");
+    }
+    if (!limits.max_category.empty() && !check_categories(limits, runs[i], who, verdict.broken, highest, error)) {
+      return std::nullopt;
     }
   }
   if (verdict.broken.empty()) verdict.passed = passed_text(limits, highest, runs.size(), devices, where);

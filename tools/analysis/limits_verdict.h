@@ -7,10 +7,12 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "event.h"
 #include "job_directory.h"
 
 namespace gmp::analysis {
@@ -21,12 +23,18 @@ struct Limits {
   std::optional<uint64_t> max_leak;         // per process: summary.json's live_at_exit bytes
   std::optional<uint64_t> max_graph_memory; // per device: graph_memory_peak() (docs/check.md)
   bool no_oom = false;                      // per process: no out-of-memory failure at all
+  // --max-category NAME=SIZE, per device: the category's own peak (docs/check.md). The only limit
+  // read from a replay of the trace rather than from summary.json: categories are decided with
+  // hindsight (tensor_categories.h).
+  std::map<TensorCategory, uint64_t> max_category;
   std::string baseline_path;                // --baseline: a run directory or a job root
   std::optional<double> max_growth;         // percent, per device: allocated peak against the baseline's
   std::vector<reader::JobMember> baseline;  // read by the command's prepare_limits()
   const char* growth_option = "--max-growth";  // as messages name it: diff's is --fail-if-peak-grows
 
-  bool any() const { return max_peak || max_reserved || max_leak || max_graph_memory || no_oom || max_growth; }
+  bool any() const {
+    return max_peak || max_reserved || max_leak || max_graph_memory || no_oom || max_growth || !max_category.empty();
+  }
 };
 
 // What a device's CUDA graphs held at most: the graph memory pool's reserved peak (the driver's

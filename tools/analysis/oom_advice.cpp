@@ -1,5 +1,8 @@
 #include "oom_advice.h"
 
+#include <cctype>
+#include <optional>
+
 #include "bytes_text.h"
 
 namespace gmp::analysis {
@@ -13,6 +16,50 @@ std::string pb(uint64_t bytes) { return pytorch_size_text(bytes); }  // as PyTor
 // blocks too small or in segments the request could not use.
 bool large_unallocated(const OomExplanation::Framework& f) {
   return f.unallocated > 0 && (f.unallocated >= f.figures.capacity / 10 || f.unallocated >= f.figures.requested);
+}
+
+// What to cut, in the terms of the category that held most of the tensors (tensor_categories.h).
+std::optional<std::string> category_advice(const OomExplanation& x) {
+  if (!x.categories || !x.categories->decided || x.categories->total.bytes == 0) return std::nullopt;
+  const CategorySplit& s = *x.categories;
+  size_t top = 0;
+  for (size_t c = 1; c < s.by_category.size(); ++c) {
+    if (s.by_category[c].total.bytes > s.by_category[top].total.bytes) top = c;
+  }
+  const auto category = static_cast<TensorCategory>(top);
+  const char* what = nullptr;
+  switch (category) {
+    case TensorCategory::Activations:
+      what = "halve the micro-batch (with gradient accumulation to keep the batch), checkpoint activations "
+             "(torch.utils.checkpoint, gradient_checkpointing_enable()), or shorten the sequences";
+      break;
+    case TensorCategory::Parameters:
+      what = "load the model in bf16 or fp16, quantize it, or shard it across GPUs (FSDP, tensor parallelism)";
+      break;
+    case TensorCategory::OptimizerState:
+      what = "shard the optimizer state (ZeRO, FSDP), use a lighter optimizer (8-bit Adam, Adafactor, SGD), or "
+             "offload it to the CPU";
+      break;
+    case TensorCategory::Gradients:
+      what = "shard the gradients (ZeRO-2, FSDP), or free them between steps (zero_grad(set_to_none=True))";
+      break;
+    case TensorCategory::KvCache:
+      what = "generate fewer sequences at once, shorten the context, or use a quantized or offloaded KV cache";
+      break;
+    case TensorCategory::Temporaries:
+      what = "chunk or fuse the operation that allocates the largest temporaries (its line is in the report)";
+      break;
+    default: return std::nullopt;  // other, unknown: nothing specific to say
+  }
+  const CategoryFigures& f = s.by_category[top];
+  const uint64_t percent = f.total.bytes * 100 / s.total.bytes;
+  std::string text = category_label(category) + " held " + pb(f.total.bytes) + " of the " +
+                     pb(s.total.bytes) + " in tensors (" + std::to_string(percent) + "%)";
+  if (s.phase) text += ", in the " + phase_text(*s.phase);
+  text += ": " + std::string(what) + ".";
+  if (!f.largest.empty()) text += " The largest: " + f.largest.front().name + " (" + pb(f.largest.front().bytes.bytes) + ").";
+  text[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(text[0])));
+  return text;
 }
 
 std::vector<OomExplanation::Advice> framework_advice(const OomExplanation& x) {
@@ -66,6 +113,7 @@ std::vector<OomExplanation::Advice> framework_advice(const OomExplanation& x) {
              pb(site.bytes) + " in " + std::to_string(site.count) + (site.count == 1 ? " tensor" : " tensors");
   }
   add("tensors", text + (sites.empty() ? "." : ". The largest holders by call site: " + sites + "."));
+  if (auto c = category_advice(x)) add("categories", std::move(*c));
   return advice;
 }
 

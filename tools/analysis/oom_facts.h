@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "oom_bundle_reader.h"
+#include "tensor_categories.h"
 
 namespace gmp::analysis {
 
@@ -80,6 +81,10 @@ struct OomExplanation {
     std::vector<Site> sites;  // the tensors' call sites by bytes, largest first; stack id 0: none
   };
   std::optional<Framework> framework;
+  // A framework OOM's tensors by category, when the run's trace was found (oom_categories.h), and
+  // GPUMEMPROF_CATEGORIES as the run's manifest recorded it.
+  std::optional<CategorySplit> categories;
+  bool categories_setting = true;
 
   struct Advice {
     std::string id;  // cannot_fit, recovered, fragmentation, other_processes, own_footprint, ...

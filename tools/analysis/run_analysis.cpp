@@ -28,6 +28,7 @@ bool open_replay(reader::TraceReplay& replay, const std::string& trace_path, con
 struct FirstPass {
   PeakWatch peaks;
   TensorPeakWatch tensor_peaks;
+  TensorCategories& categories;
   MarkerLog markers;
   NvmlPeaks nvml;
   DeviceLimitWatch limits;
@@ -36,13 +37,15 @@ struct FirstPass {
   AttributionReplay regions;
   uint64_t stack_events = 0;  // events that carried a stack id
 
-  FirstPass(const RunAnalysis& run, const Options& opt)
-      : markers(opt.max_markers), regions(run.attribution, run.start_ns, opt.max_marks, opt.max_pauses) {}
+  FirstPass(const RunAnalysis& run, const Options& opt, TensorCategories& categories)
+      : categories(categories),
+        markers(opt.max_markers), regions(run.attribution, run.start_ns, opt.max_marks, opt.max_pauses) {}
 
   // The state where the window starts: trace position `index`, `at_ns` since the profiler started.
   void start(const Accounting& acc, uint64_t at_ns, uint64_t index) {
     peaks.start(acc, at_ns, index);
     tensor_peaks.start(acc, index);
+    categories.start(acc, index);
     first_memory.start(acc, at_ns);
     levels.start(acc);
   }
@@ -50,6 +53,7 @@ struct FirstPass {
   void add(const ReplayStep& step) {
     peaks.add(step);
     tensor_peaks.add(step);
+    categories.add(step.event, step.index);
     markers.add(step);
     nvml.add(step);
     limits.add(step);
@@ -88,6 +92,13 @@ void take_replay_figures(RunAnalysis& run, const Options& opt, const Accounting&
     }
     if (auto l = pass.limits.devices().find(ordinal); l != pass.limits.devices().end()) out.limit = l->second;
   }
+  pass.categories.finish();
+  const std::vector<LiveAllocation> tensors = acc.live_tensors();
+  for (auto& [ordinal, d] : run.devices) {
+    if (!acc.devices().at(ordinal).framework.attached) continue;
+    d.categories_at_exit = split_by_category(tensors, ordinal, pass.categories, run.attribution, opt.largest);
+    d.categories_at_exit.phase = pass.categories.phase_at(UINT64_MAX);
+  }
   ExitSets exit = live_at_exit(acc, opt.largest);
   run.leaks = std::move(exit.leaks);
   run.tensor_leaks = std::move(exit.tensor_leaks);
@@ -98,7 +109,7 @@ void take_replay_figures(RunAnalysis& run, const Options& opt, const Accounting&
 // NVML peaks, limits, what was live at the end). Keeps, for the second pass, where the tensors
 // peaked.
 bool first_pass(const std::string& trace_path, RunAnalysis& run, const Options& opt, TensorPeakWatch& tensor_peaks,
-                std::string& error) {
+                TensorCategories& categories, std::string& error) {
   reader::TraceReplay trace;
   if (!open_replay(trace, trace_path, opt, error)) return false;
   run.start_ns = trace.start_ns();
@@ -109,7 +120,7 @@ bool first_pass(const std::string& trace_path, RunAnalysis& run, const Options& 
   }
   // A trace whose oldest segments were deleted is a window from its first kept event on.
   run.window = trace.window();
-  FirstPass pass(run, opt);
+  FirstPass pass(run, opt, categories);
   pass.start(acc, run.window.since_ns, trace.index());
   while (trace.next()) {
     const Event& e = trace.event();
@@ -138,11 +149,12 @@ class Timeline {
       d.timeline.assign(buckets_, TimelineBucket{});
       for (size_t i = 0; i < buckets_; ++i) d.timeline[i].start_ns = origin_ + i * width_;
       touched_[ordinal].assign(buckets_, false);
+      end_categories_[ordinal].assign(buckets_, CategoryBytes{});
     }
   }
 
   // After the event at trace position `index` (the window's start: the position before its first).
-  void memory(const Accounting& acc, uint64_t at_ns, uint64_t index) {
+  void memory(const Accounting& acc, const CategoryLevels& categories, uint64_t at_ns, uint64_t index) {
     const size_t b = bucket(at_ns);
     end_index_[b] = index;
     for (const auto& [ordinal, d] : acc.devices()) {
@@ -157,12 +169,15 @@ class Timeline {
         t.reserved_max = t.reserved_min = before.reserved;
         t.allocated_max_index = before.index;
         t.tensors_max = before.tensors;
+        t.categories = before.categories;
         t.framework_reserved_max = before.framework_reserved;
       }
       const FrameworkStats& f = d.framework;
-      const Level after{d.allocated.current, d.reserved.current, f.allocated.current, f.reserved.current, index};
+      const Level after{d.allocated.current, d.reserved.current, f.allocated.current, f.reserved.current, index,
+                        categories.current(ordinal)};
       it->second.fine.level(at_ns, before.levels(), after.levels());
       before = after;
+      end_categories_[ordinal][b] = after.categories;
       if (d.allocated.current > t.allocated_max) {
         t.allocated_max = d.allocated.current;
         t.allocated_max_index = index;
@@ -172,7 +187,10 @@ class Timeline {
       t.reserved_min = std::min(t.reserved_min, d.reserved.current);
       t.allocated_last = d.allocated.current;
       t.reserved_last = d.reserved.current;
-      t.tensors_max = std::max(t.tensors_max, f.allocated.current);
+      if (f.allocated.current > t.tensors_max) {
+        t.tensors_max = f.allocated.current;
+        t.categories = after.categories;
+      }
       t.framework_reserved_max = std::max(t.framework_reserved_max, f.reserved.current);
       t.tensors_last = f.allocated.current;
       t.framework_reserved_last = f.reserved.current;
@@ -193,6 +211,7 @@ class Timeline {
       const std::vector<bool>& seen = touched_[ordinal];
       TimelineBucket carry{};
       uint64_t carry_index = 0;
+      CategoryBytes carry_categories{};
       for (size_t i = 0; i < buckets_; ++i) {
         TimelineBucket& t = d.timeline[i];
         if (!seen[i]) {
@@ -200,10 +219,14 @@ class Timeline {
           t.reserved_max = t.reserved_min = t.reserved_last = carry.reserved_last;
           t.allocated_max_index = carry_index;
           t.tensors_max = t.tensors_last = carry.tensors_last;
+          t.categories = carry_categories;
           t.framework_reserved_max = t.framework_reserved_last = carry.framework_reserved_last;
         }
         carry = t;
-        if (seen[i]) carry_index = end_index_[i];
+        if (seen[i]) {
+          carry_index = end_index_[i];
+          carry_categories = end_categories_[ordinal][i];
+        }
       }
     }
   }
@@ -216,6 +239,7 @@ class Timeline {
   struct Level {
     uint64_t allocated = 0, reserved = 0, tensors = 0, framework_reserved = 0;
     uint64_t index = 0;  // the trace position it was set at
+    CategoryBytes categories{};
     Levels levels() const { return {allocated, reserved, tensors, framework_reserved}; }
   };
   RunAnalysis& run_;
@@ -225,6 +249,7 @@ class Timeline {
   uint64_t width_ = 1;
   std::map<int, std::vector<bool>> touched_;
   std::vector<uint64_t> end_index_;  // per bucket: the position of its last memory event
+  std::map<int, std::vector<CategoryBytes>> end_categories_;  // per device and bucket: the categories it ended at
 };
 
 // The moment to list what was live on a device: its allocated peak, or its tensors' peak.
@@ -237,15 +262,20 @@ struct Snapshot {
 
 // What was live adds up to the peak it explains: the allocated figure's own allocations (VMM by its
 // mappings, no managed memory), or the tensors.
-void take_snapshot(RunAnalysis& run, const Options& opt, const Accounting& acc, const Snapshot& at) {
+void take_snapshot(RunAnalysis& run, const Options& opt, const Accounting& acc, const TensorCategories& categories,
+                   const Snapshot& at) {
   DeviceAnalysis& d = run.devices[at.device];
   collect_live(at.tensors ? d.tensors_at_peak : d.live_at_peak, acc, at.device, at.tensors, opt.largest);
+  if (at.tensors) {
+    d.categories_at_peak = split_by_category(acc.live_tensors(), at.device, categories, run.attribution, opt.largest);
+    d.categories_at_peak.phase = categories.phase_at(at.event_index);
+  }
 }
 
 // Pass 2: the timeline, and the live tables just after each device's allocated-peak event and,
 // where the bridge attached, the event that set its tensors' peak.
 bool second_pass(const std::string& trace_path, RunAnalysis& run, const Options& opt,
-                 const TensorPeakWatch& tensor_peaks, std::string& error) {
+                 const TensorPeakWatch& tensor_peaks, const TensorCategories& categories, std::string& error) {
   std::vector<Snapshot> snapshots;
   for (const auto& [ordinal, d] : run.devices) {
     if (d.allocated_peak.event_index != 0) snapshots.push_back({d.allocated_peak.event_index, ordinal, false});
@@ -261,20 +291,23 @@ bool second_pass(const std::string& trace_path, RunAnalysis& run, const Options&
     error = trace.error();
     return false;
   }
+  CategoryLevels levels(categories);
+  levels.start(acc);
   // A window's timeline starts at the level where it starts.
-  if (!run.window.whole()) timeline.memory(acc, run.window.since_ns, trace.index());
+  if (!run.window.whole()) timeline.memory(acc, levels, run.window.since_ns, trace.index());
   size_t next = 0;
   while (next < snapshots.size() && snapshots[next].event_index <= trace.index()) {  // at the window's start
-    take_snapshot(run, opt, acc, snapshots[next++]);
+    take_snapshot(run, opt, acc, categories, snapshots[next++]);
   }
   while (trace.next()) {
     const Event& e = trace.event();
     const uint64_t index = trace.index();
     const uint64_t at = since(e.timestamp_ns, run.start_ns);
-    if (changes_memory(e.op) || changes_framework_memory(e.op)) timeline.memory(acc, at, index);
+    levels.add(e);
+    if (changes_memory(e.op) || changes_framework_memory(e.op)) timeline.memory(acc, levels, at, index);
     if (e.op == Op::Sample) timeline.sample(e.device, at, SampleRecord::from_event(e).process_used);
     while (next < snapshots.size() && snapshots[next].event_index == index) {
-      take_snapshot(run, opt, acc, snapshots[next++]);
+      take_snapshot(run, opt, acc, categories, snapshots[next++]);
     }
   }
   if (trace.failed()) {  // the first pass read the same bytes; only a changing file gets here
@@ -282,6 +315,7 @@ bool second_pass(const std::string& trace_path, RunAnalysis& run, const Options&
     return false;
   }
   timeline.finish();
+  for (auto& [ordinal, d] : run.devices) d.category_peaks = levels.peaks(ordinal);
   return true;
 }
 
@@ -339,9 +373,10 @@ std::optional<RunAnalysis> analyze_run(const std::string& dir, const Options& op
   }
   const std::string& trace_path = dir;  // its segments (reader/trace_reader.h)
   TensorPeakWatch tensor_peaks;
-  if (!first_pass(trace_path, run, options, tensor_peaks, error)) return std::nullopt;
+  TensorCategories categories(run.attribution);
+  if (!first_pass(trace_path, run, options, tensor_peaks, categories, error)) return std::nullopt;
   take_figures(run, figure_sources(run.run, run.window));
-  if (!second_pass(trace_path, run, options, tensor_peaks, error)) return std::nullopt;
+  if (!second_pass(trace_path, run, options, tensor_peaks, categories, error)) return std::nullopt;
   attribute(run, options);
   return run;
 }

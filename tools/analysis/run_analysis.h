@@ -25,6 +25,7 @@
 #include "attribution_reader.h"
 #include "attribution_replay.h"
 #include "call_sites.h"
+#include "category_levels.h"
 #include "device_limit_watch.h"
 #include "fine_timeline.h"
 #include "flame.h"
@@ -33,6 +34,7 @@
 #include "peak_watch.h"
 #include "run_directory_reader.h"
 #include "symbolizer.h"
+#include "tensor_categories.h"
 #include "trace_replay.h"
 
 namespace gmp::analysis {
@@ -52,6 +54,8 @@ struct TimelineBucket {
   // The framework level (devices where the bridge attached): tensors' bytes and the framework's segments.
   uint64_t tensors_max = 0, framework_reserved_max = 0;
   uint64_t tensors_last = 0, framework_reserved_last = 0;
+  // The tensors by category (tensor_categories.h) when they stood at tensors_max: they add up to it.
+  CategoryBytes categories{};
 };
 
 struct DeviceAnalysis {
@@ -75,6 +79,10 @@ struct DeviceAnalysis {
   FrameworkStats framework;
   LiveSet tensors_at_peak;
   std::vector<CallSite> tensor_sites_at_peak;  // tensors_at_peak by call site, most bytes first
+  // The tensors at their peak and at exit (the window's end) by category (tensor_categories.h), with
+  // the phase the run was in; decided false where nothing told the categories.
+  CategorySplit categories_at_peak, categories_at_exit;
+  CategoryBytes category_peaks{};  // each category's own peak in the window
 };
 
 struct Options {

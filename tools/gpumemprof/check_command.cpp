@@ -45,7 +45,7 @@ int check_main(int argc, char** argv) {
   if (!limits.any() && limits.baseline_path.empty()) {
     std::fprintf(stderr,
                  "gpumemprof check: nothing to check; give at least one of --max-peak, --max-reserved, "
-                 "--max-leak, --max-graph-memory, --no-oom, or --baseline DIR --max-growth PERCENT\n");
+                 "--max-leak, --max-graph-memory, --max-category, --no-oom, or --baseline DIR --max-growth PERCENT\n");
     return 2;
   }
   if (auto status = prepare_limits("check", limits)) return *status;

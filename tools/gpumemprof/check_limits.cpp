@@ -1,5 +1,6 @@
 #include "check_limits.h"
 
+#include <cctype>
 #include <cstring>
 #include <string_view>
 #include <utility>
@@ -89,6 +90,35 @@ void refuse(const char* command, const char* option, const std::optional<std::st
 
 }  // namespace
 
+// --max-category NAME=SIZE (activations=40GiB); repeatable, one per category.
+bool take_category_arg(const char* command, int argc, char** argv, int& i, analysis::Limits& limits) {
+  const auto v = option_value(argc, argv, i);
+  std::string names;
+  for (int c = 1; c < kTensorCategoryCount; ++c) {
+    names += std::string(c == 1 ? "" : ", ") + std::string(tensor_category_name(static_cast<TensorCategory>(c)));
+  }
+  const std::string accepted = "NAME=SIZE, NAME one of " + names + " (activations=40GiB)";
+  const size_t eq = v ? v->find('=') : std::string::npos;
+  if (eq == std::string::npos) {
+    refuse(command, "--max-category", v, "NAME=SIZE", accepted.c_str());
+    return false;
+  }
+  std::string name = v->substr(0, eq);
+  for (char& ch : name) ch = ch == '-' ? '_' : static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  std::optional<TensorCategory> category;
+  for (int c = 1; c < kTensorCategoryCount; ++c) {
+    if (tensor_category_name(static_cast<TensorCategory>(c)) == name) category = static_cast<TensorCategory>(c);
+  }
+  const auto size = parse_size(v->substr(eq + 1));
+  if (!category || !size) {
+    refuse(command, "--max-category", v, !category ? "a category and a size" : "NAME=SIZE with a size",
+           (accepted + "; SIZE " + kSizeForm).c_str());
+    return false;
+  }
+  limits.max_category[*category] = *size;
+  return true;
+}
+
 bool take_growth_arg(const char* command, int argc, char** argv, int& i, analysis::Limits& limits) {
   const auto v = option_value(argc, argv, i);
   std::string_view number = v ? std::string_view(*v) : std::string_view();
@@ -121,6 +151,9 @@ LimitArg take_limit_arg(const char* command, int argc, char** argv, int& i, anal
   }
   if (is_option(argv[i], "--max-growth")) {
     return take_growth_arg(command, argc, argv, i, limits) ? LimitArg::Taken : LimitArg::Refused;
+  }
+  if (is_option(argv[i], "--max-category")) {
+    return take_category_arg(command, argc, argv, i, limits) ? LimitArg::Taken : LimitArg::Refused;
   }
   if (is_option(argv[i], "--baseline")) {
     const auto v = option_value(argc, argv, i);

@@ -15,6 +15,10 @@ const std::vector<Option> kLimitOptions = {
     {"--max-graph-memory", nullptr, "SIZE",
      "fail when a device's CUDA graph memory (the graph memory pool's peak and\n"
      "PyTorch's private pools' peaks) is over SIZE"},
+    {"--max-category", nullptr, "NAME=SIZE",
+     "fail when a device's tensors of category NAME (parameters, gradients,\n"
+     "optimizer_state, activations, temporaries, kv_cache, other) peaked over SIZE;\n"
+     "repeatable; replays the trace (docs/check.md)"},
     {"--no-oom", nullptr, nullptr, "fail on any out-of-memory failure, recovered or not, the driver's or PyTorch's"},
     {"--baseline", nullptr, "DIR", "a run directory or a job root to compare with; needs --max-growth"},
     {"--max-growth", nullptr, "PERCENT",
@@ -215,7 +219,7 @@ const CommandOptions kCheckOptions = {
     "check DIR_OR_ROOT LIMITS...",
     "a CI gate: exit 1 when a peak, leak or OOM limit broke",
     "usage: gpumemprof check DIR_OR_ROOT [--max-peak SIZE] [--max-reserved SIZE] [--max-leak SIZE]\n"
-    "                        [--max-graph-memory SIZE] [--no-oom]\n"
+    "                        [--max-graph-memory SIZE] [--max-category NAME=SIZE] [--no-oom]\n"
     "                        [--baseline DIR --max-growth PERCENT]\n"
     "  A CI gate: checks memory limits on a run directory, or on every run directory of a job root (one per\n"
     "  rank or process, as gpumemprof run -o ROOT leaves them). Peaks are the driver level's, per device\n"

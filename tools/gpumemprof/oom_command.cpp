@@ -6,6 +6,7 @@
 #include <dirent.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <optional>
@@ -24,6 +25,7 @@
 #include "json_text.h"
 #include "oom_advice.h"
 #include "oom_bundle_reader.h"
+#include "oom_categories.h"
 #include "oom_facts.h"
 #include "oom_render.h"
 #include "output_streams.h"
@@ -160,6 +162,26 @@ bool name_holder_sites(const std::string& run_dir, std::vector<analysis::OomExpl
     if (x.framework) x.advice = analysis::oom_advice(x);
   }
   return true;
+}
+
+// A framework OOM's tensors by category, from the run's trace (oom_categories.h), when the run
+// directory is there; its advice is given again with them. Nothing when the trace cannot be read:
+// the bundle's own explanation stands.
+void split_by_category(const std::string& run_dir, std::vector<analysis::OomExplanation>& explained) {
+  if (std::none_of(explained.begin(), explained.end(), [](const auto& x) { return x.framework.has_value(); }) ||
+      !reader::has_trace(run_dir)) {
+    return;
+  }
+  std::string error;
+  const auto run = reader::open_run_directory(run_dir, error);
+  if (!run) return;
+  const reader::Attribution attribution = reader::read_attribution(run_dir + "/" + kAttributionFile);
+  for (auto& x : explained) {
+    if (!x.framework) continue;
+    x.categories = analysis::categories_at_oom(run_dir, attribution, x.request, error);
+    x.categories_setting = run->manifest.config.categories;
+    x.advice = analysis::oom_advice(x);
+  }
 }
 
 std::string no_oom_text(const RunOom& run) {
@@ -318,6 +340,7 @@ int oom_main(int argc, char** argv) {
     r.explained.push_back(analysis::explain_oom(*b));
     // The default place: <run dir>/oom/<bundle>.
     if (!name_holder_sites(path + "/../..", r.explained, error)) return fail(error);
+    split_by_category(path + "/../..", r.explained);
   } else if (run_like) {
     r.source = Source::RunDirectory;
     std::string error;
@@ -353,6 +376,7 @@ int oom_main(int argc, char** argv) {
     }
     read_bundles(bundles, r.run ? r.run->pid : 0, owner_of(path), r);
     if (!name_holder_sites(path, r.explained, error)) return fail(error);
+    split_by_category(path, r.explained);
     if (r.run && r.run->bundles_written > r.explained.size() + r.errors.size() && !r.explained.empty()) {
       r.notes.push_back(
           std::to_string(r.run->bundles_written) + " bundles were written and " +

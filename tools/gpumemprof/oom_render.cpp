@@ -4,6 +4,7 @@
 #include <cstdarg>
 #include <cstdio>
 
+#include "analysis_json.h"
 #include "bytes_text.h"
 #include "human_text.h"
 #include "terminal_text.h"
@@ -158,6 +159,23 @@ void framework_text(const analysis::OomExplanation& x, std::string& out) {
   appendf(out, "  peaks so far: allocated %s, reserved %s; outside PyTorch's segments %s\n",
           hb(a.allocated.peak).c_str(), hb(a.reserved.peak).c_str(), hb(a.outside.current).c_str());
   appendf(out, "  live tensors on the device: %s (%s)\n", u(f.tensor_count).c_str(), hb(f.tensor_bytes).c_str());
+  if (!x.categories) return;
+  const analysis::CategorySplit& s = *x.categories;
+  if (!s.decided) {
+    out += wrap("tensors by category: not decided: " + analysis::undecided_reason(x.categories_setting), "  ", "    ",
+                output_width());
+    return;
+  }
+  out += "\nThe tensors by category at that moment" + (s.phase ? " (" + analysis::phase_text(*s.phase) + ")" : "") + "\n";
+  for (size_t c = 0; c < s.by_category.size(); ++c) {
+    const analysis::CategoryFigures& fig = s.by_category[c];
+    if (fig.total.count == 0) continue;
+    std::string largest;
+    if (!fig.largest.empty()) largest = "  largest: " + fig.largest.front().name + " (" + hb(fig.largest.front().bytes.bytes) + ")";
+    appendf(out, "    %-16s %12s %5.1f%%  %s tensors%s\n", analysis::category_label(static_cast<TensorCategory>(c)).c_str(),
+            hb(fig.total.bytes).c_str(), 100.0 * double(fig.total.bytes) / double(s.total.bytes), u(fig.total.count).c_str(),
+            largest.c_str());
+  }
 }
 
 }  // namespace
@@ -419,6 +437,7 @@ nlohmann::json oom_explanation_json(const analysis::OomExplanation& x) {
     framework["reserved_unallocated_bytes"] = f.unallocated;
     framework["live_tensors"] = {{"count", f.tensor_count}, {"bytes", f.tensor_bytes}};
     framework["tensor_sites"] = sites;
+    framework["categories"] = x.categories ? analysis::category_split_json(*x.categories, x.categories_setting) : json();
     out["framework"] = framework;
   }
   json advice = json::array();

@@ -17,6 +17,7 @@
 #include "output_streams.h"
 #include "process_facts.h"
 #include "report_attribution.h"
+#include "report_categories.h"
 #include "report_device_limit.h"
 #include "run_analysis.h"
 
@@ -133,6 +134,9 @@ void print_framework(const analysis::RunAnalysis& run, const analysis::DeviceAna
                 counted(live.total.count, "tensor").c_str(), bytes_text(live.total.bytes).c_str());
     print_largest(run, live, d.tensor_sites_at_peak, false);
   }
+  const bool setting = run.run.manifest.config.categories;
+  print_categories("at the tensor peak", d.categories_at_peak, setting);
+  print_categories(run.window.until_ns ? "at the window's end" : "at exit", d.categories_at_exit, setting);
 }
 
 void print_device(const analysis::RunAnalysis& run, const analysis::DeviceAnalysis& d) {

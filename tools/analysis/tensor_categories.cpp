@@ -1,0 +1,210 @@
+#include "tensor_categories.h"
+
+#include <algorithm>
+
+#include "records.h"
+#include "symbolizer.h"
+
+namespace gmp::analysis {
+namespace {
+
+// The innermost Python frame of a stack, or nullptr.
+const reader::PyFrameRecord* innermost_python(const reader::Attribution& attribution, uint32_t stack_id) {
+  const reader::StackRecord* stack = stack_id != 0 ? attribution.stack(stack_id) : nullptr;
+  if (stack == nullptr) return nullptr;
+  for (const reader::StackFrame& f : stack->frames) {
+    if (f.python) return attribution.pyframe(static_cast<uint32_t>(f.value));
+  }
+  return nullptr;
+}
+
+// Labels that reach one tensor twice keep the first category in this order: a parameter that is
+// also reached as an optimizer's parameter stays a parameter.
+TensorCategory stronger(TensorCategory held, TensorCategory label) {
+  if (held == TensorCategory::Unknown) return label;
+  return static_cast<uint8_t>(label) < static_cast<uint8_t>(held) ? label : held;
+}
+
+}  // namespace
+
+void TensorCategories::start(const Accounting& acc, uint64_t /*index*/) {
+  for (const LiveAllocation& t : acc.live_tensors()) {
+    Live& l = live_[t.address];
+    l.alloc_ns = t.timestamp_ns;
+    l.existed = true;
+  }
+}
+
+bool TensorCategories::allocated_by_cache_code(uint32_t stack_id) {
+  if (stack_id == 0) return false;
+  auto [it, fresh] = cache_stacks_.try_emplace(stack_id, false);
+  if (fresh) {
+    const reader::PyFrameRecord* py = innermost_python(attribution_, stack_id);
+    it->second = py != nullptr && py->file.size() >= kKvCacheFile.size() &&
+                 std::string_view(py->file).substr(py->file.size() - kKvCacheFile.size()) == kKvCacheFile;
+  }
+  return it->second;
+}
+
+void TensorCategories::add(const Event& e, uint64_t index) {
+  const auto span = static_cast<uint32_t>(phases_.size());
+  switch (e.op) {
+    case Op::TensorAlloc: {
+      const bool seeded = FrameworkBlockRecord::from_event(e).seeded;
+      auto it = live_.find(e.address);
+      if (it != live_.end()) {
+        if (seeded) break;  // a seed repeating what an event already said (as Accounting)
+        settle(e.address, it->second, false);  // its free never reached us
+        live_.erase(it);
+      }
+      Live& l = live_[e.address];
+      l.alloc_ns = e.timestamp_ns;
+      l.span = span;
+      l.existed = seeded;
+      l.kv_cache = allocated_by_cache_code(e.stack_id);
+      break;
+    }
+    case Op::TensorFreeRequested:
+    case Op::TensorFreeCompleted: {
+      auto it = live_.find(e.address);
+      if (it == live_.end()) break;
+      if (!it->second.let_go) {  // the program let go at its request; a completion may come later
+        it->second.let_go = true;
+        it->second.let_go_span = span;
+      }
+      if (e.op == Op::TensorFreeCompleted) {
+        settle(e.address, it->second, false);
+        live_.erase(it);
+      }
+      break;
+    }
+    case Op::TensorLabel: {
+      const TensorLabelRecord r = TensorLabelRecord::from_event(e);
+      if (r.category == TensorCategory::Unknown) break;
+      ++labels_;
+      auto it = live_.find(r.address);
+      if (it == live_.end()) break;
+      const TensorCategory was = it->second.label;
+      it->second.label = stronger(was, r.category);
+      if (it->second.label != was && r.name_id != 0) it->second.name_id = r.name_id;
+      break;
+    }
+    case Op::Phase: on_phase(e, index); break;
+    default: break;
+  }
+}
+
+void TensorCategories::on_phase(const Event& e, uint64_t index) {
+  const PhaseRecord r = PhaseRecord::from_event(e);
+  if (r.phase == TrainingPhase::None) return;
+  const auto closing = static_cast<uint32_t>(phases_.size());
+  // Before the first phase event the program was in a forward (or never trains).
+  const TrainingPhase was = closing == 0 ? TrainingPhase::Forward : phases_.back().phase;
+  phases_.push_back(Phase{r.phase, r.step, r.micro_batch, index});
+  const auto opened = static_cast<uint32_t>(phases_.size());
+  const bool backward_begins = r.phase == TrainingPhase::Backward && was == TrainingPhase::Forward;
+  if (backward_begins) ++backward_passes_;
+  if (r.phase == TrainingPhase::Optimizer) ++optimizer_steps_;
+  for (auto& [_, t] : live_) {
+    if (t.let_go) continue;
+    if (t.candidate_until == closing) t.candidate_until = 0;  // outlived its backward and the phase after: kept state
+    if (backward_begins && t.span == closing && t.label == TensorCategory::Unknown && !t.kv_cache && !t.existed) {
+      t.candidate_until = opened + 1;  // the backward, then the phase after it
+    }
+  }
+}
+
+TensorCategory TensorCategories::decide(const Live& t, bool at_end) const {
+  if (t.label != TensorCategory::Unknown) return t.label;
+  if (t.kv_cache) return TensorCategory::KvCache;
+  if (t.existed) return TensorCategory::Other;
+  if (t.candidate_until != 0) return TensorCategory::Activations;
+  if (!t.let_go) {
+    const auto now = static_cast<uint32_t>(phases_.size());
+    const TrainingPhase current = now == 0 ? TrainingPhase::Forward : phases_.back().phase;
+    const bool cut_short_forward = at_end && t.span == now && current == TrainingPhase::Forward && backward_passes_ > 0;
+    return cut_short_forward ? TensorCategory::Activations : TensorCategory::Other;
+  }
+  return t.let_go_span == t.span ? TensorCategory::Temporaries : TensorCategory::Other;
+}
+
+void TensorCategories::settle(uint64_t address, const Live& t, bool at_end) {
+  const TensorCategory c = decide(t, at_end);
+  if (c != TensorCategory::Temporaries) verdicts_[Key{address, t.alloc_ns}] = TensorVerdict{c, t.name_id};
+}
+
+void TensorCategories::finish() {
+  for (const auto& [address, t] : live_) settle(address, t, true);
+  live_.clear();
+}
+
+TensorVerdict TensorCategories::of(const LiveAllocation& tensor) const {
+  if (!decided()) return {};
+  auto it = verdicts_.find(Key{tensor.address, tensor.timestamp_ns});
+  return it != verdicts_.end() ? it->second : TensorVerdict{TensorCategory::Temporaries, 0};
+}
+
+std::optional<Phase> TensorCategories::phase_at(uint64_t index) const {
+  auto it = std::upper_bound(phases_.begin(), phases_.end(), index,
+                             [](uint64_t i, const Phase& p) { return i < p.begin_index; });
+  if (it == phases_.begin()) return std::nullopt;
+  return *std::prev(it);
+}
+
+CategorySplit split_by_category(const std::vector<LiveAllocation>& tensors, int device,
+                                const TensorCategories& categories, const reader::Attribution& attribution,
+                                size_t largest) {
+  CategorySplit out;
+  out.decided = categories.decided();
+  std::array<std::unordered_map<std::string, Bytes>, kTensorCategoryCount> items;
+  for (const LiveAllocation& t : tensors) {
+    if (t.device != device) continue;
+    const TensorVerdict v = categories.of(t);
+    const auto c = static_cast<size_t>(v.category);
+    out.total.add(t.size);
+    out.by_category[c].total.add(t.size);
+    std::string name;
+    if (const std::string* label = v.name_id != 0 ? attribution.name(v.name_id) : nullptr) {
+      name = *label;
+    } else if (const reader::PyFrameRecord* py = innermost_python(attribution, t.stack_id)) {
+      Frame f;
+      f.python = true;
+      f.function = py->function;
+      f.file = py->file;
+      f.line = py->line > 0 ? static_cast<uint32_t>(py->line) : 0;
+      name = f.label();
+    } else {
+      name = "(no Python line)";
+    }
+    items[c][name].add(t.size);
+  }
+  for (size_t c = 0; c < items.size(); ++c) {
+    std::vector<CategoryItem>& list = out.by_category[c].largest;
+    for (auto& [name, bytes] : items[c]) list.push_back({name, bytes});
+    std::sort(list.begin(), list.end(), [](const CategoryItem& a, const CategoryItem& b) {
+      return a.bytes.bytes != b.bytes.bytes ? a.bytes.bytes > b.bytes.bytes : a.name < b.name;
+    });
+    if (list.size() > largest) list.resize(largest);
+  }
+  return out;
+}
+
+std::string category_label(TensorCategory c) {
+  std::string s(tensor_category_name(c));
+  std::replace(s.begin(), s.end(), '_', ' ');
+  return s;
+}
+
+std::string phase_text(const Phase& p) {
+  std::string s = std::string(training_phase_name(p.phase)) + " of step " + std::to_string(p.step);
+  if (p.micro_batch > 1) s += " (micro-batch " + std::to_string(p.micro_batch) + ")";
+  return s;
+}
+
+std::string undecided_reason(bool categories_setting) {
+  if (!categories_setting) return "GPUMEMPROF_CATEGORIES=0 turned the category hooks off";
+  return "the Python bootstrap labelled no tensor and marked no phase (python -S, -I or -E, PyTorch imported "
+         "without it, or the process ended before its first label)";
+}
+
+}  // namespace gmp::analysis
