@@ -40,6 +40,12 @@ Workloads:
                      by torch.cuda._memory_viz
   torch_llama_oom    the same model ending in an uncaught OutOfMemoryError: the OOM bundle and
                      `gpumemprof oom` against PyTorch's own message
+  torch_categories   tensor memory categories (issue 33, tests/gpu/categories.py) through `gpumemprof run`:
+                     a small HF Llama trained with AdamW (llama), the same in DistributedDataParallel
+                     with and without gradient_as_bucket_view (ddp_bucket_view, ddp), greedy generate
+                     with a DynamicCache (generate); `report RUN --json`'s categories_at_peak and
+                     categories_at_exit against PyTorch's storages and counters; llama again with
+                     GPUMEMPROF_CATEGORIES=off (llama_off): every tensor unknown, the same output
   python_layout      shim/python_layouts.h against offsetof on this Python's own headers
   torch_layout       shim/torch_layouts.h against this PyTorch's own headers (vtable slot, offsets)
   exit_os_exit exit_sigterm exit_oom_retry         PyTorch ending without exit handlers
@@ -96,7 +102,7 @@ import compare  # noqa: E402  (tests/gpu/compare.py: the judge)
 
 ALL_NAMES = ("rt_static rt_shared driver_api async_pools vmm graph_capture graph_cublas capture_rules torch_default "
              "torch_expandable torch_async torch_graphs torch_graphs_async torch_compile_graphs torch_oom "
-             "rt_oom_exit torch_train torch_llama torch_llama_oom python_layout torch_layout exit_os_exit exit_sigterm "
+             "rt_oom_exit torch_train torch_llama torch_llama_oom torch_categories python_layout torch_layout exit_os_exit exit_sigterm "
              "exit_oom_retry torch_python_api torch_python_watchdog torch_live torch_job torch_ddp torch_ddp_oom torch_split "
              "device_limit hotpath_costs bench_async "
              "bench_malloc bench_train bench_pairs bench_inference").split()
@@ -391,6 +397,8 @@ class Check:
         if self.want("torch_train"):
             self.train_run()
         self.llama_runs()
+        if self.want("torch_categories"):
+            self.categories_runs()
         self.python_api_runs()
         if self.want("torch_job"):
             self.job_run()
@@ -426,7 +434,8 @@ class Check:
         os.makedirs(d, exist_ok=True)
         self.plan(name, kind or (name if name.startswith("torch_llama") else "train"))
         t0 = time.monotonic()
-        env = {k: v for k, v in os.environ.items() if k != "PYTORCH_CUDA_ALLOC_CONF"}
+        # GPUMEMPROF_CATEGORIES only where a run asks for it (torch_categories' llama_off).
+        env = {k: v for k, v in os.environ.items() if k not in ("PYTORCH_CUDA_ALLOC_CONF", "GPUMEMPROF_CATEGORIES")}
         env.update(GROUND_TRUTH=os.path.join(d, "gt.json"), GPU_CHECK_NAME=name, **extra_env)
         rc = self.timed(self.budget(limit), [self.tool, "run", "-o", os.path.join(d, "runs"), "--", self.py,
                                              os.path.join(ROOT, "tests", "gpu", script), *args],
@@ -494,6 +503,20 @@ class Check:
         if self.want("torch_llama_oom"):
             self.launcher_run("torch_llama_oom", "llama_train.py", args=("--oom",), commands=(
                 (["oom", "{run}"], "oom.txt"), (["report", "{run}"], "report.txt")))
+
+    def categories_runs(self):
+        """torch_categories: tests/gpu/categories.py's scenarios through the launcher, each in its own
+        directory torch_categories/<scenario> (a row group of its own in the table), then `report
+        RUN --json` (the categories) and the text report; the llama scenario once more with the
+        category hooks off, which compare.py holds to the first run's output and exit status."""
+        report = ((["report", "{run}", "--json"], "report.json"), (["report", "{run}"], "report.txt"))
+        for scenario, args, env in (("llama", ("llama",), {}),
+                                    ("ddp_bucket_view", ("ddp", "--bucket-view"), {}),
+                                    ("ddp", ("ddp",), {}),
+                                    ("generate", ("generate",), {}),
+                                    ("llama_off", ("llama",), {"GPUMEMPROF_CATEGORIES": "off"})):
+            self.launcher_run(f"torch_categories/{scenario}", "categories.py", args=args, commands=report,
+                              limit=150, kind="categories", **env)
 
     def torchrun_job(self, name, kind, nproc, script, run_options=(), script_args=(), **extra_env):
         """`gpumemprof run -o ROOT [run_options] -- torchrun --nproc-per-node N tests/gpu/<script>`:
