@@ -78,6 +78,9 @@ Workloads:
   bench_inference    tests/gpu/inference_bench.py: HF Llama greedy generate (ms/token), its training step
                      and torch.empty pairs, without the profiler and with it, where each round times
                      recording on and paused in the same process (and the pairs with the bridge detached)
+  bench_categories   the category hooks' cost (issue 33): inference_bench.py's generate and training step under
+                     the profiler with the hooks on and with GPUMEMPROF_CATEGORIES=off, interleaved processes;
+                     the ratio on/off of the same unit of work in the two processes of a round (INFO)
 
 Files written to the results directory (at most 4): table.txt, table.json, log.txt and
 gpu-check.tar.gz (ground truths, summaries, manifests, logs, OOM bundle JSON, stdout/stderr, build
@@ -105,7 +108,7 @@ ALL_NAMES = ("rt_static rt_shared driver_api async_pools vmm graph_capture graph
              "rt_oom_exit torch_train torch_llama torch_llama_oom torch_categories python_layout torch_layout exit_os_exit exit_sigterm "
              "exit_oom_retry torch_python_api torch_python_watchdog torch_live torch_job torch_ddp torch_ddp_oom torch_split "
              "device_limit hotpath_costs bench_async "
-             "bench_malloc bench_train bench_pairs bench_inference").split()
+             "bench_malloc bench_train bench_pairs bench_inference bench_categories").split()
 # CUDA sources: binary name -> (source, extra nvcc arguments). rt_shared is rt_static's source
 # linked against the shared cudart.
 CUDA_BUILDS = {
@@ -781,6 +784,30 @@ class Check:
                     f"{k}={res[k].get('on_median', res[k].get('bare_median', 0)):.3f}" for k in
                     ("generate", "train_step", "pairs") if isinstance(res.get(k), dict)))
 
+    def bench_categories(self):
+        """tests/gpu/inference_bench.py's generate and training step under the profiler, with the
+        category hooks on ("shim") and off ("catoff": GPUMEMPROF_CATEGORIES=off), which goes first
+        alternating over the rounds. compare.py pairs each unit of one with the same unit of the
+        other in the same round: the alternation of recording and paused units is the same in both."""
+        script = os.path.join(ROOT, "tests", "gpu", "inference_bench.py")
+        rounds = os.environ.get("GPU_CHECK_INFERENCE_ROUNDS", "5")
+        variants = {"shim": {}, "catoff": {"GPUMEMPROF_CATEGORIES": "off"}}
+        for r in range(1, self.torch_rounds + 1):
+            for v in (list(variants) if r % 2 else list(reversed(variants))):
+                stem, rd, limit = self.bench_slot("categories", v, r, 120)
+                if limit is None:
+                    continue
+                env = self.shim_env(("GPUMEMPROF_CATEGORIES",), GPUMEMPROF_OUTPUT=os.path.join(rd, "run.%p"),
+                                    **variants[v])
+                rc = self.timed(limit, [self.py, script, rounds, "generate,train_step"], env=env,
+                                stdout=stem + ".json", stderr=stem + ".stderr")
+                self.write_rc(stem + ".rc", rc)
+                shutil.rmtree(rd, ignore_errors=True)
+                res = compare.load_json(stem + ".json") or {}
+                say(f"  categories {v:<6} round {r} rc={rc} " + " ".join(
+                    f"{k}={res[k].get('on_median', 0):.3f}" for k in ("generate", "train_step")
+                    if isinstance(res.get(k), dict)))
+
     def bench_one(self, mode, variant, rnd, pairs):
         """One benchmark process. The shim's run directory (its trace is big) is reduced to summary.json."""
         stem, rd, limit = self.bench_slot(mode, variant, rnd, 60)
@@ -818,6 +845,9 @@ class Check:
         if self.want("bench_inference"):
             self.phase("benchmark: generate, training step and tensor pairs, in-process A/B")
             self.bench_inference()
+        if self.want("bench_categories"):
+            self.phase("benchmark: generate and training step, category hooks on and off")
+            self.bench_categories()
 
     def bench_allocation_pairs(self):
         if not self.needs("bench_async_pair"):

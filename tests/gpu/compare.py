@@ -705,8 +705,8 @@ def compare_bench(t, work, target):
         if m:
             runs.setdefault(m[1], []).append((m[2], m[3]))
     for mode in sorted(runs):
-        if mode in ("train", "pairs", "inference"):
-            continue  # compare_train_bench, compare_pairs_bench, compare_inference_bench
+        if mode in ("train", "pairs", "inference", "categories"):
+            continue  # compare_train_bench, compare_pairs_bench, compare_inference_bench, compare_categories_bench
         med = {"base": [], "shim": [], "nostk": []}
         unfinished, counts_bad, lost, waits = [], [], 0, 0
         sums = [0, 0, 0]  # allocs, frees, pairs over the shim runs
@@ -877,6 +877,51 @@ def compare_inference_bench(t, work):
                       round(statistics.median(paused), 3), round(statistics.median(bare), 3), "INFO",
                       f"ratio {statistics.median(paused) / statistics.median(bare):.4f}; paused {spread_text(paused)}; "
                       f"without {spread_text(bare)}")
+
+
+def compare_categories_bench(t, work):
+    """The category hooks' cost (scripts/gpu_check.py bench_categories): inference_bench.py under the
+    profiler with the hooks on ("shim") and off ("catoff") in the processes of one round. The units of
+    both alternate recording and paused in the same order, so the k-th recording unit of one is the
+    same work as the k-th of the other (the same token of the same generate, the same step); the
+    ratio on/off of each such pair, the median over the pairs of every round with its quartiles.
+    Across processes, so the host's variance between processes shows: INFO only."""
+    d = os.path.join(work, "bench")
+    runs, unfinished = {}, []
+    for f in sorted(os.listdir(d)) if os.path.isdir(d) else []:
+        m = re.fullmatch(r"categories\.(shim|catoff)\.(\d+)\.rc", f)
+        if not m:
+            continue
+        res = load_json(os.path.join(d, f"categories.{m[1]}.{m[2]}.json"))
+        want = "off" if m[1] == "catoff" else "on"
+        if read_rc(os.path.join(d, f)) == 0 and isinstance(res, dict) and res.get("profiled") and \
+                res.get("categories") == want:
+            runs.setdefault(int(m[2]), {})[m[1]] = res
+        else:
+            rc = read_rc(os.path.join(d, f))
+            unfinished.append((f"{m[1]}#{m[2]}", rc if rc != 0 else f"no JSON of a profiled run with categories {want}"))
+    add_unfinished_runs(t, "bench_categories", unfinished)
+    for name in ("generate", "train_step"):
+        for state in ("on", "paused"):
+            ratios, on_medians, off_medians, unit = [], [], [], None
+            for pair in runs.values():
+                a, b = (pair.get("shim") or {}).get(name), (pair.get("catoff") or {}).get(name)
+                if not (isinstance(a, dict) and isinstance(b, dict) and a.get(state) and b.get(state)):
+                    continue
+                unit = a.get("unit")
+                ratios += [x / y for x, y in zip(a[state], b[state]) if y > 0]
+                on_medians.append(statistics.median(a[state]))
+                off_medians.append(statistics.median(b[state]))
+            if not ratios:
+                continue
+            lo, med, hi = quartiles(ratios)
+            what = "recording" if state == "on" else "paused"
+            t.add("bench_categories", f"{name}: categories on / off, {what} units, same unit in the round's two "
+                  f"processes ({len(ratios)} pairs, {len(on_medians)} rounds)", round(med, 4), None, "INFO",
+                  f"quartiles {lo:.4f}-{hi:.4f}")
+            t.add("bench_categories", f"{name} {unit}: {what} units, categories on vs off, medians of the rounds",
+                  round(statistics.median(on_medians), 3), round(statistics.median(off_medians), 3), "INFO",
+                  f"on {spread_text(on_medians)}; off {spread_text(off_medians)}")
 
 
 def compare_llama(t, work, name):
@@ -1767,6 +1812,7 @@ def run(work, out=None, only=None, bench=True, target=BENCH_TARGET, quiet=False)
         compare_train_bench(t, work)
         compare_pairs_bench(t, work)
         compare_inference_bench(t, work)
+        compare_categories_bench(t, work)
     text = t.text()
     if out:
         os.makedirs(out, exist_ok=True)
