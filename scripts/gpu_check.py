@@ -40,6 +40,12 @@ Workloads:
                      by torch.cuda._memory_viz
   torch_llama_oom    the same model ending in an uncaught OutOfMemoryError: the OOM bundle and
                      `gpumemprof oom` against PyTorch's own message
+  torch_categories   tensor memory categories (issue 33, tests/gpu/categories.py) through `gpumemprof run`:
+                     a small HF Llama trained with AdamW (llama), the same in DistributedDataParallel
+                     with and without gradient_as_bucket_view (ddp_bucket_view, ddp), greedy generate
+                     with a DynamicCache (generate); `report RUN --json`'s categories_at_peak and
+                     categories_at_exit against PyTorch's storages and counters; llama again with
+                     GPUMEMPROF_CATEGORIES=off (llama_off): every tensor unknown, the same output
   python_layout      shim/python_layouts.h against offsetof on this Python's own headers
   torch_layout       shim/torch_layouts.h against this PyTorch's own headers (vtable slot, offsets)
   exit_os_exit exit_sigterm exit_oom_retry         PyTorch ending without exit handlers
@@ -72,6 +78,9 @@ Workloads:
   bench_inference    tests/gpu/inference_bench.py: HF Llama greedy generate (ms/token), its training step
                      and torch.empty pairs, without the profiler and with it, where each round times
                      recording on and paused in the same process (and the pairs with the bridge detached)
+  bench_categories   the category hooks' cost (issue 33): inference_bench.py's generate and training step under
+                     the profiler with the hooks on and with GPUMEMPROF_CATEGORIES=off, interleaved processes;
+                     the ratio on/off of the same unit of work in the two processes of a round (INFO)
 
 Files written to the results directory (at most 4): table.txt, table.json, log.txt and
 gpu-check.tar.gz (ground truths, summaries, manifests, logs, OOM bundle JSON, stdout/stderr, build
@@ -96,10 +105,10 @@ import compare  # noqa: E402  (tests/gpu/compare.py: the judge)
 
 ALL_NAMES = ("rt_static rt_shared driver_api async_pools vmm graph_capture graph_cublas capture_rules torch_default "
              "torch_expandable torch_async torch_graphs torch_graphs_async torch_compile_graphs torch_oom "
-             "rt_oom_exit torch_train torch_llama torch_llama_oom python_layout torch_layout exit_os_exit exit_sigterm "
+             "rt_oom_exit torch_train torch_llama torch_llama_oom torch_categories python_layout torch_layout exit_os_exit exit_sigterm "
              "exit_oom_retry torch_python_api torch_python_watchdog torch_live torch_job torch_ddp torch_ddp_oom torch_split "
              "device_limit hotpath_costs bench_async "
-             "bench_malloc bench_train bench_pairs bench_inference").split()
+             "bench_malloc bench_train bench_pairs bench_inference bench_categories").split()
 # CUDA sources: binary name -> (source, extra nvcc arguments). rt_shared is rt_static's source
 # linked against the shared cudart.
 CUDA_BUILDS = {
@@ -391,6 +400,8 @@ class Check:
         if self.want("torch_train"):
             self.train_run()
         self.llama_runs()
+        if self.want("torch_categories"):
+            self.categories_runs()
         self.python_api_runs()
         if self.want("torch_job"):
             self.job_run()
@@ -426,7 +437,8 @@ class Check:
         os.makedirs(d, exist_ok=True)
         self.plan(name, kind or (name if name.startswith("torch_llama") else "train"))
         t0 = time.monotonic()
-        env = {k: v for k, v in os.environ.items() if k != "PYTORCH_CUDA_ALLOC_CONF"}
+        # GPUMEMPROF_CATEGORIES only where a run asks for it (torch_categories' llama_off).
+        env = {k: v for k, v in os.environ.items() if k not in ("PYTORCH_CUDA_ALLOC_CONF", "GPUMEMPROF_CATEGORIES")}
         env.update(GROUND_TRUTH=os.path.join(d, "gt.json"), GPU_CHECK_NAME=name, **extra_env)
         rc = self.timed(self.budget(limit), [self.tool, "run", "-o", os.path.join(d, "runs"), "--", self.py,
                                              os.path.join(ROOT, "tests", "gpu", script), *args],
@@ -494,6 +506,20 @@ class Check:
         if self.want("torch_llama_oom"):
             self.launcher_run("torch_llama_oom", "llama_train.py", args=("--oom",), commands=(
                 (["oom", "{run}"], "oom.txt"), (["report", "{run}"], "report.txt")))
+
+    def categories_runs(self):
+        """torch_categories: tests/gpu/categories.py's scenarios through the launcher, each in its own
+        directory torch_categories/<scenario> (a row group of its own in the table), then `report
+        RUN --json` (the categories) and the text report; the llama scenario once more with the
+        category hooks off, which compare.py holds to the first run's output and exit status."""
+        report = ((["report", "{run}", "--json"], "report.json"), (["report", "{run}"], "report.txt"))
+        for scenario, args, env in (("llama", ("llama",), {}),
+                                    ("ddp_bucket_view", ("ddp", "--bucket-view"), {}),
+                                    ("ddp", ("ddp",), {}),
+                                    ("generate", ("generate",), {}),
+                                    ("llama_off", ("llama",), {"GPUMEMPROF_CATEGORIES": "off"})):
+            self.launcher_run(f"torch_categories/{scenario}", "categories.py", args=args, commands=report,
+                              limit=150, kind="categories", **env)
 
     def torchrun_job(self, name, kind, nproc, script, run_options=(), script_args=(), **extra_env):
         """`gpumemprof run -o ROOT [run_options] -- torchrun --nproc-per-node N tests/gpu/<script>`:
@@ -758,6 +784,30 @@ class Check:
                     f"{k}={res[k].get('on_median', res[k].get('bare_median', 0)):.3f}" for k in
                     ("generate", "train_step", "pairs") if isinstance(res.get(k), dict)))
 
+    def bench_categories(self):
+        """tests/gpu/inference_bench.py's generate and training step under the profiler, with the
+        category hooks on ("shim") and off ("catoff": GPUMEMPROF_CATEGORIES=off), which goes first
+        alternating over the rounds. compare.py pairs each unit of one with the same unit of the
+        other in the same round: the alternation of recording and paused units is the same in both."""
+        script = os.path.join(ROOT, "tests", "gpu", "inference_bench.py")
+        rounds = os.environ.get("GPU_CHECK_INFERENCE_ROUNDS", "5")
+        variants = {"shim": {}, "catoff": {"GPUMEMPROF_CATEGORIES": "off"}}
+        for r in range(1, self.torch_rounds + 1):
+            for v in (list(variants) if r % 2 else list(reversed(variants))):
+                stem, rd, limit = self.bench_slot("categories", v, r, 120)
+                if limit is None:
+                    continue
+                env = self.shim_env(("GPUMEMPROF_CATEGORIES",), GPUMEMPROF_OUTPUT=os.path.join(rd, "run.%p"),
+                                    **variants[v])
+                rc = self.timed(limit, [self.py, script, rounds, "generate,train_step"], env=env,
+                                stdout=stem + ".json", stderr=stem + ".stderr")
+                self.write_rc(stem + ".rc", rc)
+                shutil.rmtree(rd, ignore_errors=True)
+                res = compare.load_json(stem + ".json") or {}
+                say(f"  categories {v:<6} round {r} rc={rc} " + " ".join(
+                    f"{k}={res[k].get('on_median', 0):.3f}" for k in ("generate", "train_step")
+                    if isinstance(res.get(k), dict)))
+
     def bench_one(self, mode, variant, rnd, pairs):
         """One benchmark process. The shim's run directory (its trace is big) is reduced to summary.json."""
         stem, rd, limit = self.bench_slot(mode, variant, rnd, 60)
@@ -795,6 +845,9 @@ class Check:
         if self.want("bench_inference"):
             self.phase("benchmark: generate, training step and tensor pairs, in-process A/B")
             self.bench_inference()
+        if self.want("bench_categories"):
+            self.phase("benchmark: generate and training step, category hooks on and off")
+            self.bench_categories()
 
     def bench_allocation_pairs(self):
         if not self.needs("bench_async_pair"):

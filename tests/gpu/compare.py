@@ -705,8 +705,8 @@ def compare_bench(t, work, target):
         if m:
             runs.setdefault(m[1], []).append((m[2], m[3]))
     for mode in sorted(runs):
-        if mode in ("train", "pairs", "inference"):
-            continue  # compare_train_bench, compare_pairs_bench, compare_inference_bench
+        if mode in ("train", "pairs", "inference", "categories"):
+            continue  # compare_train_bench, compare_pairs_bench, compare_inference_bench, compare_categories_bench
         med = {"base": [], "shim": [], "nostk": []}
         unfinished, counts_bad, lost, waits = [], [], 0, 0
         sums = [0, 0, 0]  # allocs, frees, pairs over the shim runs
@@ -879,6 +879,51 @@ def compare_inference_bench(t, work):
                       f"without {spread_text(bare)}")
 
 
+def compare_categories_bench(t, work):
+    """The category hooks' cost (scripts/gpu_check.py bench_categories): inference_bench.py under the
+    profiler with the hooks on ("shim") and off ("catoff") in the processes of one round. The units of
+    both alternate recording and paused in the same order, so the k-th recording unit of one is the
+    same work as the k-th of the other (the same token of the same generate, the same step); the
+    ratio on/off of each such pair, the median over the pairs of every round with its quartiles.
+    Across processes, so the host's variance between processes shows: INFO only."""
+    d = os.path.join(work, "bench")
+    runs, unfinished = {}, []
+    for f in sorted(os.listdir(d)) if os.path.isdir(d) else []:
+        m = re.fullmatch(r"categories\.(shim|catoff)\.(\d+)\.rc", f)
+        if not m:
+            continue
+        res = load_json(os.path.join(d, f"categories.{m[1]}.{m[2]}.json"))
+        want = "off" if m[1] == "catoff" else "on"
+        if read_rc(os.path.join(d, f)) == 0 and isinstance(res, dict) and res.get("profiled") and \
+                res.get("categories") == want:
+            runs.setdefault(int(m[2]), {})[m[1]] = res
+        else:
+            rc = read_rc(os.path.join(d, f))
+            unfinished.append((f"{m[1]}#{m[2]}", rc if rc != 0 else f"no JSON of a profiled run with categories {want}"))
+    add_unfinished_runs(t, "bench_categories", unfinished)
+    for name in ("generate", "train_step"):
+        for state in ("on", "paused"):
+            ratios, on_medians, off_medians, unit = [], [], [], None
+            for pair in runs.values():
+                a, b = (pair.get("shim") or {}).get(name), (pair.get("catoff") or {}).get(name)
+                if not (isinstance(a, dict) and isinstance(b, dict) and a.get(state) and b.get(state)):
+                    continue
+                unit = a.get("unit")
+                ratios += [x / y for x, y in zip(a[state], b[state]) if y > 0]
+                on_medians.append(statistics.median(a[state]))
+                off_medians.append(statistics.median(b[state]))
+            if not ratios:
+                continue
+            lo, med, hi = quartiles(ratios)
+            what = "recording" if state == "on" else "paused"
+            t.add("bench_categories", f"{name}: categories on / off, {what} units, same unit in the round's two "
+                  f"processes ({len(ratios)} pairs, {len(on_medians)} rounds)", round(med, 4), None, "INFO",
+                  f"quartiles {lo:.4f}-{hi:.4f}")
+            t.add("bench_categories", f"{name} {unit}: {what} units, categories on vs off, medians of the rounds",
+                  round(statistics.median(on_medians), 3), round(statistics.median(off_medians), 3), "INFO",
+                  f"on {spread_text(on_medians)}; off {spread_text(off_medians)}")
+
+
 def compare_llama(t, work, name):
     """A HF Llama through the launcher: the torch and framework rows, then what a user reads: the
     report names model lines among the call sites of the tensors live at the tensor peak, no growth
@@ -907,6 +952,186 @@ def compare_llama(t, work, name):
     viz = read_text(os.path.join(d, "memory_viz.txt"))
     t.add(name, "memory-viz export loads in torch.cuda._memory_viz", viz.strip()[:80] or None, "memory-viz OK",
           "MATCH" if viz.startswith("memory-viz OK") else "FAIL")
+
+
+# The categories of report --json's categories_at_peak / categories_at_exit, in their order (issue 33).
+CATEGORY_NAMES = ("parameters", "gradients", "optimizer_state", "activations", "temporaries", "kv_cache", "other",
+                  "unknown")
+
+
+def report_categories(rep, device, key):
+    """`report RUN --json`'s categories object (key: categories_at_peak or categories_at_exit) of one
+    device: under analysis.devices[].framework, else under devices[].framework; None when absent."""
+    analysis = rep.get("analysis") if isinstance(rep.get("analysis"), dict) else {}
+    for devices in (analysis.get("devices"), rep.get("devices")):
+        for dev in devices if isinstance(devices, list) else []:
+            if isinstance(dev, dict) and dev.get("device") == device:
+                node = (dev.get("framework") or {}).get(key)
+                if isinstance(node, dict):
+                    return node
+    return None
+
+
+def category_entries(node):
+    """{category: its entry} of a categories object."""
+    return {c.get("category"): c for c in node.get("categories") or [] if isinstance(c, dict)}
+
+
+def split_text(node):
+    """'parameters 209.5 MiB 31%, gradients ...': the non-empty categories of a categories object."""
+    parts = []
+    for c in node.get("categories") or []:
+        if isinstance(c, dict) and c.get("bytes"):
+            share = c.get("share")
+            parts.append(f"{c.get('category')} {c['bytes'] / MiB:.1f} MiB" +
+                         (f" {100 * share:.0f}%" if isinstance(share, (int, float)) else ""))
+    return ", ".join(parts) or "all empty"
+
+
+def phase_text(phase):
+    if not isinstance(phase, dict):
+        return None if phase is None else str(phase)
+    text = f"{phase.get('kind')} step {phase.get('step')}"
+    return text + (f" micro-batch {phase['micro_batch']}" if "micro_batch" in phase else "")
+
+
+def strip_wrapper(name):
+    """A parameter's name without DistributedDataParallel's (or DataParallel's) "module." prefix."""
+    return name[len("module."):] if isinstance(name, str) and name.startswith("module.") else name
+
+
+def compare_categories(t, work, name):
+    """Tensor memory categories (tests/gpu/categories.py, issue 33): `report RUN --json`'s
+    categories_at_peak and categories_at_exit of the scenario's device against its ground truth.
+    At exit, parameters, gradients, optimizer state and the KV cache equal the unique storages
+    PyTorch holds for them, to the byte, and the categories add up to the tensors live at exit; at
+    the peak they add up to the bridge's allocated peak and PyTorch's requested-bytes peak. With
+    GPUMEMPROF_CATEGORIES=off (gt categories_setting "off") every tensor is unknown, and the
+    program's output and exit status are those of the run with the hooks on (<name> less "_off")."""
+    gt, s, _ = start(t, work, name)
+    if gt is None or s is None or not gt.get("ok"):
+        return
+    d = os.path.join(work, name)
+    device = gt.get("device", 0)
+    fw = lookup(s, f"dev{device}.framework") or {}
+    t.exact(name, "framework bridge", (s.get("framework") or {}).get("state"), "attached")
+    rep = load_json(os.path.join(d, "report.json"))
+    if not isinstance(rep, dict):
+        t.add(name, "report RUN --json", None, "JSON", "FAIL",
+              read_text(os.path.join(d, "report.stderr")).strip()[-200:] or "no readable report.json")
+        return
+    nodes = {when: report_categories(rep, device, f"categories_at_{when}") for when in ("peak", "exit")}
+    missing = [f"categories_at_{when}" for when, node in nodes.items() if node is None]
+    if missing:
+        t.add(name, f"report --json: dev{device}.framework categories", None, "categories_at_peak,_exit", "FAIL",
+              "missing: " + ", ".join(missing))
+        return
+    peak, end = nodes["peak"], nodes["exit"]
+    cats = {when: category_entries(node) for when, node in nodes.items()}
+    for when, node in nodes.items():
+        order = [c.get("category") for c in node.get("categories") or [] if isinstance(c, dict)]
+        same = tuple(order) == CATEGORY_NAMES
+        t.add(name, f"at {when}: the categories, in order", len(order), len(CATEGORY_NAMES),
+              "MATCH" if same else "MISMATCH", "" if same else f"{','.join(map(str, order))}, want {','.join(CATEGORY_NAMES)}")
+
+    def size(when, category):
+        return (cats[when].get(category) or {}).get("bytes")
+
+    def total_rows(when, node, want, want_label):
+        """The categories add up to the object's total, which is `want` (the tensors' figure)."""
+        listed = [c.get("bytes") for c in node.get("categories") or [] if isinstance(c, dict)]
+        added = sum(listed) if listed and all(isinstance(b, int) for b in listed) else None
+        t.exact(name, f"at {when}: sum of the categories == total", added, node.get("total"))
+        t.exact(name, f"at {when}: total == {want_label}", node.get("total"), want)
+
+    st = gt.get("stats", {})
+    fw_peak = (fw.get("allocated_bytes") or fw.get("allocated") or {}).get("peak")
+    total_rows("peak", peak, fw_peak, f"dev{device}.framework.allocated_bytes.peak")
+    t.exact(name, "at peak: total == torch requested_bytes.all.peak", peak.get("total"),
+            st.get("requested_bytes.all.peak"))
+    at_exit = ((s.get("framework") or {}).get("tensors_at_exit") or {}).get("bytes")
+    total_rows("exit", end, at_exit, "framework.tensors_at_exit.bytes")
+    got = end.get("total")
+    want = gt.get("requested_current")
+    t.add(name, "at exit: total vs torch requested_bytes.all.current at the truth", got, want, "INFO",
+          "" if got == want or not isinstance(got, int) or not isinstance(want, int) else
+          f"{got - want:+d} B: freed or allocated between the truth and the interpreter's end")
+
+    if gt.get("categories_setting") == "off":
+        categories_off_rows(t, work, name, nodes)
+        return
+
+    # The categories with a truth, at exit (to the byte) and the parameters at the peak too: the
+    # model's weights are allocated once, before any step, and never freed.
+    for category in ("parameters", "gradients", "optimizer_state", "kv_cache"):
+        truth = gt.get(category) or {}
+        t.exact(name, f"at exit: {category} == truth (unique storages)", size("exit", category), truth.get("bytes"),
+                f"count {(cats['exit'].get(category) or {}).get('count')}, truth {truth.get('count')} storages")
+    t.exact(name, "at peak: parameters == truth (unique storages)", size("peak", "parameters"),
+            (gt.get("parameters") or {}).get("bytes"))
+    t.add(name, "storages at exit: parameters/gradients/optimizer_state/kv_cache",
+          "/".join(str((cats["exit"].get(c) or {}).get("count")) for c in
+                   ("parameters", "gradients", "optimizer_state", "kv_cache")),
+          "/".join(str((gt.get(c) or {}).get("count")) for c in ("parameters", "gradients", "optimizer_state", "kv_cache")),
+          "INFO", f"{gt.get('parameter_tensors')} parameter tensors")
+    if "gradient_as_bucket_view" in gt:
+        t.add(name, "DDP gradient_as_bucket_view: gradient storages / parameter tensors",
+              f"{(gt.get('gradients') or {}).get('count')}/{gt.get('parameter_tensors')}", None, "INFO",
+              "the gradients are views into DDP's buckets" if gt["gradient_as_bucket_view"] else
+              "the buckets are separate: they show in other categories than gradients")
+    if "cache" in gt:
+        c = gt["cache"]
+        t.add(name, "KV cache of the truth", c.get("class"), None, "INFO",
+              f"read through {c.get('api')}, {c.get('tensors')} tensors")
+
+    t.add(name, "peak phase; the split at the peak", phase_text(peak.get("phase")), phase_text(gt.get("peak_phase")),
+          "INFO", split_text(peak))
+    t.add(name, "phase at exit; the split at exit", phase_text(end.get("phase")), None, "INFO", split_text(end))
+
+    # The names: the report's largest parameter is one of the truth's largest (Llama's MLP weights
+    # tie: gate, up and down projections of every layer are the same size).
+    truth_largest = gt.get("largest_parameters") or []
+    top = truth_largest[0]["bytes"] if truth_largest else None
+    tied = sorted(r["name"] for r in truth_largest if r["bytes"] == top)
+    listed = (cats["exit"].get("parameters") or {}).get("largest") or []
+    first = listed[0] if listed and isinstance(listed[0], dict) else {}
+    got_name = strip_wrapper(first.get("name"))
+    ok = got_name in tied and first.get("bytes") == top
+    t.add(name, "at exit: largest parameter's name is one of the truth's largest", first.get("name"),
+          tied[0] if len(tied) == 1 else f"one of {len(tied)}, e.g. {tied[0]}" if tied else None,
+          "MATCH" if ok else "MISMATCH",
+          "" if ok else f"{first.get('bytes')} B; truth's largest {top} B: {', '.join(tied[:3])}")
+    names = [strip_wrapper(e.get("name")) for e in listed if isinstance(e, dict)]
+    layered = [n for n in names if re.match(r"model\.layers\.\d+\.", str(n))]
+    t.add(name, "at exit: parameters' largest entries named model.layers.N...", f"{len(layered)}/{len(names)}", None,
+          "INFO", "; ".join(f"{e.get('name')} {e.get('bytes')} B" for e in listed[:3] if isinstance(e, dict)))
+
+
+def categories_off_rows(t, work, name, nodes):
+    """GPUMEMPROF_CATEGORIES=off: every tensor unknown at the peak and at exit, what the report
+    says about it, and the program unchanged: the exit status and stdout of the run with the hooks on."""
+    for when, node in nodes.items():
+        entries = category_entries(node)
+        labelled = sum((entries.get(c) or {}).get("bytes") or 0 for c in CATEGORY_NAMES if c != "unknown")
+        t.add(name, f"at {when}: unknown == total, nothing labelled", (entries.get("unknown") or {}).get("bytes"),
+              node.get("total"), "MATCH" if labelled == 0 and (entries.get("unknown") or {}).get("bytes") ==
+              node.get("total") else "MISMATCH", f"{labelled} B in labelled categories" if labelled else "")
+        why = {k: v for k, v in node.items() if k not in ("phase", "total", "categories")}
+        t.add(name, f"at {when}: why (the report's words)", json.dumps(why)[:120] if why else None, None, "INFO")
+    on = name[:-len("_off")] if name.endswith("_off") else None
+    d, d_on = os.path.join(work, name), os.path.join(work, on or "")
+    if on is None or read_rc(os.path.join(d_on, "rc")) is None:
+        t.add(name, "same exit status and output as with the hooks on", None, None, "FAIL",
+              f"no run with the hooks on ({on})")
+        return
+    t.exact(name, f"same exit status as {os.path.basename(on)} (hooks on)", read_rc(os.path.join(d, "rc")),
+            read_rc(os.path.join(d_on, "rc")))
+    got, want = read_text(os.path.join(d, "stdout.txt")), read_text(os.path.join(d_on, "stdout.txt"))
+    metric = f"same output as {os.path.basename(on)} (hooks on)"
+    if not want.strip():
+        t.add(name, metric, output_digest(got), None, "FAIL", "no output with the hooks on")
+    else:
+        t.add(name, metric, output_digest(got), output_digest(want), "MATCH" if got == want else "MISMATCH")
 
 
 def torch_size(text):
@@ -1581,12 +1806,13 @@ def run(work, out=None, only=None, bench=True, target=BENCH_TARGET, quiet=False)
          "torch_llama_oom": compare_llama_oom, "torch_layout": compare_torch_layout, "job": compare_job,
          "python_api": compare_python_api, "live": compare_live, "device_limit": compare_device_limit, "ddp": compare_ddp,
          "split": compare_split, "graph_c": compare_graph_c, "torch_graphs": compare_torch_graphs,
-         "capture_rules": compare_capture_rules}.get(kind, compare_c)(t, work, name)
+         "capture_rules": compare_capture_rules, "categories": compare_categories}.get(kind, compare_c)(t, work, name)
     if bench:
         compare_bench(t, work, target)
         compare_train_bench(t, work)
         compare_pairs_bench(t, work)
         compare_inference_bench(t, work)
+        compare_categories_bench(t, work)
     text = t.text()
     if out:
         os.makedirs(out, exist_ok=True)

@@ -14,6 +14,12 @@ step, every block of 1,000 tensor pairs. Without the profiler the same units are
 Prints one JSON object: per workload its unit, the timings per variant, and for the profiled runs
 the ratio of each unit recording to the paused unit beside it ("ratios") and their difference
 ("diffs", in the unit).
+
+The category hooks (issue 33) cost Python work at the phases and labels, which the pause does not
+switch off: scripts/gpu_check.py's bench_categories runs this under the profiler with
+GPUMEMPROF_CATEGORIES=off and with the hooks on, in interleaved processes, and compare.py pairs the
+same unit (the same token of the same generate, the same step) of the two processes. "categories"
+in the JSON says which setting the process ran with.
 """
 import ctypes
 import json
@@ -158,7 +164,7 @@ def main():
     workloads = (("generate", bench_generate), ("train_step", bench_train), ("pairs", bench_pairs))
     chosen = sys.argv[2].split(",") if len(sys.argv) > 2 else [name for name, _ in workloads]
     lib = profiler()
-    results = {"profiled": lib is not None}
+    results = {"profiled": lib is not None, "categories": os.environ.get("GPUMEMPROF_CATEGORIES") or "on"}
     for name, fn in workloads:
         if name not in chosen:
             continue
