@@ -84,6 +84,10 @@ void AttributionWriter::note(const Event& e, uint64_t now_ns) {
       (e.op == Op::Mark || e.op == Op::RangePush) && name != 0 && first_time(name)) {
     write_name(name);
   }
+  if (const uint32_t label = TensorLabelRecord::from_event(e).name_id;
+      e.op == Op::TensorLabel && label != 0 && first_time(label)) {
+    write_name(label);
+  }
 }
 
 void AttributionWriter::write_stack(uint32_t id, uint64_t now_ns) {

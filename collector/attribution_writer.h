@@ -27,7 +27,7 @@ class AttributionWriter {
     file_.close();
   }
 
-  // Writes what `e` refers to that is not in the file yet (stack, range or mark name).
+  // Writes what `e` refers to that is not in the file yet (stack, range or mark name, a tensor label's name).
   void note(const Event& e, uint64_t now_ns);
   uint64_t records() const { return records_; }
 

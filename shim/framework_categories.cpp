@@ -4,6 +4,7 @@
 // decide every tensor's category from them post-mortem. Only while the bridge records: a label
 // names a tensor the tracker reported.
 #include <cstring>
+#include <string>
 
 #include "../collector/seam.h"
 #include "export.h"
@@ -38,6 +39,13 @@ GMP_EXPORT void gpumemprof_framework_label(int category, uint64_t count, const u
       e.api = Api::torch_caching_allocator;
     });
   }
+}
+
+// A line for gpumemprof.log from the bootstrap: what failed in it, once. Not on stderr: the
+// program's output stays its own, and categories are decided without what failed.
+GMP_EXPORT void gpumemprof_framework_log(const char* line) {
+  if (line == nullptr) return;
+  log_info(std::string("categories: ") + std::string(line, strnlen(line, 1024)));
 }
 
 // A training phase (a TrainingPhase) begins, in `step` and `micro_batch` (PhaseRecord).

@@ -19,6 +19,7 @@ four phase events. Nothing runs per module call or per tensor operation.
 import atexit
 import ctypes
 import functools
+import importlib
 import threading
 import time
 import weakref
@@ -65,7 +66,7 @@ def _note_module(module, *_):
 def install_registry(torch):
     """At `import torch`: note modules as they are built. Cheap; removed again by disable()."""
     try:
-        m = torch.nn.modules.module
+        m = importlib.import_module("torch.nn.modules.module")  # imported by torch, not always its attribute
         for register in ("register_module_module_registration_hook", "register_module_parameter_registration_hook",
                          "register_module_buffer_registration_hook"):
             if hasattr(m, register):
@@ -206,18 +207,34 @@ def _label_optimizer_state(opt):
 
 
 def _phase_event(phase):
-    _shim.gpumemprof_framework_phase(phase, _phase["step"], _phase["micro"] if phase == _BACKWARD else _phase["micro"] + 1)
+    """The micro-batch of a backward or an optimizer step is the backward passes so far in the step;
+    a forward's is the next one."""
+    _shim.gpumemprof_framework_phase(phase, _phase["step"], _phase["micro"] + (phase == _FORWARD))
+
+
+_said = set()
+
+
+def _say(what, error):
+    """One line in gpumemprof.log per kind of failure: the program never sees it."""
+    if what in _said or _shim is None:
+        return
+    _said.add(what)
+    try:
+        _shim.gpumemprof_framework_log(f"{what}: {type(error).__name__}: {error}".encode("utf-8", "replace"))
+    except Exception:
+        pass
 
 
 def _guarded(fn):
-    """Our hooks' bodies: whatever fails here stays here."""
+    """Our hooks' bodies: whatever fails here stays here (and is said once in the log)."""
 
     @functools.wraps(fn)
     def run(*args, **kwargs):
         try:
             fn(*args, **kwargs)
-        except Exception:
-            pass
+        except Exception as e:
+            _say(fn.__name__, e)
 
     return run
 
@@ -292,6 +309,8 @@ def attach(torch, shim):
     global _shim
     _shim = shim
     try:
+        shim.gpumemprof_framework_log.argtypes = [ctypes.c_char_p]
+        shim.gpumemprof_framework_log.restype = None
         shim.gpumemprof_framework_categories.restype = ctypes.c_int
         shim.gpumemprof_framework_name.argtypes = [ctypes.c_char_p]
         shim.gpumemprof_framework_name.restype = ctypes.c_uint32
@@ -303,7 +322,7 @@ def attach(torch, shim):
         if shim.gpumemprof_framework_categories() != 1:
             disable()
             return
-        optimizer = torch.optim.optimizer
+        optimizer = importlib.import_module("torch.optim.optimizer")  # torch.optim deletes the name
         _handles.append(optimizer.register_optimizer_step_pre_hook(_optimizer_step_begins))
         _handles.append(optimizer.register_optimizer_step_post_hook(_optimizer_step_ends))
         for name in ("backward", "grad"):
@@ -312,5 +331,6 @@ def attach(torch, shim):
                 setattr(torch.autograd, name, _wrap_autograd(fn))
         atexit.register(label_all)
         label_all()
-    except Exception:
+    except Exception as e:
+        _say("the category hooks were not installed", e)
         disable()

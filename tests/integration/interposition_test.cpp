@@ -66,7 +66,7 @@ TEST(Interposition, ExportsOnlyInterposedSymbolsAndNeedsOnlyLibc) {
       "gpumemprof_device_stats", "gpumemprof_counts", "gpumemprof_reset_peaks", "gpumemprof_sync", "gpumemprof_recent",
       "gpumemprof_framework_attach", "gpumemprof_framework_seed", "gpumemprof_framework_self_check",
       "gpumemprof_framework_oom", "gpumemprof_framework_categories", "gpumemprof_framework_name",
-      "gpumemprof_framework_label", "gpumemprof_framework_phase",
+      "gpumemprof_framework_label", "gpumemprof_framework_phase", "gpumemprof_framework_log",
       "InitializeInjectionNvtx2", "InitializeInjectionNvtxExtension"};
   EXPECT_EQ(exported, expected);
   const auto needed = words(command_output("readelf -d " + Paths::shim() +

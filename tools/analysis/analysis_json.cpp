@@ -261,7 +261,8 @@ nlohmann::json pauses_json(const Regions& r) {
 
 nlohmann::json category_split_json(const CategorySplit& split, bool categories_setting) {
   nlohmann::json categories = nlohmann::json::array();
-  for (size_t c = 0; c < split.by_category.size(); ++c) {
+  for (size_t i = 1; i <= split.by_category.size(); ++i) {  // unknown (0) last
+    const size_t c = i % split.by_category.size();
     const CategoryFigures& f = split.by_category[c];
     nlohmann::json largest = nlohmann::json::array();
     for (const CategoryItem& item : f.largest) {

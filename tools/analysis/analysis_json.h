@@ -24,7 +24,7 @@ nlohmann::json marks_json(const Regions& r);
 nlohmann::json pauses_json(const Regions& r);
 // Tensors by category (tensor_categories.h): {"decided", "why_undecided" (only when not), "phase"
 // ({"kind", "step", "micro_batch"} or null), "total", "categories": [{"category", "bytes", "count",
-// "share", "largest": [{"name", "bytes", "count"}]}] in TensorCategory order, zeros included}.
+// "share", "largest": [{"name", "bytes", "count"}]}] from parameters to other, then unknown; zeros included}.
 nlohmann::json category_split_json(const CategorySplit& split, bool categories_setting);
 // Per device peaks, live sets, call sites and flame graph; leaks, markers, ranges, marks and
 // pauses; the timeline only when asked (it is long). Where the bridge attached, per device

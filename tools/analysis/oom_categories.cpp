@@ -30,7 +30,7 @@ std::optional<CategorySplit> categories_at_oom(const std::string& run_dir, const
     found = e.op == Op::FrameworkOomFigures && e.device == request.device && at >= *request.t_ns;
   }
   if (!found) return std::nullopt;
-  categories.finish();
+  categories.finish(true);
   CategorySplit split = split_by_category(acc.live_tensors(), request.device, categories, attribution, 3);
   split.phase = categories.phase_at(trace.index());
   return split;

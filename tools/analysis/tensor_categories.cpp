@@ -8,14 +8,21 @@
 namespace gmp::analysis {
 namespace {
 
-// The innermost Python frame of a stack, or nullptr.
+// The innermost Python frame of a stack outside PyTorch's own package (its Python layers, such as
+// Module.to, are never what allocated in the program's terms), else the innermost one; nullptr
+// without Python frames.
 const reader::PyFrameRecord* innermost_python(const reader::Attribution& attribution, uint32_t stack_id) {
   const reader::StackRecord* stack = stack_id != 0 ? attribution.stack(stack_id) : nullptr;
   if (stack == nullptr) return nullptr;
+  const reader::PyFrameRecord* innermost = nullptr;
   for (const reader::StackFrame& f : stack->frames) {
-    if (f.python) return attribution.pyframe(static_cast<uint32_t>(f.value));
+    if (!f.python) continue;
+    const reader::PyFrameRecord* py = attribution.pyframe(static_cast<uint32_t>(f.value));
+    if (py == nullptr) continue;
+    if (innermost == nullptr) innermost = py;
+    if (py->file.find("/torch/") == std::string::npos) return py;
   }
-  return nullptr;
+  return innermost;
 }
 
 // Labels that reach one tensor twice keep the first category in this order: a parameter that is
@@ -101,40 +108,38 @@ void TensorCategories::on_phase(const Event& e, uint64_t index) {
   // Before the first phase event the program was in a forward (or never trains).
   const TrainingPhase was = closing == 0 ? TrainingPhase::Forward : phases_.back().phase;
   phases_.push_back(Phase{r.phase, r.step, r.micro_batch, index});
-  const auto opened = static_cast<uint32_t>(phases_.size());
   const bool backward_begins = r.phase == TrainingPhase::Backward && was == TrainingPhase::Forward;
   if (backward_begins) ++backward_passes_;
   if (r.phase == TrainingPhase::Optimizer) ++optimizer_steps_;
+  if (!backward_begins) return;
   for (auto& [_, t] : live_) {
     if (t.let_go) continue;
-    if (t.candidate_until == closing) t.candidate_until = 0;  // outlived its backward and the phase after: kept state
-    if (backward_begins && t.span == closing && t.label == TensorCategory::Unknown && !t.kv_cache && !t.existed) {
-      t.candidate_until = opened + 1;  // the backward, then the phase after it
-    }
+    t.activation = false;  // still held when another backward begins: kept state (DDP's buckets), not an activation
+    if (t.span == closing && t.label == TensorCategory::Unknown && !t.kv_cache && !t.existed) t.activation = true;
   }
 }
 
-TensorCategory TensorCategories::decide(const Live& t, bool at_end) const {
+TensorCategory TensorCategories::decide(const Live& t, bool cut_short) const {
   if (t.label != TensorCategory::Unknown) return t.label;
   if (t.kv_cache) return TensorCategory::KvCache;
   if (t.existed) return TensorCategory::Other;
-  if (t.candidate_until != 0) return TensorCategory::Activations;
+  if (t.activation) return TensorCategory::Activations;
   if (!t.let_go) {
     const auto now = static_cast<uint32_t>(phases_.size());
     const TrainingPhase current = now == 0 ? TrainingPhase::Forward : phases_.back().phase;
-    const bool cut_short_forward = at_end && t.span == now && current == TrainingPhase::Forward && backward_passes_ > 0;
+    const bool cut_short_forward = cut_short && t.span == now && current == TrainingPhase::Forward && backward_passes_ > 0;
     return cut_short_forward ? TensorCategory::Activations : TensorCategory::Other;
   }
   return t.let_go_span == t.span ? TensorCategory::Temporaries : TensorCategory::Other;
 }
 
-void TensorCategories::settle(uint64_t address, const Live& t, bool at_end) {
-  const TensorCategory c = decide(t, at_end);
+void TensorCategories::settle(uint64_t address, const Live& t, bool cut_short) {
+  const TensorCategory c = decide(t, cut_short);
   if (c != TensorCategory::Temporaries) verdicts_[Key{address, t.alloc_ns}] = TensorVerdict{c, t.name_id};
 }
 
-void TensorCategories::finish() {
-  for (const auto& [address, t] : live_) settle(address, t, true);
+void TensorCategories::finish(bool cut_short) {
+  for (const auto& [address, t] : live_) settle(address, t, cut_short);
   live_.clear();
 }
 

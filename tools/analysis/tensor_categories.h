@@ -6,14 +6,15 @@
 // - the label that reached it while it was allocated (a label names the allocation live at its
 //   address, whenever in its life it came);
 // - kv_cache: allocated by transformers' cache_utils.py (kKvCacheFile);
-// - activations: allocated in a forward phase, still allocated when the next backward began, and
-//   let go by the end of the phase after that backward (what outlives it is kept state: other);
+// - activations: allocated in a forward phase and still allocated when the next backward began,
+//   unless still allocated when a later backward begins (kept state, such as DDP's buckets: other);
 // - temporaries: let go in the phase it was allocated in;
 // - other: the rest, and what existed before the bridge attached or before the window;
 // - unknown: every tensor of a run in which nothing was labelled and no phase was marked (the
 //   bootstrap did not run, or GPUMEMPROF_CATEGORIES=0): not decided, rather than guessed.
-// At the end of the trace, a tensor of the unfinished phase counts as an activation when that
-// phase is a forward of a run that had backward passes (a forward cut short, as by an OOM), else other.
+// A tensor still allocated at the end of the trace that no backward followed is other; at an OOM
+// (finish(true)), a tensor of the forward it cut short counts as an activation when the run had
+// backward passes before.
 //
 // Fed every event of the replay in order, as the first pass's other aggregators are; memory grows
 // with the live tensors and the tensors that were not temporaries.
@@ -54,8 +55,9 @@ class TensorCategories {
   // The tensors live where a window starts (trace position `index`): they existed before it.
   void start(const Accounting& acc, uint64_t index);
   void add(const Event& e, uint64_t index);
-  // The end of the replay: decides the tensors still allocated.
-  void finish();
+  // The end of the replay: decides the tensors still allocated. `cut_short`: the replay stops at an
+  // OOM, which cut the current forward short.
+  void finish(bool cut_short = false);
 
   // Whether anything was labelled or a phase marked: without either, every tensor is unknown.
   bool decided() const { return labels_ > 0 || !phases_.empty(); }
@@ -72,10 +74,10 @@ class TensorCategories {
     uint64_t alloc_ns = 0;
     uint32_t span = 0;           // phases_ index + 1 at its allocation; 0 before the first phase
     uint32_t let_go_span = 0;
-    uint32_t candidate_until = 0;  // an activation if let go by the end of this span; 0 not one
     uint32_t name_id = 0;
     TensorCategory label = TensorCategory::Unknown;
     bool kv_cache = false, existed = false, let_go = false;
+    bool activation = false;  // allocated in the forward that the latest backward followed
   };
   struct Key {
     uint64_t address, alloc_ns;
@@ -87,8 +89,8 @@ class TensorCategories {
 
   bool allocated_by_cache_code(uint32_t stack_id);
   void on_phase(const Event& e, uint64_t index);
-  TensorCategory decide(const Live& t, bool at_end) const;
-  void settle(uint64_t address, const Live& t, bool at_end);
+  TensorCategory decide(const Live& t, bool cut_short) const;
+  void settle(uint64_t address, const Live& t, bool cut_short);
 
   const reader::Attribution& attribution_;
   std::unordered_map<uint64_t, Live> live_;  // by address, as Accounting keeps tensors
