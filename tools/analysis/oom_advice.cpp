@@ -72,6 +72,7 @@ std::vector<OomExplanation::Advice> framework_advice(const OomExplanation& x) {
                           pb(p.capacity) +
                           "): it cannot fit at all. Split the work (smaller batch, sharding, "
                           "activation checkpointing) or use a device with more memory.");
+    if (auto c = category_advice(x)) add("categories", std::move(*c));
     return advice;
   }
   if (x.recovered) {

@@ -170,11 +170,11 @@ void framework_text(const analysis::OomExplanation& x, std::string& out) {
   for (size_t c = 0; c < s.by_category.size(); ++c) {
     const analysis::CategoryFigures& fig = s.by_category[c];
     if (fig.total.count == 0) continue;
-    std::string largest;
-    if (!fig.largest.empty()) largest = "  largest: " + fig.largest.front().name + " (" + hb(fig.largest.front().bytes.bytes) + ")";
-    appendf(out, "    %-16s %12s %5.1f%%  %s tensors%s\n", analysis::category_label(static_cast<TensorCategory>(c)).c_str(),
-            hb(fig.total.bytes).c_str(), 100.0 * double(fig.total.bytes) / double(s.total.bytes), u(fig.total.count).c_str(),
-            largest.c_str());
+    appendf(out, "    %-16s %12s %5.1f%%  %s tensors\n", analysis::category_label(static_cast<TensorCategory>(c)).c_str(),
+            hb(fig.total.bytes).c_str(), 100.0 * double(fig.total.bytes) / double(s.total.bytes), u(fig.total.count).c_str());
+    if (!fig.largest.empty()) {
+      out += "      largest: " + printable(fig.largest.front().name) + " (" + hb(fig.largest.front().bytes.bytes) + ")\n";
+    }
   }
 }
 
