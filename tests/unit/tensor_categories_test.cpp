@@ -47,8 +47,11 @@ class Stream {
       categories.add(events_[i], i + 1);
     }
     categories.finish(cut_short);
-    CategorySplit s = split_by_category(acc.live_tensors(), 0, categories, a, 4);
+    CategorySplit s = split_by_category(acc.live_tensors(), 0, categories, a);
     s.phase = categories.phase_at(UINT64_MAX);
+    std::vector<uint32_t> ids;
+    stack_ids(s, ids);
+    name_items(s, Symbolizer(a).symbolize(ids), 4);
     return s;
   }
   // Each category's peak over the stream.
@@ -188,7 +191,7 @@ TEST(TensorCategories, KvCacheIsWhatTransformersCacheCodeAllocated) {
   EXPECT_EQ(bytes(end, TensorCategory::Other), 16u);
   const auto& kv = end.by_category[static_cast<size_t>(TensorCategory::KvCache)];
   ASSERT_EQ(kv.largest.size(), 1u);
-  EXPECT_EQ(kv.largest[0].name, "update (cache_utils.py:120)");
+  EXPECT_EQ(kv.largest[0].name, "forward (model.py:7)");  // the program's line that called the cache
 }
 
 TEST(TensorCategories, ItemsAreNamedByLabelAndSumByName) {

@@ -96,7 +96,7 @@ void take_replay_figures(RunAnalysis& run, const Options& opt, const Accounting&
   const std::vector<LiveAllocation> tensors = acc.live_tensors();
   for (auto& [ordinal, d] : run.devices) {
     if (!acc.devices().at(ordinal).framework.attached) continue;
-    d.categories_at_exit = split_by_category(tensors, ordinal, pass.categories, run.attribution, opt.largest);
+    d.categories_at_exit = split_by_category(tensors, ordinal, pass.categories, run.attribution);
     d.categories_at_exit.phase = pass.categories.phase_at(UINT64_MAX);
   }
   ExitSets exit = live_at_exit(acc, opt.largest);
@@ -267,7 +267,7 @@ void take_snapshot(RunAnalysis& run, const Options& opt, const Accounting& acc, 
   DeviceAnalysis& d = run.devices[at.device];
   collect_live(at.tensors ? d.tensors_at_peak : d.live_at_peak, acc, at.device, at.tensors, opt.largest);
   if (at.tensors) {
-    d.categories_at_peak = split_by_category(acc.live_tensors(), at.device, categories, run.attribution, opt.largest);
+    d.categories_at_peak = split_by_category(acc.live_tensors(), at.device, categories, run.attribution);
     d.categories_at_peak.phase = categories.phase_at(at.event_index);
   }
 }
@@ -331,6 +331,8 @@ void attribute(RunAnalysis& run, const Options& opt) {
   for (const auto& [_, d] : run.devices) {
     collect(d.live_at_peak);
     collect(d.tensors_at_peak);
+    stack_ids(d.categories_at_peak, ids);
+    stack_ids(d.categories_at_exit, ids);
   }
   collect(run.leaks);
   collect(run.tensor_leaks);
@@ -348,6 +350,8 @@ void attribute(RunAnalysis& run, const Options& opt) {
     d.sites_at_peak = group_by_site(d.live_at_peak.by_stack, run.stacks, opt.max_sites);
     d.flame = build_flame("GPU " + std::to_string(ordinal), d.live_at_peak.by_stack, run.stacks);
     d.tensor_sites_at_peak = group_by_site(d.tensors_at_peak.by_stack, run.stacks, opt.max_sites);
+    name_items(d.categories_at_peak, run.stacks, opt.largest);
+    name_items(d.categories_at_exit, run.stacks, opt.largest);
   }
   run.leak_sites = group_by_site(run.leaks.by_stack, run.stacks, opt.max_sites);
   run.tensor_leak_sites = group_by_site(run.tensor_leaks.by_stack, run.stacks, opt.max_sites);

@@ -3,27 +3,10 @@
 #include <algorithm>
 
 #include "records.h"
-#include "symbolizer.h"
+#include "call_sites.h"
 
 namespace gmp::analysis {
 namespace {
-
-// The innermost Python frame of a stack outside PyTorch's own package (its Python layers, such as
-// Module.to, are never what allocated in the program's terms), else the innermost one; nullptr
-// without Python frames.
-const reader::PyFrameRecord* innermost_python(const reader::Attribution& attribution, uint32_t stack_id) {
-  const reader::StackRecord* stack = stack_id != 0 ? attribution.stack(stack_id) : nullptr;
-  if (stack == nullptr) return nullptr;
-  const reader::PyFrameRecord* innermost = nullptr;
-  for (const reader::StackFrame& f : stack->frames) {
-    if (!f.python) continue;
-    const reader::PyFrameRecord* py = attribution.pyframe(static_cast<uint32_t>(f.value));
-    if (py == nullptr) continue;
-    if (innermost == nullptr) innermost = py;
-    if (py->file.find("/torch/") == std::string::npos) return py;
-  }
-  return innermost;
-}
 
 // Labels that reach one tensor twice keep the first category in this order: a parameter that is
 // also reached as an optimizer's parameter stays a parameter.
@@ -45,10 +28,11 @@ void TensorCategories::start(const Accounting& acc, uint64_t /*index*/) {
 bool TensorCategories::allocated_by_cache_code(uint32_t stack_id) {
   if (stack_id == 0) return false;
   auto [it, fresh] = cache_stacks_.try_emplace(stack_id, false);
-  if (fresh) {
-    const reader::PyFrameRecord* py = innermost_python(attribution_, stack_id);
-    it->second = py != nullptr && py->file.size() >= kKvCacheFile.size() &&
-                 std::string_view(py->file).substr(py->file.size() - kKvCacheFile.size()) == kKvCacheFile;
+  const reader::StackRecord* stack = fresh ? attribution_.stack(stack_id) : nullptr;
+  for (size_t i = 0; stack != nullptr && i < stack->frames.size() && !it->second; ++i) {
+    if (!stack->frames[i].python) continue;
+    const reader::PyFrameRecord* py = attribution_.pyframe(static_cast<uint32_t>(stack->frames[i].value));
+    it->second = py != nullptr && std::string_view(py->file).ends_with(kKvCacheFile);
   }
   return it->second;
 }
@@ -157,41 +141,42 @@ std::optional<Phase> TensorCategories::phase_at(uint64_t index) const {
 }
 
 CategorySplit split_by_category(const std::vector<LiveAllocation>& tensors, int device,
-                                const TensorCategories& categories, const reader::Attribution& attribution,
-                                size_t largest) {
+                                const TensorCategories& categories, const reader::Attribution& attribution) {
   CategorySplit out;
   out.decided = categories.decided();
-  std::array<std::unordered_map<std::string, Bytes>, kTensorCategoryCount> items;
   for (const LiveAllocation& t : tensors) {
     if (t.device != device) continue;
     const TensorVerdict v = categories.of(t);
-    const auto c = static_cast<size_t>(v.category);
+    CategoryFigures& f = out.by_category[static_cast<size_t>(v.category)];
     out.total.add(t.size);
-    out.by_category[c].total.add(t.size);
-    std::string name;
+    f.total.add(t.size);
     if (const std::string* label = v.name_id != 0 ? attribution.name(v.name_id) : nullptr) {
-      name = *label;
-    } else if (const reader::PyFrameRecord* py = innermost_python(attribution, t.stack_id)) {
-      Frame f;
-      f.python = true;
-      f.function = py->function;
-      f.file = py->file;
-      f.line = py->line > 0 ? static_cast<uint32_t>(py->line) : 0;
-      name = f.label();
+      f.by_label[*label].add(t.size);
     } else {
-      name = "(no Python line)";
+      f.by_stack[t.stack_id].add(t.size);
     }
-    items[c][name].add(t.size);
-  }
-  for (size_t c = 0; c < items.size(); ++c) {
-    std::vector<CategoryItem>& list = out.by_category[c].largest;
-    for (auto& [name, bytes] : items[c]) list.push_back({name, bytes});
-    std::sort(list.begin(), list.end(), [](const CategoryItem& a, const CategoryItem& b) {
-      return a.bytes.bytes != b.bytes.bytes ? a.bytes.bytes > b.bytes.bytes : a.name < b.name;
-    });
-    if (list.size() > largest) list.resize(largest);
   }
   return out;
+}
+
+void stack_ids(const CategorySplit& split, std::vector<uint32_t>& ids) {
+  for (const CategoryFigures& f : split.by_category) {
+    for (const auto& [id, _] : f.by_stack) {
+      if (id != 0) ids.push_back(id);
+    }
+  }
+}
+
+void name_items(CategorySplit& split, const StackTable& stacks, size_t largest) {
+  for (CategoryFigures& f : split.by_category) {
+    f.largest.clear();
+    for (const auto& [name, bytes] : f.by_label) f.largest.push_back({name, bytes});
+    for (const CallSite& site : group_by_site(f.by_stack, stacks, largest)) f.largest.push_back({site.label, site.bytes});
+    std::sort(f.largest.begin(), f.largest.end(), [](const CategoryItem& a, const CategoryItem& b) {
+      return a.bytes.bytes != b.bytes.bytes ? a.bytes.bytes > b.bytes.bytes : a.name < b.name;
+    });
+    if (f.largest.size() > largest) f.largest.resize(largest);
+  }
 }
 
 std::string category_label(TensorCategory c) {

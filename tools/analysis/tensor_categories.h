@@ -5,7 +5,7 @@
 // A tensor's category:
 // - the label that reached it while it was allocated (a label names the allocation live at its
 //   address, whenever in its life it came);
-// - kv_cache: allocated by transformers' cache_utils.py (kKvCacheFile);
+// - kv_cache: allocated with transformers' cache_utils.py (kKvCacheFile) on its Python stack;
 // - activations: allocated in a forward phase and still allocated when the next backward began,
 //   unless still allocated when a later backward begins (kept state, such as DDP's buckets: other);
 // - temporaries: let go in the phase it was allocated in;
@@ -32,6 +32,7 @@
 #include "attribution_reader.h"
 #include "bytes.h"
 #include "event.h"
+#include "symbolizer.h"
 
 namespace gmp::analysis {
 
@@ -101,14 +102,16 @@ class TensorCategories {
 };
 
 // A set of tensors by category, with the largest items of each: a label's name (a parameter's
-// module path) or, unlabelled, the innermost Python line that allocated it.
+// module path) or, unlabelled, the call site that allocated it (call_sites.h).
 struct CategoryItem {
   std::string name;
   Bytes bytes;
 };
 struct CategoryFigures {
   Bytes total;
-  std::vector<CategoryItem> largest;  // biggest first
+  std::unordered_map<std::string, Bytes> by_label;  // labelled tensors by their label's name
+  std::unordered_map<uint32_t, Bytes> by_stack;     // the others by stack id (0: none captured)
+  std::vector<CategoryItem> largest;                // name_items(): biggest first
 };
 struct CategorySplit {
   bool decided = false;  // TensorCategories::decided()
@@ -117,10 +120,14 @@ struct CategorySplit {
   std::optional<Phase> phase;  // where the run was at that moment
 };
 
-// `tensors` (of any devices) on `device`, split by category, keeping `largest` items per category.
+// `tensors` (of any devices) on `device`, split by category; the items are named by name_items().
 CategorySplit split_by_category(const std::vector<LiveAllocation>& tensors, int device,
-                                const TensorCategories& categories, const reader::Attribution& attribution,
-                                size_t largest);
+                                const TensorCategories& categories, const reader::Attribution& attribution);
+// The stack ids the split's unlabelled tensors carry, added to `ids` (to be symbolised once).
+void stack_ids(const CategorySplit& split, std::vector<uint32_t>& ids);
+// Each category's `largest` items from its labels and, by call site, its stacks (`stacks`
+// symbolised), biggest first.
+void name_items(CategorySplit& split, const StackTable& stacks, size_t largest);
 
 // A category as the text outputs name it: "optimizer state", "kv cache".
 std::string category_label(TensorCategory c);
