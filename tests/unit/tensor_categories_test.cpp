@@ -218,7 +218,7 @@ TEST(TensorCategories, PhaseAtAPositionAndItsText) {
   c.add(e, 20);
   EXPECT_FALSE(c.phase_at(9));
   ASSERT_TRUE(c.phase_at(15));
-  EXPECT_EQ(phase_text(*c.phase_at(15)), "backward of step 3 (micro-batch 2)");
+  EXPECT_EQ(phase_text(*c.phase_at(15)), "backward of step 3, micro-batch 2");
   EXPECT_EQ(c.phase_at(20)->phase, TrainingPhase::Optimizer);
   EXPECT_EQ(c.backward_passes(), 1u);
   EXPECT_EQ(c.optimizer_steps(), 1u);

@@ -187,7 +187,7 @@ std::string category_label(TensorCategory c) {
 
 std::string phase_text(const Phase& p) {
   std::string s = std::string(training_phase_name(p.phase)) + " of step " + std::to_string(p.step);
-  if (p.micro_batch > 1) s += " (micro-batch " + std::to_string(p.micro_batch) + ")";
+  if (p.micro_batch > 1) s += ", micro-batch " + std::to_string(p.micro_batch);
   return s;
 }
 

@@ -132,7 +132,7 @@ void name_items(CategorySplit& split, const StackTable& stacks, size_t largest);
 // A category as the text outputs name it: "optimizer state", "kv cache".
 std::string category_label(TensorCategory c);
 
-// "backward of step 3 (micro-batch 2)", "forward of step 1".
+// "backward of step 3, micro-batch 2", "forward of step 1".
 std::string phase_text(const Phase& p);
 
 // Why a run's tensors are all unknown (CategorySplit::decided false): `categories_setting` is
