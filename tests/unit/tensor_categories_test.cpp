@@ -48,7 +48,7 @@ class Stream {
     }
     categories.finish(cut_short);
     CategorySplit s = split_by_category(acc.live_tensors(), 0, categories, a);
-    s.phase = categories.phase_at(UINT64_MAX);
+    s.phase = categories.phase();
     std::vector<uint32_t> ids;
     stack_ids(s, ids);
     name_items(s, Symbolizer(a).symbolize(ids), 4);
@@ -208,18 +208,20 @@ TEST(TensorCategories, ItemsAreNamedByLabelAndSumByName) {
   EXPECT_EQ(p.largest[0].bytes.count, 2u);
 }
 
-TEST(TensorCategories, PhaseAtAPositionAndItsText) {
+TEST(TensorCategories, ThePhaseNowAndItsText) {
   const reader::Attribution a;
   TensorCategories c(a);
+  EXPECT_FALSE(c.phase());
   Event e{};
   PhaseRecord{TrainingPhase::Backward, 3, 2}.to_event(e);
   c.add(e, 10);
+  ASSERT_TRUE(c.phase());
+  EXPECT_EQ(phase_text(*c.phase()), "backward of step 3, micro-batch 2");
   PhaseRecord{TrainingPhase::Optimizer, 3, 2}.to_event(e);
   c.add(e, 20);
-  EXPECT_FALSE(c.phase_at(9));
-  ASSERT_TRUE(c.phase_at(15));
-  EXPECT_EQ(phase_text(*c.phase_at(15)), "backward of step 3, micro-batch 2");
-  EXPECT_EQ(c.phase_at(20)->phase, TrainingPhase::Optimizer);
+  ASSERT_TRUE(c.phase());
+  EXPECT_EQ(c.phase()->phase, TrainingPhase::Optimizer);
+  EXPECT_EQ(phase_text(*c.phase()), "optimizer of step 3, micro-batch 2");
   EXPECT_EQ(c.backward_passes(), 1u);
   EXPECT_EQ(c.optimizer_steps(), 1u);
 }

@@ -32,7 +32,7 @@ std::optional<CategorySplit> categories_at_oom(const std::string& run_dir, const
   if (!found) return std::nullopt;
   categories.finish(true);
   CategorySplit split = split_by_category(acc.live_tensors(), request.device, categories, attribution);
-  split.phase = categories.phase_at(trace.index());
+  split.phase = categories.phase();
   std::vector<uint32_t> ids;
   stack_ids(split, ids);
   name_items(split, Symbolizer(attribution).symbolize(ids), 3);

@@ -29,6 +29,7 @@ struct FirstPass {
   PeakWatch peaks;
   TensorPeakWatch tensor_peaks;
   TensorCategories& categories;
+  std::map<int, std::optional<Phase>> peak_phases;
   MarkerLog markers;
   NvmlPeaks nvml;
   DeviceLimitWatch limits;
@@ -54,6 +55,10 @@ struct FirstPass {
     peaks.add(step);
     tensor_peaks.add(step);
     categories.add(step.event, step.index);
+    // The phase each device's tensors peaked in, as the peak moves (tensor_peak_watch.h).
+    if (step.event.op == Op::TensorAlloc && tensor_peaks.of(step.event.device).event_index == step.index) {
+      peak_phases[step.event.device] = categories.phase();
+    }
     markers.add(step);
     nvml.add(step);
     limits.add(step);
@@ -97,7 +102,8 @@ void take_replay_figures(RunAnalysis& run, const Options& opt, const Accounting&
   for (auto& [ordinal, d] : run.devices) {
     if (!acc.devices().at(ordinal).framework.attached) continue;
     d.categories_at_exit = split_by_category(tensors, ordinal, pass.categories, run.attribution);
-    d.categories_at_exit.phase = pass.categories.phase_at(UINT64_MAX);
+    d.categories_at_exit.phase = pass.categories.phase();
+    d.tensor_peak_phase = pass.peak_phases[ordinal];
   }
   ExitSets exit = live_at_exit(acc, opt.largest);
   run.leaks = std::move(exit.leaks);
@@ -268,7 +274,7 @@ void take_snapshot(RunAnalysis& run, const Options& opt, const Accounting& acc, 
   collect_live(at.tensors ? d.tensors_at_peak : d.live_at_peak, acc, at.device, at.tensors, opt.largest);
   if (at.tensors) {
     d.categories_at_peak = split_by_category(acc.live_tensors(), at.device, categories, run.attribution);
-    d.categories_at_peak.phase = categories.phase_at(at.event_index);
+    d.categories_at_peak.phase = d.tensor_peak_phase;
   }
 }
 

@@ -83,6 +83,7 @@ struct DeviceAnalysis {
   // the phase the run was in; decided false where nothing told the categories.
   CategorySplit categories_at_peak, categories_at_exit;
   CategoryBytes category_peaks{};  // each category's own peak in the window
+  std::optional<Phase> tensor_peak_phase;  // the phase the tensors peaked in
 };
 
 struct Options {

@@ -38,7 +38,7 @@ bool TensorCategories::allocated_by_cache_code(uint32_t stack_id) {
 }
 
 void TensorCategories::add(const Event& e, uint64_t index) {
-  const auto span = static_cast<uint32_t>(phases_.size());
+  const uint32_t span = spans_;
   switch (e.op) {
     case Op::TensorAlloc: {
       const bool seeded = FrameworkBlockRecord::from_event(e).seeded;
@@ -88,10 +88,10 @@ void TensorCategories::add(const Event& e, uint64_t index) {
 void TensorCategories::on_phase(const Event& e, uint64_t index) {
   const PhaseRecord r = PhaseRecord::from_event(e);
   if (r.phase == TrainingPhase::None) return;
-  const auto closing = static_cast<uint32_t>(phases_.size());
+  const uint32_t closing = spans_++;
   // Before the first phase event the program was in a forward (or never trains).
-  const TrainingPhase was = closing == 0 ? TrainingPhase::Forward : phases_.back().phase;
-  phases_.push_back(Phase{r.phase, r.step, r.micro_batch, index});
+  const TrainingPhase was = current_ ? current_->phase : TrainingPhase::Forward;
+  current_ = Phase{r.phase, r.step, r.micro_batch, index};
   const bool backward_begins = r.phase == TrainingPhase::Backward && was == TrainingPhase::Forward;
   if (backward_begins) ++backward_passes_;
   if (r.phase == TrainingPhase::Optimizer) ++optimizer_steps_;
@@ -109,9 +109,8 @@ TensorCategory TensorCategories::decide(const Live& t, bool cut_short) const {
   if (t.existed) return TensorCategory::Other;
   if (t.activation) return TensorCategory::Activations;
   if (!t.let_go) {
-    const auto now = static_cast<uint32_t>(phases_.size());
-    const TrainingPhase current = now == 0 ? TrainingPhase::Forward : phases_.back().phase;
-    const bool cut_short_forward = cut_short && t.span == now && current == TrainingPhase::Forward && backward_passes_ > 0;
+    const TrainingPhase current = current_ ? current_->phase : TrainingPhase::Forward;
+    const bool cut_short_forward = cut_short && t.span == spans_ && current == TrainingPhase::Forward && backward_passes_ > 0;
     return cut_short_forward ? TensorCategory::Activations : TensorCategory::Other;
   }
   return t.let_go_span == t.span ? TensorCategory::Temporaries : TensorCategory::Other;
@@ -131,13 +130,6 @@ TensorVerdict TensorCategories::of(const LiveAllocation& tensor) const {
   if (!decided()) return {};
   auto it = verdicts_.find(Key{tensor.address, tensor.timestamp_ns});
   return it != verdicts_.end() ? it->second : TensorVerdict{TensorCategory::Temporaries, 0};
-}
-
-std::optional<Phase> TensorCategories::phase_at(uint64_t index) const {
-  auto it = std::upper_bound(phases_.begin(), phases_.end(), index,
-                             [](uint64_t i, const Phase& p) { return i < p.begin_index; });
-  if (it == phases_.begin()) return std::nullopt;
-  return *std::prev(it);
 }
 
 CategorySplit split_by_category(const std::vector<LiveAllocation>& tensors, int device,

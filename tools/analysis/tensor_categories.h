@@ -17,7 +17,7 @@
 // backward passes before.
 //
 // Fed every event of the replay in order, as the first pass's other aggregators are; memory grows
-// with the live tensors and the tensors that were not temporaries.
+// with the live tensors and the tensors that were not temporaries, not with the phases.
 #pragma once
 
 #include <array>
@@ -61,19 +61,19 @@ class TensorCategories {
   void finish(bool cut_short = false);
 
   // Whether anything was labelled or a phase marked: without either, every tensor is unknown.
-  bool decided() const { return labels_ > 0 || !phases_.empty(); }
+  bool decided() const { return labels_ > 0 || spans_ > 0; }
   uint64_t labels() const { return labels_; }
   uint64_t backward_passes() const { return backward_passes_; }
   uint64_t optimizer_steps() const { return optimizer_steps_; }
   // The verdict on a tensor (a LiveAllocation of Accounting::live_tensors()); after finish().
   TensorVerdict of(const LiveAllocation& tensor) const;
-  // The phase the trace was in just after position `index`; none before the first Phase event.
-  std::optional<Phase> phase_at(uint64_t index) const;
+  // The phase the replay is in now; none before the first Phase event.
+  const std::optional<Phase>& phase() const { return current_; }
 
  private:
   struct Live {
     uint64_t alloc_ns = 0;
-    uint32_t span = 0;           // phases_ index + 1 at its allocation; 0 before the first phase
+    uint32_t span = 0;           // the phases begun before its allocation (0: before the first)
     uint32_t let_go_span = 0;
     uint32_t name_id = 0;
     TensorCategory label = TensorCategory::Unknown;
@@ -97,7 +97,8 @@ class TensorCategories {
   std::unordered_map<uint64_t, Live> live_;  // by address, as Accounting keeps tensors
   std::unordered_map<Key, TensorVerdict, KeyHash> verdicts_;  // the tensors that were not temporaries
   std::unordered_map<uint32_t, bool> cache_stacks_;  // stack id -> allocated by cache code
-  std::vector<Phase> phases_;
+  std::optional<Phase> current_;
+  uint32_t spans_ = 0;  // Phase events so far: what a phase is told apart by
   uint64_t labels_ = 0, backward_passes_ = 0, optimizer_steps_ = 0;
 };
 
