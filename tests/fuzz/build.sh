@@ -29,10 +29,15 @@ flags=(-std=c++20 -gline-tables-only -O1 -fsanitize=fuzzer,address,undefined -fn
 # file between them needs no edit here.
 core=(settings/*.cpp format/*.cpp model/*.cpp
       tools/reader/input_file.cpp tools/reader/json_input.cpp)
+# The tensor categories: their replay over the fuzzed trace, and what naming their items needs.
+categories=(tools/analysis/tensor_categories.cpp tools/analysis/category_levels.cpp tools/analysis/category_json.cpp
+            tools/analysis/call_sites.cpp tools/analysis/symbolizer.cpp tools/analysis/elf_symbols.cpp
+            tools/analysis/source_lines.cpp tools/reader/attribution_reader.cpp)
 sources_fuzz_trace_reader=("${core[@]}" tools/reader/trace_reader.cpp tools/reader/run_directory_reader.cpp
-                           tools/reader/summary_figures.cpp tools/reader/trace_replay.cpp tools/reader/progress.cpp)
+                           tools/reader/summary_figures.cpp tools/reader/trace_replay.cpp tools/reader/progress.cpp
+                           "${categories[@]}")
 sources_fuzz_oom_bundle=("${core[@]}" tools/reader/oom_bundle_reader.cpp tools/reader/trace_reader.cpp
-                         tools/analysis/oom_facts.cpp tools/analysis/oom_advice.cpp tools/gpumemprof/oom_render.cpp
+                         "${categories[@]}" tools/analysis/oom_facts.cpp tools/analysis/oom_advice.cpp tools/gpumemprof/oom_render.cpp
                          tools/gpumemprof/terminal_text.cpp tools/gpumemprof/human_text.cpp)
 sources_fuzz_json_writers=("${core[@]}" collector/config.cpp collector/manifest.cpp collector/process_info.cpp collector/launcher_env.cpp
                            collector/oom_bundle.cpp collector/file_io.cpp collector/pyframe_entry.cpp

@@ -1,4 +1,4 @@
-// libFuzzer target: the trace reader and the accounting replay on arbitrary bytes.
+// libFuzzer target: the trace reader, the accounting replay and the tensor categories on arbitrary bytes.
 //
 // Each input is written as <tmp>/trace.gmpt twice: as given (so the header checks themselves are
 // fuzzed), then behind a valid 64-byte header (so the fuzzer reaches the events without having to
@@ -18,6 +18,8 @@
 #include <string>
 
 #include "accounting.h"
+#include "category_json.h"
+#include "category_levels.h"
 #include "run_directory_reader.h"
 #include "summary.h"
 #include "summary_builder.h"
@@ -68,8 +70,26 @@ void exercise(const std::string& dir) {
   gmp::reader::TraceReader trace;
   gmp::Accounting acc;
   if (!trace.open(trace_path) || !trace.seed(acc)) return;
+  // The tensor categories over the same events (labels, phases and tensors of any value), then
+  // their levels in a second replay and the split of what is live at the end.
+  const gmp::reader::Attribution attribution;
+  gmp::analysis::TensorCategories categories(attribution);
+  categories.start(acc, 0);
+  std::vector<gmp::Event> events;
   gmp::Event e;
-  while (trace.next(e)) acc.apply(e);
+  for (uint64_t i = 1; trace.next(e); ++i) {
+    acc.apply(e);
+    categories.add(e, i);
+    if (events.size() < 100000) events.push_back(e);
+  }
+  categories.finish(true);
+  gmp::analysis::CategoryLevels levels(categories);
+  for (const gmp::Event& ev : events) levels.add(ev);
+  for (const auto& [ordinal, _] : acc.devices()) {
+    gmp::analysis::CategorySplit split = gmp::analysis::split_by_category(acc.live_tensors(), ordinal, categories, attribution);
+    gmp::analysis::name_items(split, {}, 3);
+    (void)gmp::analysis::category_split_json(split, true).dump();
+  }
   (void)acc.live_allocations();
   (void)acc.live_at_exit();
   gmp::SummaryContext ctx;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "category_json.h"
 #include "framework_notes.h"
 #include "json_views.h"
 #include "oom_bundle_schema.h"
@@ -256,34 +257,6 @@ nlohmann::json pauses_json(const Regions& r) {
                    {"frees", p.frees},
                    {"allocations", p.allocations}});
   }
-  return out;
-}
-
-nlohmann::json category_split_json(const CategorySplit& split, bool categories_setting) {
-  nlohmann::json categories = nlohmann::json::array();
-  for (size_t i = 1; i <= split.by_category.size(); ++i) {  // unknown (0) last
-    const size_t c = i % split.by_category.size();
-    const CategoryFigures& f = split.by_category[c];
-    nlohmann::json largest = nlohmann::json::array();
-    for (const CategoryItem& item : f.largest) {
-      largest.push_back({{"name", item.name}, {"bytes", item.bytes.bytes}, {"count", item.bytes.count}});
-    }
-    const double share = split.total.bytes != 0 ? double(f.total.bytes) / double(split.total.bytes) : 0.0;
-    categories.push_back({{"category", tensor_category_name(static_cast<TensorCategory>(c))},
-                          {"bytes", f.total.bytes},
-                          {"count", f.total.count},
-                          {"share", share},
-                          {"largest", largest}});
-  }
-  nlohmann::json phase;
-  if (split.phase) {
-    phase = {{"kind", training_phase_name(split.phase->phase)},
-             {"step", split.phase->step},
-             {"micro_batch", split.phase->micro_batch}};
-  }
-  nlohmann::json out = {{"decided", split.decided}, {"phase", phase}, {"total", split.total.bytes},
-                        {"categories", categories}};
-  if (!split.decided) out["why_undecided"] = undecided_reason(categories_setting);
   return out;
 }
 

@@ -22,10 +22,6 @@ nlohmann::json flame_json(const FlameNode& n);  // {"name", "value", "children":
 nlohmann::json ranges_json(const Regions& r);
 nlohmann::json marks_json(const Regions& r);
 nlohmann::json pauses_json(const Regions& r);
-// Tensors by category (tensor_categories.h): {"decided", "why_undecided" (only when not), "phase"
-// ({"kind", "step", "micro_batch"} or null), "total", "categories": [{"category", "bytes", "count",
-// "share", "largest": [{"name", "bytes", "count"}]}] from parameters to other, then unknown; zeros included}.
-nlohmann::json category_split_json(const CategorySplit& split, bool categories_setting);
 // Per device peaks, live sets, call sites and flame graph; leaks, markers, ranges, marks and
 // pauses; the timeline only when asked (it is long). Where the bridge attached, per device
 // "framework" (summary.json's object with the tensors live at its peak and their call sites) and

@@ -4,7 +4,7 @@
 #include <cstdarg>
 #include <cstdio>
 
-#include "analysis_json.h"
+#include "category_json.h"
 #include "bytes_text.h"
 #include "human_text.h"
 #include "terminal_text.h"
