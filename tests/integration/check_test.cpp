@@ -339,10 +339,12 @@ TEST(Check, BadOptionsAreRefusedBeforeAnythingIsRead) {
       {{"/nowhere", "--baseline", "/b"},
        "--baseline without --max-growth; accepted: --baseline DIR --max-growth PERCENT, together"},
       {{"/nowhere", "--max-peek", "1G"},
-       "unknown option '--max-peek'; accepted: --max-peak, --max-reserved, --max-leak, --max-graph-memory, --no-oom, "
+       "unknown option '--max-peek'; accepted: --max-peak, --max-reserved, --max-leak, --max-graph-memory, --max-category, "
+       "--no-oom, "
        "--baseline, --max-growth, --help"},
       {{"/nowhere"},
-       "nothing to check; give at least one of --max-peak, --max-reserved, --max-leak, --max-graph-memory, --no-oom, "
+       "nothing to check; give at least one of --max-peak, --max-reserved, --max-leak, --max-graph-memory, "
+       "--max-category, --no-oom, "
        "or --baseline DIR --max-growth PERCENT"},
       {{"--no-oom"},
        "no run directory or job root given; usage: gpumemprof check DIR_OR_ROOT LIMITS... (--help says more)"},
@@ -362,8 +364,8 @@ TEST(Check, Help) {
   const std::string usage =
       R"(usage: gpumemprof check DIR_OR_ROOT [--max-peak SIZE] [--max-reserved SIZE]
                         [--max-leak SIZE]
-                        [--max-graph-memory SIZE] [--no-oom] [--baseline DIR
-                        --max-growth PERCENT]
+                        [--max-graph-memory SIZE] [--max-category NAME=SIZE]
+                        [--no-oom] [--baseline DIR --max-growth PERCENT]
   A CI gate: checks memory limits on a run directory, or on every run directory
   of a job root (one per rank or process, as gpumemprof run -o ROOT leaves
   them). Peaks are the driver level's, per device (summary.json's
@@ -385,6 +387,11 @@ options:
   --max-graph-memory SIZE  fail when a device's CUDA graph memory (the graph
                            memory pool's peak and PyTorch's private pools'
                            peaks) is over SIZE
+  --max-category NAME=SIZE
+                           fail when a device's tensors of category NAME
+                           (parameters, gradients, optimizer_state, activations,
+                           temporaries, kv_cache, other) peaked over SIZE;
+                           repeatable; replays the trace (docs/check.md)
   --no-oom                 fail on any out-of-memory failure, recovered or not,
                            the driver's or PyTorch's
   --baseline DIR           a run directory or a job root to compare with; needs

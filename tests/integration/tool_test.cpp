@@ -93,7 +93,7 @@ std::string example_value(const std::string& placeholder, const Sandbox& box) {
       {"SIZE", "1G"},   {"S", "1M"}, {"T", "1s"}, {"D", "1ms"}, {"N", "50"}, {"PERCENT", "10"},
       {"FILE", box.dir() + "/out"},
       {"ROOT", box.dir() + "/runs"}, {"DIR", box.dir() + "/dir"}, {"LEVEL", "info"}, {"FORMAT", "csv"}, {"LIMIT", "L4"},
-      {"'CMD ARGS'", "/bin/true"}, {"PATH", Paths::shim()}, {"SECONDS", "1"}};
+      {"'CMD ARGS'", "/bin/true"}, {"PATH", Paths::shim()}, {"SECONDS", "1"}, {"NAME=SIZE", "activations=1G"}};
   return examples.at(placeholder);
 }
 
@@ -139,7 +139,7 @@ TEST(Tool, EveryOptionOfTheTablesIsInTheHelpAndTakenByTheParser) {
       }
     }
   }
-  EXPECT_EQ(options, 49u);  // --max-graph-memory in check's and run's tables; export's --max-events; top's six; run's --live
+  EXPECT_EQ(options, 51u);  // --max-graph-memory and --max-category in check's and run's tables; export's --max-events; top's six; run's --live
 }
 
 }  // namespace
