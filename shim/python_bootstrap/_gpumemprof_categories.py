@@ -5,9 +5,8 @@ The tools decide every tensor's category from them afterwards; nothing here gues
 Runs inside the profiled program, so it never raises into it and never changes what it computes:
 - from `import torch` on, PyTorch's global module registration hooks note which modules exist (weakly:
   nothing is kept alive) so parameters can be named by their module path;
-- once the bridge attached, torch.autograd.backward and torch.autograd.grad are wrapped (the wrapper
-  only emits a phase on entry and exit of the outermost call) and PyTorch's global optimizer step
-  hooks are registered;
+- once the bridge attached, torch.autograd.backward is wrapped (the wrapper only emits a phase on
+  entry and exit of the outermost call) and PyTorch's global optimizer step hooks are registered;
 - labels are sent at those phase boundaries, when PyTorch raises out of memory, and at exit: the
   parameters (when the modules changed, or every few seconds), the gradients before each optimizer
   step, the optimizer's state after it. A label binds to the tensor allocation live at its address,
@@ -325,10 +324,10 @@ def attach(torch, shim):
         optimizer = importlib.import_module("torch.optim.optimizer")  # torch.optim deletes the name
         _handles.append(optimizer.register_optimizer_step_pre_hook(_optimizer_step_begins))
         _handles.append(optimizer.register_optimizer_step_post_hook(_optimizer_step_ends))
-        for name in ("backward", "grad"):
-            fn = getattr(torch.autograd, name)
-            if not hasattr(fn, "_gpumemprof_wrapped"):
-                setattr(torch.autograd, name, _wrap_autograd(fn))
+        # backward only (what loss.backward() calls): torch.autograd.grad also serves libraries'
+        # internals (torch.autograd.functional, compilers' tracing), whose calls are no training phase.
+        if not hasattr(torch.autograd.backward, "_gpumemprof_wrapped"):
+            torch.autograd.backward = _wrap_autograd(torch.autograd.backward)
         atexit.register(label_all)
         label_all()
     except Exception as e:

@@ -35,6 +35,7 @@ LAYOUT = [
     f"{SHIM_DIR}/libgpumemprof.so",
     f"{SHIM_DIR}/libunwind.so.8",
     f"{SHIM_DIR}/python/_gpumemprof_bridge.py",
+    f"{SHIM_DIR}/python/_gpumemprof_categories.py",
     f"{SHIM_DIR}/python/sitecustomize.py",
 ] + [f"{SHIM_DIR}/python/gpumemprof/{m}.py" for m in ("__init__", "_launcher", "_native", "_thresholds", "_window", "profiler",
                                                       "tracker")] + [
