@@ -110,6 +110,38 @@ TEST_F(TensorCategories, ParametersAreNamedByModulePathAndStateByParameterAndKey
   EXPECT_NE(text.out.find("layers.1.weight.exp_avg"), std::string::npos);
 }
 
+// The perfetto export's "GPU 0 tensors by category" track: its last point is the ledger at exit, and
+// each category's highest point its peak as the report gives it.
+TEST_F(TensorCategories, PerfettoHasATrackOfTheTensorsByCategory) {
+  const TorchRun r = run("sgd_accumulate");
+  if (r.dir.empty()) return;
+  const std::string file = box.dir() + "/trace.json";
+  RunResult ex = box.run({Paths::tool(), "export", r.dir, "--format", "perfetto", "-o", file});
+  ASSERT_EQ(ex.exit_code, 0) << ex.err;
+  const nlohmann::json trace = read_json_file(file);
+  nlohmann::json last;
+  std::map<std::string, uint64_t> highest;
+  for (const auto& e : trace["traceEvents"]) {
+    if (e.value("name", "") != "GPU 0 tensors by category") continue;
+    EXPECT_EQ(e["ph"], "C");
+    last = e["args"];
+    for (const auto& [category, bytes] : e["args"].items()) {
+      highest[category] = std::max(highest[category], bytes.get<uint64_t>());
+    }
+  }
+  ASSERT_TRUE(last.is_object()) << "no category track";
+  const nlohmann::json peaks = framework(r)["category_peaks"];
+  for (const char* c : kCategories) {
+    const uint64_t at_exit = r.fake["at_exit"][c].get<uint64_t>();
+    if (peaks[c].get<uint64_t>() == 0) {
+      EXPECT_FALSE(last.contains(c)) << c << ": never held memory, no track";
+      continue;
+    }
+    EXPECT_EQ(last[c].get<uint64_t>(), at_exit) << c;
+    EXPECT_EQ(highest[c], peaks[c].get<uint64_t>()) << c;
+  }
+}
+
 TEST_F(TensorCategories, KvCacheIsWhatTheCacheCodeAllocated) {
   const TorchRun r = run("generate");
   if (r.dir.empty()) return;

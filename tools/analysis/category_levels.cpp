@@ -53,6 +53,12 @@ const CategoryBytes& CategoryLevels::current(int device) const {
   return it != current_.end() ? it->second : kNone;
 }
 
+std::vector<int> CategoryLevels::devices() const {
+  std::vector<int> out;
+  for (const auto& [device, _] : peaks_) out.push_back(device);
+  return out;
+}
+
 const CategoryBytes& CategoryLevels::peaks(int device) const {
   auto it = peaks_.find(device);
   return it != peaks_.end() ? it->second : kNone;

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <map>
 #include <unordered_map>
+#include <vector>
 
 #include "accounting.h"
 #include "event.h"
@@ -24,6 +25,7 @@ class CategoryLevels {
   // Zeros for a device without tensors.
   const CategoryBytes& current(int device) const;
   const CategoryBytes& peaks(int device) const;
+  std::vector<int> devices() const;  // those that held tensors
 
  private:
   struct Held {

@@ -6,6 +6,10 @@
 //                    changes, and a zero at the device's first event so the track starts at zero
 //   "GPU N PyTorch"  counter, args allocated (tensors) and reserved (the caching allocator's segments),
 //                    when the framework bridge delivered the device's allocator (docs/framework-bridge.md)
+//   "GPU N tensors by category"  counter, one arg per tensor category that ever held memory on the
+//                    device (parameters, gradients, optimizer_state, ...; docs/framework-bridge.md
+//                    §Categories), decided from a replay of the whole trace before the export's own;
+//                    absent when nothing decided them
 //   "GPU N NVML"     counter, args device_used (and process_used when NVML named this process)
 //   "Pinned host memory"  counter, arg bytes
 //   instant events ("ph":"i", process scope) for OOM failures, OOM bundles, recoveries and alerts.
@@ -14,18 +18,21 @@
 //   from attribution.jsonl, as the report's.
 // Timestamps are microseconds since the profiler started, with nanosecond decimals.
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <utility>
 
 #include "attribution_replay.h"
 #include "bytes_text.h"
+#include "category_levels.h"
 #include "export_formats.h"
 #include "export_thinning.h"
 #include "human_text.h"
 #include "json_views.h"
 #include "records.h"
 #include "run_directory_files.h"
+#include "trace_replay.h"
 
 namespace gmp::tool::exporter {
 namespace {
@@ -144,7 +151,7 @@ class TraceEvents {
 };
 
 // Counter tracks' keys for the thinner: per device and figure, and the one pinned track.
-enum class Track : uint64_t { Memory, Framework, Nvml };
+enum class Track : uint64_t { Memory, Framework, Nvml, Categories };
 uint64_t track_key(int device, Track t) { return static_cast<uint64_t>(device) * 4 + static_cast<uint64_t>(t); }
 constexpr uint64_t kPinnedTrack = UINT64_MAX;
 
@@ -233,6 +240,82 @@ void write_figures(TraceEvents& out, int device, uint64_t ts, const Figures& aft
   }
 }
 
+// The tensors by category: decided from the whole trace (labels may come after a window starts), then
+// which categories each device's track shows (those with a non-zero peak in the export's window),
+// then their levels through the export's own replay.
+class CategoryTracks {
+ public:
+  // False when nothing decided the categories (or the trace cannot be read again): no tracks.
+  bool prepare(const std::string& trace_path, const reader::Window& window, const reader::Attribution& names) {
+    categories_ = std::make_unique<analysis::TensorCategories>(names);
+    if (!replay(trace_path, {}, [this](const Event& e, uint64_t index) { categories_->add(e, index); },
+                [this](const Accounting& acc, uint64_t index) { categories_->start(acc, index); })) {
+      return false;
+    }
+    categories_->finish();
+    if (!categories_->decided()) return false;
+    analysis::CategoryLevels peaks(*categories_);
+    if (!replay(trace_path, window, [&peaks](const Event& e, uint64_t) { peaks.add(e); },
+                [&peaks](const Accounting& acc, uint64_t) { peaks.start(acc); })) {
+      return false;
+    }
+    for (int device : peaks.devices()) {
+      for (size_t c = 1; c <= kTensorCategoryCount; ++c) {  // unknown last
+        if (peaks.peaks(device)[c % kTensorCategoryCount] > 0) shown_[device].push_back(c % kTensorCategoryCount);
+      }
+    }
+    levels_ = std::make_unique<analysis::CategoryLevels>(*categories_);
+    return true;
+  }
+  void start(const Accounting& acc) {
+    if (levels_) levels_->start(acc);
+  }
+  // After the export's replay applied `e`: a point where a device's categories changed.
+  void add(TraceEvents& out, const Event& e, uint64_t ts) {
+    if (!levels_ || (e.op != Op::TensorAlloc && e.op != Op::TensorFreeCompleted)) return;
+    levels_->add(e);
+    write(out, e.device, ts);
+  }
+  // Every device's track at the window's start.
+  void write_all(TraceEvents& out, uint64_t ts) {
+    for (const auto& [device, _] : shown_) write(out, device, ts);
+  }
+
+ private:
+  template <typename OnEvent, typename OnStart>
+  static bool replay(const std::string& path, const reader::Window& window, OnEvent on_event, OnStart on_start) {
+    reader::TraceReplay r;
+    std::string error;
+    if (!r.open(path, error)) return false;
+    r.set_window(window);
+    if (!r.begin_window()) return false;
+    on_start(r.accounting(), r.index());
+    while (r.next()) on_event(r.event(), r.index());
+    return !r.failed();
+  }
+  void write(TraceEvents& out, int device, uint64_t ts) {
+    auto shown = shown_.find(device);
+    if (shown == shown_.end()) return;
+    const analysis::CategoryBytes& now = levels_->current(device);
+    std::vector<uint64_t> v;
+    for (size_t c : shown->second) v.push_back(now[c]);
+    auto [last, fresh] = last_.try_emplace(device, v);
+    if (!fresh && last->second == v) return;
+    last->second = v;
+    out.counter(track_key(device, Track::Categories), gpu_track(device, "tensors by category"), ts, v,
+                [&](JsonObject& a) {
+                  for (size_t i = 0; i < v.size(); ++i) {
+                    a.u64(tensor_category_name(static_cast<TensorCategory>(shown->second[i])), v[i]);
+                  }
+                });
+  }
+
+  std::unique_ptr<analysis::TensorCategories> categories_;
+  std::unique_ptr<analysis::CategoryLevels> levels_;
+  std::map<int, std::vector<size_t>> shown_;
+  std::map<int, std::vector<uint64_t>> last_;
+};
+
 void write_pinned(TraceEvents& out, uint64_t ts, uint64_t bytes) {
   const uint64_t v[] = {bytes};
   out.counter(kPinnedTrack, "Pinned host memory", ts, v, [&](JsonObject& a) { a.u64("bytes", bytes); });
@@ -274,7 +357,13 @@ void write_perfetto_process(Context& ctx, const PerfettoProcess& process, bool& 
   std::set<int> started;                                  // devices whose memory track has begun
   std::map<int, std::pair<uint64_t, uint64_t>> nvml_last;  // device -> (device used, process used)
   Replay& replay = ctx.replay;
+  CategoryTracks categories;
+  const bool by_category = categories.prepare(ctx.run.path, replay.window(), names);
   if (!replay.begin_window()) return;
+  if (by_category) {
+    categories.start(replay.accounting());
+    categories.write_all(out, replay.window().since_ns);
+  }
   // A window's tracks start at the state where it starts.
   if (const uint64_t since = replay.window().since_ns; since > 0) {
     for (const auto& [device, f] : replay.all_figures()) {
@@ -294,6 +383,7 @@ void write_perfetto_process(Context& ctx, const PerfettoProcess& process, bool& 
       write_figures(out, c.device, ts, c.after, &c.before);
     }
     if (replay.pinned_changed()) write_pinned(out, ts, replay.accounting().host_pinned().current);
+    categories.add(out, e, ts);
     if (e.op == Op::Sample && e.device >= 0) {
       const auto s = SampleRecord::from_event(e);
       const std::pair<uint64_t, uint64_t> now{s.device_used, s.process_used};
