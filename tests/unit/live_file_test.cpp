@@ -117,10 +117,12 @@ TEST(LiveFileFormat, NoTornSnapshotUnderAWriter) {
   auto& w = file.w;
   ASSERT_TRUE(file.start());
   std::atomic<bool> stop{false};
+  std::atomic<uint64_t> published{0};
   std::thread writer([&] {
     for (uint64_t k = 1; !stop.load(std::memory_order_relaxed); ++k) {
       set_all(*f, k);
       if (!w.publish(*f, true, 0)) break;
+      published.fetch_add(1);
       usleep(200);
     }
   });
@@ -128,7 +130,9 @@ TEST(LiveFileFormat, NoTornSnapshotUnderAWriter) {
   auto r = std::make_unique<LiveFile>();
   int ok = 0;
   uint64_t last = 0;
-  for (int i = 0; i < 500; ++i) {
+  // At least 500 reads and, on a loaded machine where the writer thread starts late, until it has
+  // published 50 times (bounded: a writer that never runs fails below, not by hanging).
+  for (int i = 0; (i < 500 || published.load() < 50) && i < 2'000'000; ++i) {
     const ReadResult res = read_live_file(reader_fd, *r);
     if (res == ReadResult::Ok) {
       ++ok;
