@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
+#include <iterator>
 #include <map>
 #include <optional>
 #include <string_view>
@@ -19,6 +20,7 @@
 #include "human_text.h"
 #include "json_fields.h"
 #include "process_facts.h"
+#include "tensor_categories.h"
 
 namespace gmp::tool {
 namespace {
@@ -27,6 +29,10 @@ using analysis::Marker;
 using html::escape;
 
 constexpr size_t kMaxRows = 200;  // per marker table; the embedded JSON has them all
+
+// The categories in the order the page lists and stacks them: unknown last, as analysis_json's.
+constexpr size_t kCategoryOrder[] = {1, 2, 3, 4, 5, 6, 7, 0};
+static_assert(std::size(kCategoryOrder) == kTensorCategoryCount);
 
 std::string u64s(uint64_t v) { return std::to_string(v); }
 
@@ -281,6 +287,41 @@ class Page {
     out_ += "</tbody></table>\n";
   }
 
+  // The tensors by category at the tensor peak (docs/framework-bridge.md §Categories), as the text
+  // report lists them (report_categories.cpp): the categories that hold memory, and the phase.
+  void categories_at_peak(const analysis::DeviceAnalysis& d) {
+    const analysis::CategorySplit& split = d.categories_at_peak;
+    if (split.total.count == 0) return;
+    if (!split.decided) {
+      out_ += "<p class=\"categories-undecided muted\">Tensors by category at the tensor peak: not decided: " +
+              escape(analysis::undecided_reason(run_.run.manifest.config.categories)) + "</p>\n";
+      return;
+    }
+    out_ += "<h3 class=\"categories-at-peak\">Tensors by category at the tensor peak";
+    if (split.phase) {
+      out_ += " <small class=\"categories-phase\">(" + escape(analysis::phase_text(*split.phase)) + ")</small>";
+    }
+    out_ += "</h3>\n<table class=\"categories\">\n<thead><tr><th>category</th><th class=\"num\">bytes</th>"
+            "<th class=\"num\">share</th><th class=\"num\">tensors</th><th>largest</th></tr></thead>\n<tbody>\n";
+    for (size_t c : kCategoryOrder) {
+      const analysis::CategoryFigures& f = split.by_category[c];
+      if (f.total.count == 0) continue;
+      const std::string name(tensor_category_name(static_cast<TensorCategory>(c)));
+      std::string largest = "<span class=\"muted\">-</span>";
+      if (!f.largest.empty()) {
+        const analysis::CategoryItem& top = f.largest.front();
+        largest = "<code>" + escape(top.name) + "</code> (" + escape(bytes_text(top.bytes.bytes)) +
+                  (top.bytes.count > 1 ? ", " + count_of(top.bytes.count, "tensor") : std::string()) + ")";
+      }
+      out_ += "<tr data-category=\"" + escape(name) + "\"><td><span class=\"key key-category key-category-" +
+              escape(name) + "\"></span>" + escape(analysis::category_label(static_cast<TensorCategory>(c))) +
+              "</td><td class=\"num\">" + escape(bytes_text(f.total.bytes)) + "</td><td class=\"num\">" +
+              escape(percent(f.total.bytes, split.total.bytes)) + "</td><td class=\"num\">" + u64s(f.total.count) +
+              "</td><td>" + largest + "</td></tr>\n";
+    }
+    out_ += "</tbody></table>\n";
+  }
+
   // The framework level of a device (docs/report.md, "Two levels"): the figures as the text report
   // lists them, then the tensors live at the framework's allocated peak.
   void framework_level(const analysis::DeviceAnalysis& d) {
@@ -300,6 +341,7 @@ class Page {
     out_ += "</tbody></table>\n<p class=\"muted\">" + count_of(f.tensor_allocs, "tensor") + " allocated, " +
             u64s(f.tensor_frees) + " freed; " + count_of(f.segment_allocs, "segment") + " reserved, " +
             u64s(f.segment_frees) + " released; " + count_of(f.ooms, "OOM") + ".</p>\n";
+    categories_at_peak(d);
     const analysis::LiveSet& live = d.tensors_at_peak;
     if (live.total.count == 0) return;
     out_ += "<h3 class=\"tensors-at-peak\">Tensors live at " + escape(fw_name_) + "'s allocated peak: " +
@@ -342,6 +384,16 @@ class Page {
               " reserved";
     }
     if (d.nvml_process_peak) out_ += " <span class=\"key key-nvml\"></span>NVML process usage";
+    // The tensors stacked by category (report.js draws them from the timeline's tensor_categories):
+    // the categories that ever held bytes, in the text report's order and names.
+    if (d.categories_at_peak.decided || d.categories_at_exit.decided) {
+      for (size_t c : kCategoryOrder) {
+        if (d.category_peaks[c] == 0) continue;
+        const std::string name(tensor_category_name(static_cast<TensorCategory>(c)));
+        out_ += " <span class=\"key key-category key-category-" + escape(name) + "\" data-category=\"" + escape(name) +
+                "\"></span>" + escape(analysis::category_label(static_cast<TensorCategory>(c)));
+      }
+    }
     // The device's total is drawn only when the view's figures come within a quarter of it (report.js
     // hides this key when it is not).
     if (s.total_bytes) out_ += "<span class=\"legend-total\"> <span class=\"key key-total\"></span>device total</span>";

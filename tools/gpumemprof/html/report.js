@@ -253,6 +253,37 @@
       return cols;
     }
 
+    // The tensors by category (the timeline's tensor_categories): each bucket's categories add up to
+    // its tensors_max, so they are drawn from the buckets, stacked, whatever the columns: buckets in
+    // view gathered at most a pixel wide, each group drawn as its bucket of the highest tensors.
+    // Only the categories that are ever non-zero, in the legend's order.
+    var CATEGORY_ORDER = ["parameters", "gradients", "optimizer_state", "activations", "temporaries", "kv_cache",
+                          "other", "unknown"];
+    var cats = !fw || !tl.tensor_categories ? [] : CATEGORY_ORDER.filter(function (k) {
+      var v = tl.tensor_categories[k];
+      return v && v.some(function (b) { return b > 0; });
+    });
+    function drawCategories(parent, y) {
+      var b0 = bucketAt(view[0]), b1 = Math.max(b0, bucketAt(view[1] - 1));
+      var per = Math.max(1, Math.ceil((b1 - b0 + 1) / pw)), groups = [];
+      for (var i = b0; i <= b1; i += per) {
+        var j1 = Math.min(b1, i + per - 1), top = i;
+        for (var j = i; j <= j1; j++) if (tl.tensors_max[j] > tl.tensors_max[top]) top = j;
+        groups.push({ from: Math.max(tl.t_ns[i], view[0]), to: Math.min(tl.t_ns[j1] + slice, view[1]), bucket: top, base: 0 });
+      }
+      var g = svgEl("g", { "class": "categories" }, parent);
+      cats.forEach(function (k) {
+        var values = tl.tensor_categories[k], upper = "", lower = "";
+        groups.forEach(function (c, i) {
+          var hi = c.base + values[c.bucket];
+          upper += (i ? "H" + x(c.from) + "V" : "M" + x(c.from) + ",") + y(hi) + "H" + x(c.to);
+          lower = "V" + y(c.base) + "H" + x(c.from) + lower;
+          c.base = hi;
+        });
+        svgEl("path", { "class": "stack stack-" + k, d: upper + lower + "Z", "data-category": k }, g);
+      });
+    }
+
     var cols = [], colNs = slice, y = null;
     function draw() {
       cols = columns();
@@ -303,6 +334,8 @@
         svgEl("path", { "class": "band band-" + s[0], d: band(s[1], s[2]), "data-cols": bandColumns(s[1], s[2]) }, layer);
         svgEl("path", { "class": "series series-" + s[0], d: steps(s[3]), "data-series": s[0] }, layer);
       });
+      // The tensors stacked by category, under the framework's lines.
+      if (fw && cats.length) drawCategories(layer, y);
       // The framework level: its highest per column, then its last value (lines only).
       if (fw) {
         [["framework-reserved", "fmax", "flast"], ["tensors", "tmax", "tlast"]].forEach(function (s) {
@@ -485,6 +518,14 @@
       tipLine("reserved: max " + humanBytes(c.rmax) + ", min " + humanBytes(c.rmin) + ", at the end " + humanBytes(c.rlast));
       if (fw) {
         tipLine(fw + " tensors: max " + humanBytes(c.tmax) + ", at the end " + humanBytes(c.tlast));
+        if (cats.length) {  // the categories of the column's bucket with the most tensors
+          var top = bucketAt(c.from);
+          for (var j = top; j <= bucketAt(c.to - 1); j++) if (tl.tensors_max[j] > tl.tensors_max[top]) top = j;
+          cats.forEach(function (k) {
+            var b = tl.tensor_categories[k][top];
+            if (b > 0) tipLine("  " + k.replace(/_/g, " ") + ": " + humanBytes(b), "tip-category");
+          });
+        }
         tipLine(fw + " reserved: max " + humanBytes(c.fmax) + ", at the end " + humanBytes(c.flast));
       }
       if (c.nvml > 0) tipLine("NVML process usage: " + humanBytes(c.nvml));
