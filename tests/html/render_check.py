@@ -26,7 +26,9 @@ attribution.jsonl, its grey placeholder boxes and note. A Python run (tests/prog
 through ctypes) checks that Python frames are coloured as Python and native frames as native; its
 colour checks are skipped when this CPython records no Python frames. With --framework-run-writer, a
 PyTorch run under the framework bridge (written without a GPU): the tensors and PyTorch-reserved
-series, their legend and tooltip lines, and the two-level table.
+series, their legend and tooltip lines, and the two-level table; and its categories run (labels and
+phases): the tensors stacked by category with their legend, and the table of the categories at the
+tensor peak, names escaped.
 Exit status 0 pass, 1 fail, 77 skipped (no Chromium).
 
 Usage: render_check.py --tool GPUMEMPROF --shim LIBGPUMEMPROF --fake-dir DIR --fake-nvml-dir DIR
@@ -448,6 +450,50 @@ def framework_checks(args, browser, workdir):
     check("PyTorch reserved: max 120.00 MiB" in tips, "hovering the peak shows 'PyTorch reserved: max 120.00 MiB'")
 
 
+def categories_checks(args, browser, workdir):
+    """framework_run.h's categories run: one training step with the bootstrap's labels and phases.
+    Tensors peak at 160 MiB in the optimizer phase of step 1: 40 MiB parameters (a name that would
+    break the markup), 40 MiB gradients, 80 MiB optimizer state; 30 MiB activations and a 10 MiB
+    temporary on the way. The chart stacks the categories (a legend key each), the table of the
+    categories at the tensor peak has their bytes, shares, largest items and the phase."""
+    run_dir = os.path.join(workdir, "categories-run")
+    os.makedirs(run_dir, exist_ok=True)
+    subprocess.run([args.framework_run_writer, run_dir, "categories"], check=True, timeout=60)
+    report = os.path.join(workdir, "categories.html")
+    page = html_report(args, run_dir, report)
+    dom = chromium(browser, workdir, report, "--dump-dom")
+    body = re.search(r"<body[^>]*>", dom)
+    check(body is not None and 'data-rendered="ok"' in body.group(0) and "data-error" not in body.group(0),
+          "the categories run's report renders without a script error")
+    drawn = re.findall(r'<path[^>]*class="stack stack-([a-z_]+)"[^>]*>', dom)
+    expected = ["parameters", "gradients", "optimizer_state", "activations", "temporaries"]
+    check(drawn == expected, "the tensors are stacked by category, in order: %s (drawn: %s)" % (expected, drawn))
+    keys = re.findall(r'<span class="key key-category key-category-[a-z_]+" data-category="([a-z_]+)"></span>([^<]*)', dom)
+    check([k[1] for k in keys] == ["parameters", "gradients", "optimizer state", "activations", "temporaries"],
+          "the legend names the categories that were ever non-zero, as the text report does (%s)" % keys)
+    rows = re.findall(r'<tr data-category="([a-z_]+)">(.*?)</tr>', dom)
+    got = {k: re.findall(r'<td[^>]*>(.*?)</td>', v) for k, v in rows}
+    check([k for k, _ in rows] == ["parameters", "gradients", "optimizer_state"],
+          "the table of the categories at the peak lists parameters, gradients, optimizer state (%s)" % rows)
+    for cat, mib, share in (("parameters", "40.00 MiB", "25.0%"), ("gradients", "40.00 MiB", "25.0%"),
+                            ("optimizer_state", "80.00 MiB", "50.0%")):
+        cells = got.get(cat, [])
+        check(len(cells) == 5 and cells[1] == mib and cells[2] == share,
+              "%s at the peak: %s, %s (%s)" % (cat, mib, share, cells))
+    escaped = html.escape("model.</script><b>&\"'.weight", quote=False)
+    check("<code>%s</code> (40.00 MiB)" % escaped in dom,
+          "the parameter's name is the largest item, escaped (%s)" % got.get("parameters"))
+    check("<b>&" not in page.split("<script")[0], "no name escapes into the markup")
+    check(re.search(r'class="categories-phase">\(optimizer of step 1[^)]*\)', dom) is not None,
+          "the peak's phase is named: optimizer of step 1")
+    hover_page = os.path.join(workdir, "categories.hover.html")
+    with open(hover_page, "w", encoding="utf-8") as f:
+        f.write(page.replace("</body>", HOVER_SWEEP + "</body>"))
+    tips = re.search(r'data-tooltips="([^"]*)"', chromium(browser, workdir, hover_page, "--dump-dom"))
+    tips = html.unescape(tips.group(1)) if tips else ""
+    check("optimizer state: 80.00 MiB" in tips, "hovering the peak shows 'optimizer state: 80.00 MiB'")
+
+
 # Appended to a copy of the zoom run's page: zooms in three drags onto the 90 MiB spike (times from
 # the embedded finer level), then sweeps the pointer across the chart; keeps the view, the column
 # width the toolbar names and every distinct tooltip in <body data-fine-zoom> as JSON.
@@ -762,6 +808,7 @@ def main():
 
     if args.framework_run_writer:
         framework_checks(args, browser, workdir)
+        categories_checks(args, browser, workdir)
 
     if failures:
         print("render_check: %d checks failed (artifacts in %s)" % (len(failures), workdir))

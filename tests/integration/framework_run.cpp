@@ -6,6 +6,7 @@
 #include "accounting.h"
 #include "json_text.h"
 #include "manifest_record.h"
+#include "records.h"
 #include "summary.h"
 #include "summary_builder.h"
 #include "synthetic_run.h"
@@ -107,6 +108,23 @@ FrameworkRun& FrameworkRun::pyframe(uint32_t id, const std::string& file, const 
   return *this;
 }
 
+FrameworkRun& FrameworkRun::label(uint64_t t, uint64_t address, TensorCategory category, uint32_t name_id) {
+  Event e = bridge_event(t, 1, Op::TensorLabel, 0, 0);
+  TensorLabelRecord{address, category, name_id}.to_event(e);
+  return event(e);
+}
+
+FrameworkRun& FrameworkRun::phase(uint64_t t, TrainingPhase phase, uint64_t step, uint64_t micro_batch) {
+  Event e = bridge_event(t, 1, Op::Phase, 0, 0);
+  PhaseRecord{phase, step, micro_batch}.to_event(e);
+  return event(e);
+}
+
+FrameworkRun& FrameworkRun::name(uint32_t id, const std::string& name) {
+  attribution_.push_back(NameLine{id, name});
+  return *this;
+}
+
 FrameworkRun& FrameworkRun::stack(uint32_t id, std::vector<StackFrame> frames) {
   attribution_.push_back(StackLine{id, std::move(frames)});
   return *this;
@@ -189,6 +207,32 @@ void write_training_run(const std::string& dir, bool with_summary) {
       .release_segment(80 * kMs, kMain, kSegB, 100 * MiB)      // torch.cuda.empty_cache()
       .nvml_sample(90 * kMs, 312 * MiB)
       .write(with_summary);
+}
+
+void write_categories_run(const std::string& dir) {
+  constexpr uint32_t kMain = 101;
+  constexpr uint64_t kSeg = 0x7f1000000000;
+  constexpr uint64_t kW = kSeg, kA = kSeg + 40 * MiB, kX = kSeg + 70 * MiB, kG = kSeg + 80 * MiB,
+                     kS = kSeg + 120 * MiB;
+  FrameworkRun run(dir);
+  run.name(1, kCategoriesParameterName).name(2, "model.weight.grad").name(3, "AdamW.exp_avg");
+  run.attach(1 * kMs, 2, 11, 0)
+      .segment(10 * kMs, kMain, kSeg, 256 * MiB, 0)
+      .tensor(20 * kMs, kMain, kW, 40 * MiB, 0)  // the parameters
+      .label(20 * kMs + kStep, kW, TensorCategory::Parameters, 1)
+      .phase(30 * kMs, TrainingPhase::Forward, 1, 1)
+      .tensor(40 * kMs, kMain, kA, 30 * MiB, 0)  // an activation: alive when the backward begins
+      .tensor(45 * kMs, kMain, kX, 10 * MiB, 0)  // a temporary: freed in the forward
+      .free_tensor(50 * kMs, kMain, kX, 10 * MiB)
+      .phase(60 * kMs, TrainingPhase::Backward, 1, 1)
+      .tensor(70 * kMs, kMain, kG, 40 * MiB, 0)  // the gradients
+      .label(70 * kMs + kStep, kG, TensorCategory::Gradients, 2)
+      .free_tensor(80 * kMs, kMain, kA, 30 * MiB)
+      .phase(90 * kMs, TrainingPhase::Optimizer, 1, 1)
+      .tensor(100 * kMs, kMain, kS, 80 * MiB, 0)  // the optimizer state: the peak, 160 MiB
+      .label(100 * kMs + kStep, kS, TensorCategory::OptimizerState, 3)
+      .free_tensor(110 * kMs, kMain, kG, 40 * MiB)  // zero_grad(set_to_none=True)
+      .write();
 }
 
 }  // namespace gmp::test

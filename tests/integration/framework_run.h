@@ -41,12 +41,17 @@ class FrameworkRun {
   FrameworkRun& driver_alloc(uint64_t t, uint32_t thread, uint64_t address, uint64_t size, uint32_t stack);
   FrameworkRun& driver_free(uint64_t t, uint32_t thread, uint64_t address);
   FrameworkRun& nvml_sample(uint64_t t, uint64_t process_used);  // device used = process used
+  // The bootstrap's tensor_label (of the tensor at `address`, named `name_id`: a name() line) and
+  // phase events (docs/framework-bridge.md §Categories).
+  FrameworkRun& label(uint64_t t, uint64_t address, TensorCategory category, uint32_t name_id = 0);
+  FrameworkRun& phase(uint64_t t, TrainingPhase phase, uint64_t step, uint64_t micro_batch);
   FrameworkRun& event(const Event& e);
 
   // attribution.jsonl records.
   FrameworkRun& module(const std::string& path, uint64_t start, uint64_t end);
   FrameworkRun& pyframe(uint32_t id, const std::string& file, const std::string& function, int64_t line);
   FrameworkRun& stack(uint32_t id, std::vector<StackFrame> frames);
+  FrameworkRun& name(uint32_t id, const std::string& name);
 
   // Writes the directory; summary.json as the collector writes it at exit (from the same events)
   // unless `with_summary` is false (a killed process).
@@ -64,5 +69,12 @@ class FrameworkRun {
 // 1 GiB device; tensors peak at 110 MiB, PyTorch's segments at 120 MiB, 8 MiB outside PyTorch;
 // one 4 MiB tensor and one 20 MiB segment left at exit; NVML samples.
 void write_training_run(const std::string& dir, bool with_summary = true);
+
+// One training step with the bootstrap's labels and phases (framework_run.cpp says what happens
+// when), for the categories' outputs: tensors peak at 160 MiB in the optimizer phase of step 1,
+// 40 MiB parameters (named kCategoriesParameterName), 40 MiB gradients, 80 MiB optimizer state; on
+// the way, 30 MiB activations and a 10 MiB temporary. At exit: the parameters and the optimizer state.
+inline constexpr const char* kCategoriesParameterName = "model.</script><b>&\"'.weight";
+void write_categories_run(const std::string& dir);
 
 }  // namespace gmp::test
