@@ -469,7 +469,7 @@ def categories_checks(args, browser, workdir):
     expected = ["parameters", "gradients", "optimizer_state", "activations", "temporaries"]
     check(drawn == expected, "the tensors are stacked by category, in order: %s (drawn: %s)" % (expected, drawn))
     keys = re.findall(r'<span class="key key-category key-category-[a-z_]+" data-category="([a-z_]+)"></span>([^<]*)', dom)
-    check([k[1] for k in keys] == ["parameters", "gradients", "optimizer state", "activations", "temporaries"],
+    check([k[1].strip() for k in keys] == ["parameters", "gradients", "optimizer state", "activations", "temporaries"],
           "the legend names the categories that were ever non-zero, as the text report does (%s)" % keys)
     rows = re.findall(r'<tr data-category="([a-z_]+)">(.*?)</tr>', dom)
     got = {k: re.findall(r'<td[^>]*>(.*?)</td>', v) for k, v in rows}
