@@ -193,12 +193,12 @@ def _label_gradients():
 
 
 def _label_optimizer_state(opt):
-    names = {key: name for key, (_, name) in _walk.params.items()}
     labels = _Labels(_OPTIMIZER_STATE)
     for p, state in list(getattr(opt, "state", {}).items()):
         if not isinstance(state, dict):
             continue
-        base = names.get(id(p), type(opt).__name__ + ".state")
+        known = _walk.params.get(id(p))
+        base = known[1] if known is not None else type(opt).__name__ + ".state"
         for key, value in state.items():
             if hasattr(value, "untyped_storage"):
                 labels.add(value, f"{base}.{key}")
