@@ -4,8 +4,8 @@ namespace gmp::analysis {
 
 nlohmann::json category_split_json(const CategorySplit& split, bool categories_setting) {
   nlohmann::json categories = nlohmann::json::array();
-  for (size_t i = 1; i <= split.by_category.size(); ++i) {  // unknown (0) last
-    const size_t c = i % split.by_category.size();
+  for (TensorCategory category : kCategoryOrder) {
+    const auto c = static_cast<size_t>(category);
     const CategoryFigures& f = split.by_category[c];
     nlohmann::json largest = nlohmann::json::array();
     for (const CategoryItem& item : f.largest) {

@@ -130,6 +130,12 @@ void stack_ids(const CategorySplit& split, std::vector<uint32_t>& ids);
 // symbolised), biggest first.
 void name_items(CategorySplit& split, const StackTable& stacks, size_t largest);
 
+// The order every output lists categories in: parameters to other, then unknown.
+inline constexpr std::array<TensorCategory, kTensorCategoryCount> kCategoryOrder = {
+    TensorCategory::Parameters,  TensorCategory::Gradients, TensorCategory::OptimizerState,
+    TensorCategory::Activations, TensorCategory::Temporaries, TensorCategory::KvCache,
+    TensorCategory::Other,       TensorCategory::Unknown};
+
 // A category as the text outputs name it: "optimizer state", "kv cache".
 std::string category_label(TensorCategory c);
 

@@ -260,8 +260,9 @@ class CategoryTracks {
       return false;
     }
     for (int device : peaks.devices()) {
-      for (size_t c = 1; c <= kTensorCategoryCount; ++c) {  // unknown last
-        if (peaks.peaks(device)[c % kTensorCategoryCount] > 0) shown_[device].push_back(c % kTensorCategoryCount);
+      for (TensorCategory category : analysis::kCategoryOrder) {
+        const auto c = static_cast<size_t>(category);
+        if (peaks.peaks(device)[c] > 0) shown_[device].push_back(c);
       }
     }
     levels_ = std::make_unique<analysis::CategoryLevels>(*categories_);

@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
-#include <iterator>
 #include <map>
 #include <optional>
 #include <string_view>
@@ -29,10 +28,6 @@ using analysis::Marker;
 using html::escape;
 
 constexpr size_t kMaxRows = 200;  // per marker table; the embedded JSON has them all
-
-// The categories in the order the page lists and stacks them: unknown last, as analysis_json's.
-constexpr size_t kCategoryOrder[] = {1, 2, 3, 4, 5, 6, 7, 0};
-static_assert(std::size(kCategoryOrder) == kTensorCategoryCount);
 
 std::string u64s(uint64_t v) { return std::to_string(v); }
 
@@ -303,7 +298,8 @@ class Page {
     }
     out_ += "</h3>\n<table class=\"categories\">\n<thead><tr><th>category</th><th class=\"num\">bytes</th>"
             "<th class=\"num\">share</th><th class=\"num\">tensors</th><th>largest</th></tr></thead>\n<tbody>\n";
-    for (size_t c : kCategoryOrder) {
+    for (TensorCategory category : analysis::kCategoryOrder) {
+      const auto c = static_cast<size_t>(category);
       const analysis::CategoryFigures& f = split.by_category[c];
       if (f.total.count == 0) continue;
       const std::string name(tensor_category_name(static_cast<TensorCategory>(c)));
@@ -387,7 +383,8 @@ class Page {
     // The tensors stacked by category (report.js draws them from the timeline's tensor_categories):
     // the categories that ever held bytes, in the text report's order and names.
     if (d.categories_at_peak.decided || d.categories_at_exit.decided) {
-      for (size_t c : kCategoryOrder) {
+      for (TensorCategory category : analysis::kCategoryOrder) {
+        const auto c = static_cast<size_t>(category);
         if (d.category_peaks[c] == 0) continue;
         const std::string name(tensor_category_name(static_cast<TensorCategory>(c)));
         out_ += " <span class=\"key key-category key-category-" + escape(name) + "\" data-category=\"" + escape(name) +

@@ -167,7 +167,8 @@ void framework_text(const analysis::OomExplanation& x, std::string& out) {
     return;
   }
   out += "\nThe tensors by category at that moment" + (s.phase ? " (" + analysis::phase_text(*s.phase) + ")" : "") + "\n";
-  for (size_t c = 0; c < s.by_category.size(); ++c) {
+  for (TensorCategory category : analysis::kCategoryOrder) {
+    const auto c = static_cast<size_t>(category);
     const analysis::CategoryFigures& fig = s.by_category[c];
     if (fig.total.count == 0) continue;
     appendf(out, "    %-16s %12s %5.1f%%  %s tensors\n", analysis::category_label(static_cast<TensorCategory>(c)).c_str(),

@@ -18,7 +18,8 @@ void print_categories(const std::string& moment, const analysis::CategorySplit& 
   if (split.phase) heading += " (" + analysis::phase_text(*split.phase) + ")";
   std::printf("%s:\n", heading.c_str());
   std::vector<std::vector<std::string>> table{{"category", "bytes", "share", "tensors", "largest"}};
-  for (size_t c = 0; c < split.by_category.size(); ++c) {
+  for (TensorCategory category : analysis::kCategoryOrder) {
+    const auto c = static_cast<size_t>(category);
     const analysis::CategoryFigures& f = split.by_category[c];
     if (f.total.count == 0) continue;
     char share[16];
