@@ -30,7 +30,7 @@ flags=(-std=c++20 -gline-tables-only -O1 -fsanitize=fuzzer,address,undefined -fn
 core=(settings/*.cpp format/*.cpp model/*.cpp
       tools/reader/input_file.cpp tools/reader/json_input.cpp)
 # The tensor categories: their replay over the fuzzed trace, and what naming their items needs.
-categories=(tools/analysis/tensor_categories.cpp tools/analysis/category_levels.cpp tools/analysis/category_json.cpp
+categories=(tools/analysis/category_split.cpp tools/analysis/category_levels.cpp tools/analysis/category_json.cpp
             tools/analysis/call_sites.cpp tools/analysis/symbolizer.cpp tools/analysis/elf_symbols.cpp
             tools/analysis/source_lines.cpp tools/reader/attribution_reader.cpp)
 sources_fuzz_trace_reader=("${core[@]}" tools/reader/trace_reader.cpp tools/reader/run_directory_reader.cpp

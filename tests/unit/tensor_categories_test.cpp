@@ -4,7 +4,7 @@
 
 #include "category_levels.h"
 #include "records.h"
-#include "tensor_categories.h"
+#include "category_split.h"
 
 namespace gmp::analysis {
 namespace {
@@ -40,7 +40,7 @@ class Stream {
   }
   // The tensors live after the last event, by category and in total.
   CategorySplit at_end(const reader::Attribution& a = {}, bool cut_short = false) {
-    TensorCategories categories(a);
+    TensorCategories categories = replay_categories(a);
     Accounting acc;
     for (size_t i = 0; i < events_.size(); ++i) {
       acc.apply(events_[i]);
@@ -54,10 +54,26 @@ class Stream {
     name_items(s, Symbolizer(a).symbolize(ids), 4);
     return s;
   }
+  // Use::Live after each event: the bytes counted per category always add up to the tensors held.
+  std::vector<CategoryBytes> live() {
+    TensorCategories categories(TensorCategories::Use::Live, {});
+    Accounting acc;
+    std::vector<CategoryBytes> out;
+    for (const Event& e : events_) {
+      acc.apply(e);
+      categories.add(e);
+      out.push_back(categories.now(0));
+      uint64_t held = 0, counted = 0;
+      for (const LiveAllocation& t : acc.live_tensors()) held += t.size;
+      for (uint64_t b : out.back()) counted += b;
+      EXPECT_EQ(counted, held) << "after event " << out.size();
+    }
+    return out;
+  }
   // Each category's peak over the stream.
   CategoryBytes peaks() {
     const reader::Attribution a;
-    TensorCategories categories(a);
+    TensorCategories categories = replay_categories(a);
     for (size_t i = 0; i < events_.size(); ++i) categories.add(events_[i], i + 1);
     categories.finish();
     CategoryLevels levels(categories);
@@ -128,6 +144,31 @@ TEST(TensorCategories, OneTrainingStepByCategory) {
   EXPECT_EQ(p[static_cast<size_t>(TensorCategory::Temporaries)], 70u);
   EXPECT_EQ(p[static_cast<size_t>(TensorCategory::Gradients)], 1000u);
   EXPECT_EQ(p[static_cast<size_t>(TensorCategory::Other)], 40u);
+}
+
+// Live, the same step as decided so far: a tensor held in the phase it was allocated in is unknown
+// until the phase ends or it is let go, and a late label moves its bytes then.
+TEST(TensorCategories, LiveCountsWhatIsDecidedSoFar) {
+  Stream s;
+  s.alloc(kParam, 1000);                                                 // 1: nothing decided yet
+  s.label(kParam, TensorCategory::Parameters);                           // 2
+  s.alloc(kAct, 300).alloc(kTemp, 70);                                   // 3, 4
+  s.free(kTemp);                                                         // 5, 6
+  s.phase(TrainingPhase::Backward, 1, 1).alloc(kGrad, 1000);             // 7, 8
+  s.phase(TrainingPhase::Optimizer, 1, 1).label(kGrad, TensorCategory::Gradients);  // 9, 10
+  const std::vector<CategoryBytes> live = s.live();
+  auto at = [&](size_t event, TensorCategory c) { return live[event - 1][static_cast<size_t>(c)]; };
+  EXPECT_EQ(at(1, TensorCategory::Unknown), 1000u);
+  EXPECT_EQ(at(2, TensorCategory::Parameters), 1000u);
+  EXPECT_EQ(at(2, TensorCategory::Unknown), 0u);
+  EXPECT_EQ(at(4, TensorCategory::Unknown), 370u);     // the forward is still on
+  EXPECT_EQ(at(5, TensorCategory::Temporaries), 70u);  // let go in its phase: a temporary until freed
+  EXPECT_EQ(at(6, TensorCategory::Temporaries), 0u);
+  EXPECT_EQ(at(7, TensorCategory::Activations), 300u);  // held when backward began
+  EXPECT_EQ(at(8, TensorCategory::Unknown), 1000u);     // the gradient, before its label
+  EXPECT_EQ(at(9, TensorCategory::Other), 1000u);       // its phase ended, no label yet
+  EXPECT_EQ(at(10, TensorCategory::Gradients), 1000u);
+  EXPECT_EQ(at(10, TensorCategory::Activations), 300u);
 }
 
 TEST(TensorCategories, WhatIsStillHeldWhenTheNextBackwardBeginsIsKeptStateNotAnActivation) {
@@ -210,7 +251,7 @@ TEST(TensorCategories, ItemsAreNamedByLabelAndSumByName) {
 
 TEST(TensorCategories, ThePhaseNowAndItsText) {
   const reader::Attribution a;
-  TensorCategories c(a);
+  TensorCategories c = replay_categories(a);
   EXPECT_FALSE(c.phase());
   Event e{};
   PhaseRecord{TrainingPhase::Backward, 3, 2}.to_event(e);

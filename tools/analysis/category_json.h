@@ -4,7 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "tensor_categories.h"
+#include "category_split.h"
 
 namespace gmp::analysis {
 

@@ -11,11 +11,10 @@
 
 #include "accounting.h"
 #include "event.h"
-#include "tensor_categories.h"
+#include "category_split.h"
 
 namespace gmp::analysis {
 
-using CategoryBytes = std::array<uint64_t, kTensorCategoryCount>;
 
 class CategoryLevels {
  public:

@@ -14,13 +14,13 @@ std::optional<CategorySplit> categories_at_oom(const std::string& run_dir, const
   if (!request.t_ns || request.device < 0) return std::nullopt;
   reader::TraceReplay trace;
   if (!trace.open(run_dir, error)) return std::nullopt;
-  TensorCategories categories(attribution);
+  TensorCategories categories = replay_categories(attribution);
   const Accounting& acc = trace.accounting();
   if (!trace.begin_window()) {
     error = trace.error();
     return std::nullopt;
   }
-  categories.start(acc, trace.index());
+  categories.start(acc);
   bool found = false;
   while (!found && trace.next()) {
     const Event& e = trace.event();

@@ -8,7 +8,7 @@
 
 #include "attribution_reader.h"
 #include "oom_bundle_schema.h"
-#include "tensor_categories.h"
+#include "category_split.h"
 
 namespace gmp::analysis {
 

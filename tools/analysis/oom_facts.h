@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "oom_bundle_reader.h"
-#include "tensor_categories.h"
+#include "category_split.h"
 
 namespace gmp::analysis {
 

@@ -46,7 +46,7 @@ struct FirstPass {
   void start(const Accounting& acc, uint64_t at_ns, uint64_t index) {
     peaks.start(acc, at_ns, index);
     tensor_peaks.start(acc, index);
-    categories.start(acc, index);
+    categories.start(acc);
     first_memory.start(acc, at_ns);
     levels.start(acc);
   }
@@ -383,7 +383,7 @@ std::optional<RunAnalysis> analyze_run(const std::string& dir, const Options& op
   }
   const std::string& trace_path = dir;  // its segments (reader/trace_reader.h)
   TensorPeakWatch tensor_peaks;
-  TensorCategories categories(run.attribution);
+  TensorCategories categories = replay_categories(run.attribution);
   if (!first_pass(trace_path, run, options, tensor_peaks, categories, error)) return std::nullopt;
   take_figures(run, figure_sources(run.run, run.window));
   if (!second_pass(trace_path, run, options, tensor_peaks, categories, error)) return std::nullopt;

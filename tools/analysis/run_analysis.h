@@ -34,7 +34,7 @@
 #include "peak_watch.h"
 #include "run_directory_reader.h"
 #include "symbolizer.h"
-#include "tensor_categories.h"
+#include "category_split.h"
 #include "trace_replay.h"
 
 namespace gmp::analysis {

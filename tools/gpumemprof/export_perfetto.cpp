@@ -247,9 +247,9 @@ class CategoryTracks {
  public:
   // False when nothing decided the categories (or the trace cannot be read again): no tracks.
   bool prepare(const std::string& trace_path, const reader::Window& window, const reader::Attribution& names) {
-    categories_ = std::make_unique<analysis::TensorCategories>(names);
+    categories_ = std::make_unique<TensorCategories>(analysis::replay_categories(names));
     if (!replay(trace_path, {}, [this](const Event& e, uint64_t index) { categories_->add(e, index); },
-                [this](const Accounting& acc, uint64_t index) { categories_->start(acc, index); })) {
+                [this](const Accounting& acc, uint64_t) { categories_->start(acc); })) {
       return false;
     }
     categories_->finish();
@@ -297,7 +297,7 @@ class CategoryTracks {
   void write(TraceEvents& out, int device, uint64_t ts) {
     auto shown = shown_.find(device);
     if (shown == shown_.end()) return;
-    const analysis::CategoryBytes& now = levels_->current(device);
+    const CategoryBytes& now = levels_->current(device);
     std::vector<uint64_t> v;
     for (size_t c : shown->second) v.push_back(now[c]);
     auto [last, fresh] = last_.try_emplace(device, v);
@@ -311,7 +311,7 @@ class CategoryTracks {
                 });
   }
 
-  std::unique_ptr<analysis::TensorCategories> categories_;
+  std::unique_ptr<TensorCategories> categories_;
   std::unique_ptr<analysis::CategoryLevels> levels_;
   std::map<int, std::vector<size_t>> shown_;
   std::map<int, std::vector<uint64_t>> last_;

@@ -19,7 +19,7 @@
 #include "human_text.h"
 #include "json_fields.h"
 #include "process_facts.h"
-#include "tensor_categories.h"
+#include "category_split.h"
 
 namespace gmp::tool {
 namespace {
