@@ -13,6 +13,7 @@
 #include "json_text.h"
 #include "log.h"
 #include "manifest.h"
+#include "python_stack_file.h"
 #include "run_directory.h"
 #include "seam.h"
 #include "summary.h"
@@ -49,7 +50,9 @@ uint64_t deadline_after_ms(uint64_t timeout_ms) {
 }  // namespace
 
 Collector::Collector(const Config& config, const ProcessInfo& info, Ring& ring, const DeviceTable& devices)
-    : config_(config), info_(info), ring_(ring), devices_(devices), oom_(config, info, devices),
+    : config_(config), info_(info), ring_(ring), devices_(devices),
+      categories_(TensorCategories::Use::Live, [](uint32_t stack) { return python_stack_has_file(stack, kKvCacheFile); }),
+      oom_(config, info, devices),
       alerts_(config), alert_command_(config.on_alert), sampler_(config.sample_ms, info.pid), watchdog_(config),
       batch_(kBatch) {}
 
@@ -97,7 +100,7 @@ size_t Collector::drain_once() {
   if (n > 0) ticks_.refresh();
   for (size_t i = 0; i < n; ++i) process(batch_[i]);
   if (trace_.buffered() >= kFlushEvents) trace_.flush();
-  live_.end_pass(pass, ring_, accounting_);
+  live_.end_pass(pass, ring_, accounting_, categories_);
   if (n > 0) processed_.store(ring_.consumed(), std::memory_order_release);
   live_file_.maybe_publish(now_ns(), accounting_, std::max(lost_.load(std::memory_order_relaxed), ring_.dropped()));
   return n;
@@ -161,7 +164,7 @@ void Collector::run() {
     sampler_.maybe_sample(now, devices_, synthesized_);
     pools_.maybe_read(now, synthesized_);
     for (const Event& s : synthesized_) add_own(s);
-    metrics_.maybe_write(now, accounting_);
+    metrics_.maybe_write(now, accounting_, categories_);
     if (drained > 0) {
       idle_rounds = 0;
       sleep_or_wake(kBusySleepNs);
@@ -192,9 +195,10 @@ void Collector::add_own(const Event& e) { account(e); }
 void Collector::account(const Event& e) {
   // A new segment's checkpoint is the state just before its first event (docs/trace-format.md).
   if (trace_.segment_full()) trace_.start_segment(accounting_.save_checkpoint());
-  live_.before(e, accounting_, ticks_);
+  live_.before(e, accounting_, categories_, ticks_);
   accounting_.apply(e);
-  live_.after(e, accounting_);
+  categories_.add(e);
+  live_.after(e, accounting_, categories_);
   live_file_.note(e, accounting_);
   metrics_.note(e);
   trace_.append(e);
@@ -287,7 +291,7 @@ void Collector::write_summary(bool clean_exit, int signal, const char* ended_by,
   if (!reserve_.write_file(dir_, kSummaryFile, json_text(to_json(s), 2) + "\n")) {
     log::error("cannot write {}/{}: {}; its figures are not saved", run_dir_, kSummaryFile, std::strerror(errno));
   }
-  metrics_.write_final(now_ns(), accounting_);
+  metrics_.write_final(now_ns(), accounting_, categories_);
   const std::string_view how = ended_by;
   live_file_.finish(how == kEndedBySignal ? live::State::Signalled
                     : how == kEndedByExec ? live::State::Exec

@@ -25,6 +25,7 @@
 #include "process_info.h"
 #include "ring.h"
 #include "space_reserve.h"
+#include "tensor_categories.h"
 #include "trace_writer.h"
 #include "watchdog.h"
 
@@ -93,6 +94,8 @@ class Collector {
   OwnedDir dir_;  // the run directory: every file of the run is made through it (owned_dir.h)
   TickConverter ticks_{g_event_clock_is_tsc};
   Accounting accounting_;
+  // What the tensors are for, as decided so far: the live figures' and the metrics' categories.
+  TensorCategories categories_;
   OomRecorder oom_;
   AlertEngine alerts_;
   AlertCommand alert_command_;

@@ -10,6 +10,16 @@
 namespace gmp {
 namespace {
 
+static_assert(std::size(gpumemprof_device_stats_t{}.tensor_category) == kTensorCategoryCount);
+static_assert(GPUMEMPROF_CATEGORY_UNKNOWN == static_cast<int>(TensorCategory::Unknown) &&
+              GPUMEMPROF_CATEGORY_PARAMETERS == static_cast<int>(TensorCategory::Parameters) &&
+              GPUMEMPROF_CATEGORY_GRADIENTS == static_cast<int>(TensorCategory::Gradients) &&
+              GPUMEMPROF_CATEGORY_OPTIMIZER_STATE == static_cast<int>(TensorCategory::OptimizerState) &&
+              GPUMEMPROF_CATEGORY_ACTIVATIONS == static_cast<int>(TensorCategory::Activations) &&
+              GPUMEMPROF_CATEGORY_TEMPORARIES == static_cast<int>(TensorCategory::Temporaries) &&
+              GPUMEMPROF_CATEGORY_KV_CACHE == static_cast<int>(TensorCategory::KvCache) &&
+              GPUMEMPROF_CATEGORY_OTHER == static_cast<int>(TensorCategory::Other));
+
 // The seqlocks' words are atomics stored with release and loaded with acquire (plain moves on x86,
 // and no fences, which ThreadSanitizer cannot check): a reader that sees a word of a rewrite also
 // sees the odd or changed sequence number the rewrite began with, and retries; no access is a
@@ -93,14 +103,14 @@ LiveFigures::Pass LiveFigures::begin_pass(const Ring& ring) const {
   return p;
 }
 
-void LiveFigures::before(const Event& e, const Accounting& acc, const TickConverter& ticks) {
+void LiveFigures::before(const Event& e, const Accounting& acc, TensorCategories& cats, const TickConverter& ticks) {
   const uint64_t requested = reset_requested_.load(std::memory_order_acquire);
   if (requested != 0 && requested != pending_ticks_ && requested != applied_ticks_) {
     pending_ticks_ = requested;
     pending_ns_ = ticks.to_ns(requested);
   }
   // The events reach us in time order: the first one stamped at or after the reset opens the window.
-  if (pending_ticks_ != 0 && e.timestamp_ns >= pending_ns_) apply_reset(acc);
+  if (pending_ticks_ != 0 && e.timestamp_ns >= pending_ns_) apply_reset(acc, cats);
   // after() leaves before_ equal to the accounting (only Accounting::apply, between the two, changes
   // it): the levels are read here only once after a restart, not on every event.
   if (before_synced_) return;
@@ -110,7 +120,7 @@ void LiveFigures::before(const Event& e, const Accounting& acc, const TickConver
   before_synced_ = true;
 }
 
-void LiveFigures::after(const Event& e, const Accounting& acc) {
+void LiveFigures::after(const Event& e, const Accounting& acc, TensorCategories& cats) {
   last_ns_ = e.timestamp_ns;
   dirty_ = true;
   for (const auto& [ordinal, d] : acc.devices()) {
@@ -121,7 +131,10 @@ void LiveFigures::after(const Event& e, const Accounting& acc) {
     Window& w = windows_[ordinal];
     w.allocated_peak = std::max(w.allocated_peak, now.allocated);
     w.reserved_peak = std::max(w.reserved_peak, now.reserved);
-    w.tensor_peak = std::max(w.tensor_peak, now.tensors);
+    if (now.tensors > w.tensor_peak) {
+      w.tensor_peak = now.tensors;
+      cats.mark_peak(ordinal);
+    }
     w.framework_reserved_peak = std::max(w.framework_reserved_peak, now.framework_reserved);
     const auto change = static_cast<int64_t>(now.allocated - was.allocated);
     if (change > 0) {
@@ -184,10 +197,13 @@ void LiveFigures::add_record(const Event& e, const DeviceStats& d, uint64_t type
   slot.seq.store(r.seq, std::memory_order_release);
 }
 
-void LiveFigures::apply_reset(const Accounting& acc) {
+void LiveFigures::apply_reset(const Accounting& acc, TensorCategories& cats) {
   // The accounting holds every event stamped before the reset and none after: the window ends here.
   closed_.clear();
-  for (const auto& [ordinal, d] : acc.devices()) closed_[ordinal] = {levels(d), windows_[ordinal]};
+  for (const auto& [ordinal, d] : acc.devices()) {
+    closed_[ordinal] = {levels(d), windows_[ordinal], cats.now(ordinal), cats.at_peak(ordinal)};
+    cats.mark_peak(ordinal);  // the new window's peak is the level now
+  }
   windows_.clear();
   for (const auto& [ordinal, d] : acc.devices()) {
     Window& w = windows_[ordinal];
@@ -202,12 +218,12 @@ void LiveFigures::apply_reset(const Accounting& acc) {
   dirty_ = true;
 }
 
-void LiveFigures::end_pass(const Pass& pass, const Ring& ring, const Accounting& acc) {
+void LiveFigures::end_pass(const Pass& pass, const Ring& ring, const Accounting& acc, TensorCategories& cats) {
   // No event stamped after the reset came in this pass, but every one stamped before it has been
   // handled: the window opens now, empty.
   if (pass.reset_ticks != 0 && pass.reset_ticks != applied_ticks_ && ring.consumed() >= pass.claimed) {
     pending_ticks_ = pass.reset_ticks;
-    apply_reset(acc);
+    apply_reset(acc, cats);
   }
   if (!dirty_) return;
   dirty_ = false;
@@ -217,7 +233,7 @@ void LiveFigures::end_pass(const Pass& pass, const Ring& ring, const Accounting&
   for (const auto& [ordinal, d] : acc.devices()) {
     if (ordinal >= 0 && ordinal < kDevices) {
       c.device_ordinals[c.devices++] = ordinal;
-      const gpumemprof_device_stats_t s = figures(d, windows_[ordinal], closed_[ordinal]);
+      const gpumemprof_device_stats_t s = figures(d, windows_[ordinal], closed_[ordinal], cats.now(ordinal));
       publish(devices_[ordinal].seq, devices_[ordinal].words, &s);
     }
     c.alloc_count += d.alloc_count;
@@ -232,7 +248,8 @@ void LiveFigures::end_pass(const Pass& pass, const Ring& ring, const Accounting&
   reset_applied_.store(applied_ticks_, std::memory_order_release);
 }
 
-gpumemprof_device_stats_t LiveFigures::figures(const DeviceStats& d, const Window& w, const Closed& closed) const {
+gpumemprof_device_stats_t LiveFigures::figures(const DeviceStats& d, const Window& w, const Closed& closed,
+                                               const CategoryBytes& categories) const {
   gpumemprof_device_stats_t s{};
   s.device = d.device;
   s.total_bytes = d.total_bytes;
@@ -286,6 +303,9 @@ gpumemprof_device_stats_t LiveFigures::figures(const DeviceStats& d, const Windo
   s.closed_free_count = c.frees;
   s.closed_tensor_alloc_count = c.tensor_allocs;
   s.closed_tensor_free_count = c.tensor_frees;
+  std::copy(categories.begin(), categories.end(), s.tensor_category);
+  std::copy(closed.categories_at_reset.begin(), closed.categories_at_reset.end(), s.reset_tensor_category);
+  std::copy(closed.categories_at_peak.begin(), closed.categories_at_peak.end(), s.closed_tensor_peak_category);
   return s;
 }
 

@@ -1,6 +1,6 @@
 // What the running process can ask about itself (include/gpumemprof.h, docs/python.md): each
 // device's figures, the counts, a peak window and the recent records (allocations, releases,
-// alerts, cleanups). The collector thread is the only writer; readers are the application's threads,
+// alerts, cleanups), and the tensors by category (the collector's live TensorCategories). The collector thread is the only writer; readers are the application's threads,
 // which must never wait on it: figures are published after each pass under a seqlock per device,
 // records go into a fixed ring whose slots carry their own sequence number, and a reader that meets
 // a slot being rewritten retries or skips it. No lock, no allocation on either side.
@@ -17,6 +17,7 @@
 #include "accounting.h"
 #include "clock.h"
 #include "ring.h"
+#include "tensor_categories.h"
 
 namespace gmp {
 
@@ -42,13 +43,14 @@ class LiveFigures {
     uint64_t claimed;      // the ring's claims then: every event stamped before the request is among them
   };
   Pass begin_pass(const Ring& ring) const;
-  // Before and after the accounting takes `e` (its time already in ns): the window, the records.
-  void before(const Event& e, const Accounting& acc, const TickConverter& ticks);
-  void after(const Event& e, const Accounting& acc);
+  // Before and after the accounting and the categories take `e` (its time already in ns): the
+  // window, the records; a new tensor peak is marked in `cats` (TensorCategories::mark_peak).
+  void before(const Event& e, const Accounting& acc, TensorCategories& cats, const TickConverter& ticks);
+  void after(const Event& e, const Accounting& acc, TensorCategories& cats);
   // The watchdog's cleanup, besides its event: the counts.
   void note_cleanup(uint64_t bytes);
   // End of a pass: a reset whose earlier events are all handled is applied; figures published.
-  void end_pass(const Pass& pass, const Ring& ring, const Accounting& acc);
+  void end_pass(const Pass& pass, const Ring& ring, const Accounting& acc, TensorCategories& cats);
 
  private:
   struct Window {
@@ -65,6 +67,7 @@ class LiveFigures {
   struct Closed {
     Levels at_reset;
     Window window;
+    CategoryBytes categories_at_reset{}, categories_at_peak{};
   };
   static Levels levels(const DeviceStats& d);
   static constexpr size_t kStatsWords = sizeof(gpumemprof_device_stats_t) / 8;
@@ -79,10 +82,11 @@ class LiveFigures {
     std::atomic<uint64_t> words[kRecordWords];
   };
 
-  void apply_reset(const Accounting& acc);
+  void apply_reset(const Accounting& acc, TensorCategories& cats);
   void record(const gpumemprof_record_t& r);
   void add_record(const Event& e, const DeviceStats& d, uint64_t type, uint64_t detail, uint64_t size, int64_t change);
-  gpumemprof_device_stats_t figures(const DeviceStats& d, const Window& w, const Closed& closed) const;
+  gpumemprof_device_stats_t figures(const DeviceStats& d, const Window& w, const Closed& closed,
+                                    const CategoryBytes& categories) const;
 
   // Collector only.
   std::map<int, Window> windows_;

@@ -120,8 +120,8 @@ std::string metrics_file_name(const std::string& host, int pid, uint64_t pid_nam
   return name + "_" + std::to_string(pid) + "_" + std::to_string(pid_namespace) + ".prom";
 }
 
-std::string render_metrics(const Accounting& acc, const MetricsTally& tally, std::string_view process_labels,
-                           uint64_t now_realtime_ns, bool running) {
+std::string render_metrics(const Accounting& acc, const MetricsTally& tally, const TensorCategories& categories,
+                           std::string_view process_labels, uint64_t now_realtime_ns, bool running) {
   std::string out;
   family(out, "gpumemprof_exited", "gauge", "1 once the profiled process has ended: the figures are its last ones.");
   sample(out, "gpumemprof_exited", process_labels, running ? "0" : "1");
@@ -139,6 +139,19 @@ std::string render_metrics(const Accounting& acc, const MetricsTally& tally, std
   if (bridged) {
     device_families(out, acc, process_labels, live, std::begin(kFrameworkFamilies), std::end(kFrameworkFamilies),
                     true);
+    family(out, "gpumemprof_tensor_category_bytes", "gauge",
+           "Bytes of the framework's live tensors by what they are for, as decided so far; a tensor not decided "
+           "yet (held in the phase it was allocated in) is unknown.");
+    for (const auto& [ordinal, d] : acc.devices()) {
+      if (!d.framework.attached) continue;
+      const CategoryBytes& bytes = categories.now(ordinal);
+      const std::string labels = "device=\"" + std::to_string(ordinal) + "\"," + std::string(process_labels);
+      for (size_t c = 0; c < bytes.size(); ++c) {
+        const auto category = static_cast<TensorCategory>(c);
+        sample(out, "gpumemprof_tensor_category_bytes",
+               labels + ",category=\"" + std::string(tensor_category_name(category)) + "\"", std::to_string(bytes[c]));
+      }
+    }
   }
 
   // Every device the accounting knows, and any other a bundle was written for.
@@ -188,18 +201,18 @@ void MetricsFile::open(const std::string& dir, uint64_t interval_ms, const Proce
   interval_ns_ = interval_ms * 1'000'000;
 }
 
-void MetricsFile::maybe_write(uint64_t now_ns, const Accounting& acc) {
-  if (dir_.is_open() && now_ns >= due_ns_) write(now_ns, acc, true);
+void MetricsFile::maybe_write(uint64_t now_ns, const Accounting& acc, const TensorCategories& categories) {
+  if (dir_.is_open() && now_ns >= due_ns_) write(now_ns, acc, categories, true);
 }
 
-void MetricsFile::write_final(uint64_t now_ns, const Accounting& acc) {
-  if (dir_.is_open()) write(now_ns, acc, false);
+void MetricsFile::write_final(uint64_t now_ns, const Accounting& acc, const TensorCategories& categories) {
+  if (dir_.is_open()) write(now_ns, acc, categories, false);
 }
 
-void MetricsFile::write(uint64_t now_ns, const Accounting& acc, bool running) {
+void MetricsFile::write(uint64_t now_ns, const Accounting& acc, const TensorCategories& categories, bool running) {
   due_ns_ = now_ns + interval_ns_;
   const int dirfd = dir_.fd();
-  if ((dirfd >= 0 && write_file_atomic(dirfd, name_, render_metrics(acc, tally_, labels_, realtime_ns(), running),
+  if ((dirfd >= 0 && write_file_atomic(dirfd, name_, render_metrics(acc, tally_, categories, labels_, realtime_ns(), running),
                                        0644)) ||
       warned_) {
     return;

@@ -1,6 +1,7 @@
 // Fleet metrics (docs/metrics.md): with GPUMEMPROF_METRICS_DIR, each profiled process keeps one
 // gpumemprof_<host>_<pid>.prom file in the Prometheus text exposition format, for node_exporter's
-// textfile collector. The text is a pure function of the accounting (render_metrics, unit-tested);
+// textfile collector. The text is a pure function of the accounting and the live categories
+// (render_metrics, unit-tested);
 // MetricsFile rewrites it atomically from the collector thread, never from an allocating thread.
 #pragma once
 
@@ -15,6 +16,7 @@
 #include "accounting.h"
 #include "owned_dir.h"
 #include "process_record.h"
+#include "tensor_categories.h"
 
 namespace gmp {
 
@@ -53,9 +55,10 @@ class MetricsTally {
 
 // The whole file: every family with HELP and TYPE, no sample timestamps (the textfile collector
 // refuses them). `now_realtime_ns` is the last-update time; `running` false marks the final figures
-// of a process that has ended (gpumemprof_exited 1).
-std::string render_metrics(const Accounting& acc, const MetricsTally& tally, std::string_view process_labels,
-                           uint64_t now_realtime_ns, bool running);
+// of a process that has ended (gpumemprof_exited 1). With the bridge attached, the tensors by
+// category as `categories` (the collector's, Use::Live) has decided them so far.
+std::string render_metrics(const Accounting& acc, const MetricsTally& tally, const TensorCategories& categories,
+                           std::string_view process_labels, uint64_t now_realtime_ns, bool running);
 
 // The file itself. Files are mode 0644 less the umask: node_exporter runs as another user. The
 // directory is held by descriptor (owned_dir.h) and each write goes to a temporary file of an
@@ -72,16 +75,16 @@ class MetricsFile {
     if (dir_.is_open()) tally_.note(e);
   }
   // Rewrites the file when `interval_ms` has passed since the last write (`now_ns`: now_ns()).
-  void maybe_write(uint64_t now_ns, const Accounting& acc);
+  void maybe_write(uint64_t now_ns, const Accounting& acc, const TensorCategories& categories);
   // The process is ending (exit, a fatal signal, _exit, exec): the final figures, gpumemprof_exited 1.
   // The next periodic write is an interval away, so a process that really ends never flips the
   // file back; one whose exec failed and carries on does, an interval later.
-  void write_final(uint64_t now_ns, const Accounting& acc);
+  void write_final(uint64_t now_ns, const Accounting& acc, const TensorCategories& categories);
   // The file's path; empty when there are no metrics.
   std::string path() const { return dir_.is_open() ? dir_.shown(name_) : std::string(); }
 
  private:
-  void write(uint64_t now_ns, const Accounting& acc, bool running);
+  void write(uint64_t now_ns, const Accounting& acc, const TensorCategories& categories, bool running);
 
   OwnedDir dir_;  // not open: no metrics (off, or the directory was refused)
   std::string name_;

@@ -71,7 +71,26 @@ typedef struct gpumemprof_device_stats {
   uint64_t closed_allocated_peak, closed_reserved_peak, closed_tensor_allocated_peak, closed_framework_reserved_peak;
   uint64_t closed_bytes_allocated, closed_bytes_freed, closed_tensor_bytes_allocated, closed_tensor_bytes_freed;
   uint64_t closed_alloc_count, closed_free_count, closed_tensor_alloc_count, closed_tensor_free_count;
+  /* The tensors by category (docs/framework-bridge.md §Categories), indexed by GPUMEMPROF_CATEGORY_*:
+   * now, at the last reset, and at the tensor peak of the window it closed (as decided at the reset:
+   * what was let go since the peak by its final category). A tensor still held in the phase it was
+   * allocated in is not decided yet and counts as unknown; so does every tensor with the category
+   * hooks off. Each array sums to tensor_allocated, reset_tensor_allocated and
+   * closed_tensor_allocated_peak. */
+  uint64_t tensor_category[8], reset_tensor_category[8], closed_tensor_peak_category[8];
 } gpumemprof_device_stats_t;
+
+/* The index of a category in tensor_category and the arrays after it. */
+enum {
+  GPUMEMPROF_CATEGORY_UNKNOWN = 0,
+  GPUMEMPROF_CATEGORY_PARAMETERS = 1,
+  GPUMEMPROF_CATEGORY_GRADIENTS = 2,
+  GPUMEMPROF_CATEGORY_OPTIMIZER_STATE = 3,
+  GPUMEMPROF_CATEGORY_ACTIVATIONS = 4,
+  GPUMEMPROF_CATEGORY_TEMPORARIES = 5,
+  GPUMEMPROF_CATEGORY_KV_CACHE = 6,
+  GPUMEMPROF_CATEGORY_OTHER = 7
+};
 
 /* The process's counts. */
 typedef struct gpumemprof_counts {

@@ -13,8 +13,16 @@ import time
 _KINDS = 6  # kind_allocated[1..5]: linear, pool, vmm, array, managed
 KIND_NAMES = {0: "tensor", 1: "linear", 2: "pool", 3: "vmm", 4: "array", 5: "managed"}
 ALERT_NAMES = {1: "warning", 2: "critical", 3: "fragmentation", 4: "growth"}
+# The tensor categories, by their index in tensor_category and the arrays after it (GPUMEMPROF_CATEGORY_*).
+CATEGORY_NAMES = ("unknown", "parameters", "gradients", "optimizer_state", "activations", "temporaries", "kv_cache",
+                  "other")
 ALLOCATION, DEALLOCATION, ALERT, ALERT_CLEARED, CLEANUP, OOM = 1, 2, 3, 4, 5, 6
 SYNC_TIMEOUT_MS = 2000
+
+
+def by_category(array):
+    """{category name: bytes} of a tensor_category-like array."""
+    return {name: int(array[i]) for i, name in enumerate(CATEGORY_NAMES)}
 
 
 def _u64(*names):
@@ -37,6 +45,8 @@ class DeviceStats(ctypes.Structure):
                "closed_framework_reserved_peak", "closed_bytes_allocated", "closed_bytes_freed",
                "closed_tensor_bytes_allocated", "closed_tensor_bytes_freed", "closed_alloc_count", "closed_free_count",
                "closed_tensor_alloc_count", "closed_tensor_free_count")
+        + [(n, ctypes.c_uint64 * len(CATEGORY_NAMES))
+           for n in ("tensor_category", "reset_tensor_category", "closed_tensor_peak_category")]
     )
 
 

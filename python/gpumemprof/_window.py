@@ -18,6 +18,16 @@ _FIELDS_SUM = ("window_bytes_allocated", "window_bytes_freed", "window_tensor_by
 # The same figures of the window a reset ended.
 _CLOSED = {f: "closed_" + f[len("window_"):] for f in _FIELDS_MAX + _FIELDS_SUM}
 
+# The tensors at the window's tensor peak by category ({name: bytes}; empty before the first fold).
+PEAK_CATEGORIES = "window_tensor_peak_category"
+
+
+def _empty():
+    part = dict.fromkeys(_FIELDS_MAX + _FIELDS_SUM, 0)
+    part[PEAK_CATEGORIES] = {}
+    return part
+
+
 _lock = threading.Lock()
 _open = []
 
@@ -37,14 +47,17 @@ class Window:
 
     def _fold(self, stats):
         for device, s in stats.items():
-            part = self.parts.setdefault(device, dict.fromkeys(_FIELDS_MAX + _FIELDS_SUM, 0))
+            part = self.parts.setdefault(device, _empty())
+            if s.closed_tensor_allocated_peak > part["window_tensor_allocated_peak"] or not part[PEAK_CATEGORIES]:
+                # The tensors at the window's peak are those at the highest of its parts' peaks.
+                part[PEAK_CATEGORIES] = _native.by_category(s.closed_tensor_peak_category)
             for f in _FIELDS_MAX:
                 part[f] = max(part[f], getattr(s, _CLOSED[f]))
             for f in _FIELDS_SUM:
                 part[f] += getattr(s, _CLOSED[f])
 
     def figures(self, device):
-        return self.parts.get(device, dict.fromkeys(_FIELDS_MAX + _FIELDS_SUM, 0))
+        return self.parts.get(device, _empty())
 
 
 def _cut():

@@ -74,6 +74,9 @@ class MemorySnapshot:
     driver_reserved_memory: int = 0
     allocated_by_kind: Dict[str, int] = field(default_factory=dict)
     framework_attached: bool = False
+    # Ours, with the bridge: the tensors by what they are for (parameters, gradients, optimizer_state,
+    # activations, temporaries, kv_cache, other; unknown: not decided yet), summing to allocated_memory.
+    allocated_by_category: Dict[str, int] = field(default_factory=dict)
 
 
 def snapshot_of(stats, device, operation=None, cpu=False, stack=False, peak_of=None, at_cut=False):
@@ -85,6 +88,9 @@ def snapshot_of(stats, device, operation=None, cpu=False, stack=False, peak_of=N
     if stats is not None:
         kinds = {_native.KIND_NAMES[k]: int(stats.kind_allocated[k]) for k in range(1, 6) if stats.kind_allocated[k]}
     attached = bool(stats is not None and stats.framework_attached)
+    categories = {}
+    if attached:
+        categories = _native.by_category(stats.reset_tensor_category if at_cut else stats.tensor_category)
     if peak_of is not None:
         if attached:
             allocated, reserved = peak_of["window_tensor_allocated_peak"], peak_of["window_framework_reserved_peak"]
@@ -92,13 +98,14 @@ def snapshot_of(stats, device, operation=None, cpu=False, stack=False, peak_of=N
             allocated, reserved = peak_of["window_allocated_peak"], peak_of["window_reserved_peak"]
         d_alloc, d_res = peak_of["window_allocated_peak"], peak_of["window_reserved_peak"]
         kinds = {}
+        categories = dict(peak_of[_window.PEAK_CATEGORIES]) if attached else {}
     return MemorySnapshot(
         timestamp=time.time(), allocated_memory=int(allocated), reserved_memory=int(reserved),
         active_memory=int(allocated), inactive_memory=int(max(reserved - allocated, 0)),
         cpu_memory=_cpu_rss() if cpu else 0, device_id=device, operation=operation,
         stack_trace="".join(traceback.format_stack()[:-2]) if stack else None,
         driver_allocated_memory=int(d_alloc), driver_reserved_memory=int(d_res), allocated_by_kind=kinds,
-        framework_attached=attached)
+        framework_attached=attached, allocated_by_category=categories)
 
 
 @dataclass

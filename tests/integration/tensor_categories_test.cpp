@@ -5,6 +5,8 @@
 // text report, `check --max-category`, `oom`, and GPUMEMPROF_CATEGORIES=0.
 #include <gtest/gtest.h>
 
+#include <filesystem>
+
 #include "harness.h"
 #include "torch_run.h"
 
@@ -57,8 +59,23 @@ void expect_ledger(const nlohmann::json& split, const nlohmann::json& ledger, co
 // the fake's requested_bytes peak, in the phase the fake says.
 class TensorCategoriesOfEachScenario : public TensorCategories, public ::testing::WithParamInterface<const char*> {};
 
+// {category: bytes} of device 0's gpumemprof_tensor_category_bytes in the only metrics file of `dir`.
+std::map<std::string, uint64_t> metrics_by_category(const std::string& dir) {
+  std::map<std::string, uint64_t> out;
+  std::vector<std::string> files;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) files.push_back(e.path());
+  EXPECT_EQ(files.size(), 1u) << dir;
+  for (const std::string& line : lines_with(files.empty() ? "" : slurp(files[0]), "gpumemprof_tensor_category_bytes{")) {
+    if (line.find("device=\"0\"") == std::string::npos) continue;
+    const size_t at = line.find("category=\"") + 10;
+    out[line.substr(at, line.find('"', at) - at)] = std::stoull(line.substr(line.rfind(' ') + 1));
+  }
+  return out;
+}
+
 TEST_P(TensorCategoriesOfEachScenario, EqualTheFakesLedgerAtThePeakAndAtExit) {
-  const TorchRun r = run(GetParam());
+  const std::string prom = box.dir() + "/prom";
+  const TorchRun r = run(GetParam(), {{"GPUMEMPROF_METRICS_DIR", prom}});
   if (r.dir.empty()) return;
   const nlohmann::json f = framework(r);
   const nlohmann::json& peak = r.fake["peak"];
@@ -79,6 +96,15 @@ TEST_P(TensorCategoriesOfEachScenario, EqualTheFakesLedgerAtThePeakAndAtExit) {
   for (const char* c : kCategories) {
     EXPECT_GE(f["category_peaks"][c].get<uint64_t>(), peak["by_category"][c].get<uint64_t>()) << c;
   }
+  // The collector's live categories at exit, in the final metrics: the same, except that a tensor
+  // still held in the phase it was allocated in is not decided live (unknown), where hindsight
+  // says other.
+  const auto live = metrics_by_category(prom);
+  for (const char* c : kCategories) {
+    if (std::string(c) == "other") continue;
+    EXPECT_EQ(live.at(c), r.fake["at_exit"][c].get<uint64_t>()) << c;
+  }
+  EXPECT_EQ(live.at("other") + live.at("unknown"), r.fake["at_exit"]["other"].get<uint64_t>());
 }
 
 INSTANTIATE_TEST_SUITE_P(Scenarios, TensorCategoriesOfEachScenario,

@@ -201,6 +201,20 @@ def test_without_the_shim_says_so_and_run_starts_one(tmp_path):
     assert len([d for d in os.listdir(tmp_path) if d.startswith("workload.py.")]) == 1  # named by its script
 
 
+def test_results_by_category(tmp_path):
+    bootstrap = os.path.join(os.path.dirname(SHIM), "gpumemprof", "python")
+    out, _ = run("categories", tmp_path, PYTHONPATH=":".join((bootstrap, FAKE_TORCH, PACKAGE)))
+    truth = out["truth"]
+    # The call's peak (step 3's backward), each tensor held then by what it turned out to be.
+    assert out["peak"] == truth["peak"]["bytes"]
+    assert out["peak_categories"] == dict(truth["peak"]["by_category"], unknown=0)
+    assert truth["peak"]["by_category"]["activations"] > 0 and truth["peak"]["by_category"]["gradients"] > 0
+    # Its end: parameters, the last step's gradients, AdamW's state, the kept input and loss.
+    assert out["after"] == sum(truth["at_exit"].values())
+    assert out["after_categories"] == dict(truth["at_exit"], unknown=0)
+    assert sum(out["before_categories"].values()) == 0  # the model was made inside the call
+
+
 def test_tensor_level_with_the_bridge(tmp_path):
     bootstrap = os.path.join(os.path.dirname(SHIM), "gpumemprof", "python")
     out, _ = run("torch_level", tmp_path, PYTHONPATH=":".join((bootstrap, FAKE_TORCH, PACKAGE)))

@@ -199,6 +199,27 @@ def torch_level():
                           torch_requested_current=stats["requested_bytes.all.current"])))
 
 
+def categories():
+    """The fake torch's AdamW loop (tests/fake_torch/category_workload.py, 3 steps, its peak in step 3's
+    backward) profiled as one call, with the bootstrap's category hooks: the call's peak and end by
+    category, beside the fake's own ledger."""
+    import importlib.util
+    import torch
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fake_torch", "category_workload.py")
+    spec = importlib.util.spec_from_file_location("category_workload", path)
+    training = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(training)
+    torch.cuda.init()
+    profiler = gpumemprof.GPUMemoryProfiler(device="cuda:0")
+    with profiler.profile_context("train"):
+        model, kept = training.adamw()
+    r = profiler.results[-1]
+    truth = torch._truth.summary()
+    print(json.dumps(dict(peak=r.memory_peak.allocated_memory, peak_categories=r.memory_peak.allocated_by_category,
+                          after=r.memory_after.allocated_memory, after_categories=r.memory_after.allocated_by_category,
+                          before_categories=r.memory_before.allocated_by_category, truth=truth)))
+
+
 def query_limits():
     """The query API at the edges of its arguments: no timeout (UINT64_MAX) and nothing after the last seq."""
     init()
@@ -311,6 +332,6 @@ def left_open():
 
 if __name__ == "__main__":
     {"profile": profile, "tracker": tracker, "watchdog": watchdog, "no_profiler": no_profiler,
-     "torch_level": torch_level, "query_limits": query_limits, "threads": threads, "fork_child": fork_child,
+     "torch_level": torch_level, "categories": categories, "query_limits": query_limits, "threads": threads, "fork_child": fork_child,
      "thresholds": thresholds, "odd_name": odd_name, "left_open": left_open}[sys.argv[1]]()
     sys.stdout.flush()

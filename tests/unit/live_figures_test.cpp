@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "config.h"
+#include "records.h"
 #include "watchdog.h"
 
 namespace gmp {
@@ -23,15 +24,17 @@ class Feed {
   std::unique_ptr<LiveFigures> owned = std::make_unique<LiveFigures>();  // 2 MiB: not on the stack
   LiveFigures& live = *owned;
   Accounting acc;
+  TensorCategories cats{TensorCategories::Use::Live, {}};
   Ring ring{1024};
   TickConverter ticks{false};  // CLOCK_MONOTONIC ticks are ns
   uint64_t t = now_ns() + 1'000'000'000;  // past any reset the test requests
 
   void apply(Event e) {
     e.timestamp_ns = ++t;
-    live.before(e, acc, ticks);
+    live.before(e, acc, cats, ticks);
     acc.apply(e);
-    live.after(e, acc);
+    cats.add(e);
+    live.after(e, acc, cats);
   }
   void device(int d, uint64_t total) {
     Event e{};
@@ -58,7 +61,48 @@ class Feed {
     e.address = address;
     apply(e);
   }
-  void pass() { live.end_pass(live.begin_pass(ring), ring, acc); }
+  // PyTorch's side through the bridge (device 0): attached with one 64 MiB segment.
+  void attach() {
+    Event a{};
+    a.op = Op::FrameworkAttach;
+    a.api = Api::torch_caching_allocator;
+    a.device = -1;
+    a.result = 1;
+    a.value = framework_version(2, 11, 0);
+    apply(a);
+    alloc(0x10000000, 64 * MiB);
+    framework(Op::SegmentAlloc, 0x10000000, 64 * MiB);
+  }
+  void framework(Op op, uint64_t address, uint64_t size = 0) {
+    Event e{};
+    if (op == Op::TensorAlloc) {
+      FrameworkBlockRecord{address, size, 0, 0, false}.to_event(e, op);
+    } else {
+      e.op = op;
+      e.address = address;
+      e.size = size;
+    }
+    e.api = Api::torch_caching_allocator;
+    apply(e);
+  }
+  void tensor_free(uint64_t address) {
+    framework(Op::TensorFreeRequested, address);
+    framework(Op::TensorFreeCompleted, address);
+  }
+  void label(uint64_t address, TensorCategory c) {
+    Event e{};
+    TensorLabelRecord{address, c, 0}.to_event(e);
+    e.api = Api::torch_caching_allocator;
+    apply(e);
+  }
+  void phase(TrainingPhase p) {
+    Event e{};
+    PhaseRecord{p, 1, 1}.to_event(e);
+    e.api = Api::torch_caching_allocator;
+    e.device = -1;
+    apply(e);
+  }
+  void pass() { live.end_pass(live.begin_pass(ring), ring, acc, cats); }
   gpumemprof_device_stats_t stats(int d) {
     gpumemprof_device_stats_t s{};
     EXPECT_TRUE(live.read_device(d, s));
@@ -219,6 +263,57 @@ TEST(LiveFigures, AResetWithNoLaterEventOpensAnEmptyWindowOnceCaughtUp) {
   EXPECT_EQ(s.window_allocated_peak, 2 * MiB);
   EXPECT_EQ(s.window_bytes_allocated, 0u);
   EXPECT_EQ(s.window_alloc_count, 0u);
+}
+
+uint64_t category(const uint64_t (&bytes)[8], TensorCategory c) { return bytes[static_cast<size_t>(c)]; }
+
+// One training step in a window: the tensors by category now, at the reset, and at the window's
+// peak (in backward), where what was decided after the peak (the activation let go in backward, the
+// gradient labelled when the optimizer stepped) counts by its final category.
+TEST(LiveFigures, TensorsByCategoryNowAndAtTheClosedWindowsPeak) {
+  constexpr uint64_t kParam = 0x10000000, kAct = 0x10400000, kTemp = 0x10600000, kGrad = 0x10800000,
+                     kState = 0x10c00000;
+  Feed f;
+  f.device(0, 1024 * MiB);
+  f.attach();
+  f.framework(Op::TensorAlloc, kParam, 4 * MiB);
+  f.pass();
+  EXPECT_EQ(category(f.stats(0).tensor_category, TensorCategory::Unknown), 4 * MiB);  // nothing labelled yet
+  f.label(kParam, TensorCategory::Parameters);
+  f.live.request_reset();
+  f.pass();  // the window opens at 4 MiB
+  f.framework(Op::TensorAlloc, kAct, 2 * MiB);
+  f.framework(Op::TensorAlloc, kTemp, MiB);
+  f.tensor_free(kTemp);
+  f.pass();
+  gpumemprof_device_stats_t s = f.stats(0);
+  EXPECT_EQ(category(s.tensor_category, TensorCategory::Parameters), 4 * MiB);
+  EXPECT_EQ(category(s.tensor_category, TensorCategory::Unknown), 2 * MiB);  // its forward has not ended
+  f.phase(TrainingPhase::Backward);
+  f.framework(Op::TensorAlloc, kGrad, 4 * MiB);  // the peak: 10 MiB
+  f.pass();
+  s = f.stats(0);
+  EXPECT_EQ(category(s.tensor_category, TensorCategory::Activations), 2 * MiB);
+  EXPECT_EQ(category(s.tensor_category, TensorCategory::Unknown), 4 * MiB);
+  f.tensor_free(kAct);
+  f.phase(TrainingPhase::Optimizer);
+  f.label(kGrad, TensorCategory::Gradients);
+  f.framework(Op::TensorAlloc, kState, MiB);
+  f.label(kState, TensorCategory::OptimizerState);
+  f.live.request_reset();
+  f.pass();
+  s = f.stats(0);
+  ASSERT_EQ(s.closed_tensor_allocated_peak, 10 * MiB);
+  EXPECT_EQ(category(s.closed_tensor_peak_category, TensorCategory::Parameters), 4 * MiB);
+  EXPECT_EQ(category(s.closed_tensor_peak_category, TensorCategory::Activations), 2 * MiB);
+  EXPECT_EQ(category(s.closed_tensor_peak_category, TensorCategory::Gradients), 4 * MiB);
+  EXPECT_EQ(category(s.closed_tensor_peak_category, TensorCategory::Temporaries), 0u);  // let go before the peak
+  EXPECT_EQ(category(s.closed_tensor_peak_category, TensorCategory::Unknown), 0u);
+  ASSERT_EQ(s.reset_tensor_allocated, 9 * MiB);
+  EXPECT_EQ(category(s.reset_tensor_category, TensorCategory::Parameters), 4 * MiB);
+  EXPECT_EQ(category(s.reset_tensor_category, TensorCategory::Gradients), 4 * MiB);
+  EXPECT_EQ(category(s.reset_tensor_category, TensorCategory::OptimizerState), MiB);
+  for (size_t c = 0; c < 8; ++c) EXPECT_EQ(s.tensor_category[c], s.reset_tensor_category[c]) << c;
 }
 
 TEST(LiveFigures, AReaderThatFellBehindSeesTheLatestRecordsAndAGap) {

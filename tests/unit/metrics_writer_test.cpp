@@ -10,6 +10,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "records.h"
 #include "temp_dir.h"
 
 namespace gmp {
@@ -21,9 +22,11 @@ class Events {
  public:
   Accounting acc;
   MetricsTally tally;
+  TensorCategories cats{TensorCategories::Use::Live, {}};
 
   void apply(const Event& e) {
     acc.apply(e);
+    cats.add(e);
     tally.note(e);
   }
 
@@ -183,12 +186,12 @@ TEST(MetricsText, ExactFileForAFixedState) {
       "gpumemprof_alerts_total{device=\"1\"," + L + ",type=\"critical\"} 0\n"
       "gpumemprof_alerts_total{device=\"1\"," + L + ",type=\"fragmentation\"} 0\n"
       "gpumemprof_alerts_total{device=\"1\"," + L + ",type=\"growth\"} 0\n";
-  EXPECT_EQ(render_metrics(s.acc, s.tally, L, 1'700'000'000'123'456'789ull, true), expected);
+  EXPECT_EQ(render_metrics(s.acc, s.tally, s.cats, L, 1'700'000'000'123'456'789ull, true), expected);
   // The final figures differ in gpumemprof_exited only.
   std::string final_text = expected;
   const std::string running = "gpumemprof_exited{" + L + "} 0\n";
   final_text.replace(final_text.find(running), running.size(), "gpumemprof_exited{" + L + "} 1\n");
-  EXPECT_EQ(render_metrics(s.acc, s.tally, L, 1'700'000'000'123'456'789ull, false), final_text);
+  EXPECT_EQ(render_metrics(s.acc, s.tally, s.cats, L, 1'700'000'000'123'456'789ull, false), final_text);
 }
 
 // An OOM bundle for pinned host memory has no device: it counts under device "".
@@ -196,7 +199,7 @@ TEST(MetricsText, ABundleWithoutADeviceCountsUnderAnEmptyDevice) {
   Events s;
   s.device(0, 1024 * MiB);
   s.oom_bundle(-1);
-  const std::string text = render_metrics(s.acc, s.tally, "pid=\"1\"", 0, true);
+  const std::string text = render_metrics(s.acc, s.tally, s.cats, "pid=\"1\"", 0, true);
   EXPECT_NE(text.find("gpumemprof_oom_bundles_total{device=\"\",pid=\"1\"} 1\n"), std::string::npos) << text;
   EXPECT_NE(text.find("gpumemprof_oom_bundles_total{device=\"0\",pid=\"1\"} 0\n"), std::string::npos) << text;
 }
@@ -211,7 +214,7 @@ TEST(MetricsText, FrameworkFamiliesOnlyOnBridgedDevices) {
   attach.device = -1;
   attach.result = 1;
   attach.value = framework_version(2, 11, 0);
-  s.acc.apply(attach);
+  s.apply(attach);
   s.alloc(0, 0x100000, 20 * MiB);  // the segment's cudaMalloc
   auto framework = [&](Op op, uint64_t addr, uint64_t size) {
     Event e{};
@@ -219,18 +222,27 @@ TEST(MetricsText, FrameworkFamiliesOnlyOnBridgedDevices) {
     e.api = Api::torch_caching_allocator;
     e.address = addr;
     e.size = size;
-    s.acc.apply(e);
+    s.apply(e);
   };
   framework(Op::SegmentAlloc, 0x100000, 20 * MiB);
   framework(Op::TensorAlloc, 0x100000, 3 * MiB);
   framework(Op::TensorAlloc, 0x400000, 1000);
-  const std::string text = render_metrics(s.acc, s.tally, "pid=\"1\"", 0, true);
+  Event label{};  // the first tensor is a parameter; the second is not decided yet
+  TensorLabelRecord{0x100000, TensorCategory::Parameters, 0}.to_event(label);
+  label.api = Api::torch_caching_allocator;
+  s.apply(label);
+  const std::string text = render_metrics(s.acc, s.tally, s.cats, "pid=\"1\"", 0, true);
   const std::string d0 = "{device=\"0\",pid=\"1\"} ";
   EXPECT_NE(text.find("gpumemprof_framework_allocated_bytes" + d0 + std::to_string(3 * MiB + 1000) + "\n"),
             std::string::npos) << text;
   EXPECT_NE(text.find("gpumemprof_framework_reserved_bytes" + d0 + std::to_string(20 * MiB) + "\n"),
             std::string::npos) << text;
   EXPECT_EQ(text.find("gpumemprof_framework_allocated_bytes{device=\"1\""), std::string::npos) << text;
+  const std::string c0 = "gpumemprof_tensor_category_bytes{device=\"0\",pid=\"1\",category=";
+  EXPECT_NE(text.find(c0 + "\"parameters\"} " + std::to_string(3 * MiB) + "\n"), std::string::npos) << text;
+  EXPECT_NE(text.find(c0 + "\"unknown\"} 1000\n"), std::string::npos) << text;
+  EXPECT_NE(text.find(c0 + "\"activations\"} 0\n"), std::string::npos) << text;
+  EXPECT_EQ(text.find("gpumemprof_tensor_category_bytes{device=\"1\""), std::string::npos) << text;
   // The tensors are the live allocations; the segment is the framework's cache.
   EXPECT_NE(text.find("gpumemprof_live_allocations" + d0 + "2\n"), std::string::npos) << text;
   EXPECT_NE(text.find("gpumemprof_last_update_seconds{pid=\"1\"} 0.000\n"), std::string::npos) << text;
@@ -252,7 +264,7 @@ TEST(MetricsFile, WritesAtOnceThenEveryIntervalAndMarksTheEnd) {
   file.open(dir.path + "/prom/sub", 1000, info);  // created where missing
   const std::string path = dir.path + "/prom/sub/gpumemprof_gpu7_4242_4026531836.prom";
   ASSERT_EQ(file.path(), path);
-  file.maybe_write(5'000'000'000, s.acc);  // the first pass writes at once
+  file.maybe_write(5'000'000'000, s.acc, s.cats);  // the first pass writes at once
   EXPECT_NE(slurp(path).find("gpumemprof_allocated_bytes{device=\"0\""), std::string::npos);
   struct stat st {};
   ASSERT_EQ(stat(path.c_str(), &st), 0);
@@ -263,15 +275,15 @@ TEST(MetricsFile, WritesAtOnceThenEveryIntervalAndMarksTheEnd) {
   for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator(dir.path + "/prom/sub")) ++files;
   EXPECT_EQ(files, 1u);
   s.alloc(0, 0x20000000, MiB);
-  file.maybe_write(5'999'999'999, s.acc);  // within the interval: unchanged
+  file.maybe_write(5'999'999'999, s.acc, s.cats);  // within the interval: unchanged
   EXPECT_NE(slurp(path).find("gpumemprof_allocated_bytes{device=\"0\"," + metrics_process_labels(info) + "} " +
                              std::to_string(100 * MiB) + "\n"),
             std::string::npos);
-  file.maybe_write(6'000'000'000, s.acc);
+  file.maybe_write(6'000'000'000, s.acc, s.cats);
   EXPECT_NE(slurp(path).find("gpumemprof_allocated_bytes{device=\"0\"," + metrics_process_labels(info) + "} " +
                              std::to_string(101 * MiB) + "\n"),
             std::string::npos);
-  file.write_final(6'000'000'001, s.acc);
+  file.write_final(6'000'000'001, s.acc, s.cats);
   EXPECT_NE(slurp(path).find("gpumemprof_exited{" + metrics_process_labels(info) + "} 1\n"), std::string::npos);
 }
 
@@ -280,8 +292,8 @@ TEST(MetricsFile, OffWithoutADirectory) {
   MetricsFile file;
   file.open("", 1000, process());
   EXPECT_EQ(file.path(), "");
-  file.maybe_write(1, s.acc);
-  file.write_final(2, s.acc);
+  file.maybe_write(1, s.acc, s.cats);
+  file.write_final(2, s.acc, s.cats);
 }
 
 }  // namespace
