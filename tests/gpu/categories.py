@@ -8,6 +8,8 @@ categories_at_exit to.
     categories.py llama                 AdamW, bf16 autocast, 4 steps; the last step's gradients are
                                         not zeroed, so parameters, gradients and optimizer state are
                                         all live at exit
+    (llama and ddp run the training loop as one GPUMemoryProfiler call: its peak and end by category,
+    decided live by the collector, are compared with the report's split at the peak and the truth)
     categories.py ddp [--bucket-view]   the same model in DistributedDataParallel (world size 1,
                                         gloo, set up by this script); --bucket-view:
                                         gradient_as_bucket_view=True, the gradients are views into
@@ -131,6 +133,20 @@ def train(torch, model, optimizer, batch, peak):
     return losses
 
 
+def profiled(out, fn):
+    """fn() as one call of the Python package's GPUMemoryProfiler (on PYTHONPATH under `gpumemprof
+    run`): its peak and end by category, as the collector decided them live, go to out["live"]."""
+    import gpumemprof
+    profiler = gpumemprof.GPUMemoryProfiler(device=0)
+    with profiler.profile_context("train"):
+        result = fn()
+    r = profiler.results[-1]
+    out["live"] = {"peak": r.memory_peak.allocated_memory, "peak_by_category": r.memory_peak.allocated_by_category,
+                   "after": r.memory_after.allocated_memory,
+                   "after_by_category": r.memory_after.allocated_by_category}
+    return result
+
+
 def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -142,7 +158,7 @@ def scenario_llama(torch, out):
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
     batch = torch.randint(0, VOCAB, (BATCH, SEQ), device="cuda")
     peak = PeakPhase(torch)
-    losses = train(torch, model, optimizer, batch, peak)
+    losses = profiled(out, lambda: train(torch, model, optimizer, batch, peak))
     torch.cuda.synchronize()
     module_truth(torch, out, model, optimizer)
     out["kv_cache"] = {"bytes": 0, "count": 0}
@@ -168,7 +184,7 @@ def scenario_ddp(torch, out, bucket_view):
     optimizer = torch.optim.AdamW(ddp.parameters(), lr=1e-4)
     batch = torch.randint(0, VOCAB, (BATCH, SEQ), device="cuda")
     peak = PeakPhase(torch)
-    losses = train(torch, ddp, optimizer, batch, peak)
+    losses = profiled(out, lambda: train(torch, ddp, optimizer, batch, peak))
     torch.cuda.synchronize()
     # The truth is the model's own (names without DDP's "module." prefix): with bucket views the
     # gradients' unique storages are DDP's buckets.

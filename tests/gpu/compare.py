@@ -1084,6 +1084,7 @@ def compare_categories(t, work, name):
         t.add(name, "KV cache of the truth", c.get("class"), None, "INFO",
               f"read through {c.get('api')}, {c.get('tensors')} tensors")
 
+    live_rows(t, name, gt, cats, peak)
     t.add(name, "peak phase; the split at the peak", phase_text(peak.get("phase")), phase_text(gt.get("peak_phase")),
           "INFO", split_text(peak))
     t.add(name, "phase at exit; the split at exit", phase_text(end.get("phase")), None, "INFO", split_text(end))
@@ -1105,6 +1106,28 @@ def compare_categories(t, work, name):
     layered = [n for n in names if re.match(r"model\.layers\.\d+\.", str(n))]
     t.add(name, "at exit: parameters' largest entries named model.layers.N...", f"{len(layered)}/{len(names)}", None,
           "INFO", "; ".join(f"{e.get('name')} {e.get('bytes')} B" for e in listed[:3] if isinstance(e, dict)))
+
+
+def live_rows(t, name, gt, cats, peak):
+    """The collector's live categories through the Python package (categories.py profiled()): the
+    training loop's peak, split by what each tensor held then turned out to be, equals the report's
+    hindsight split at the tensor peak (the loop holds the run's peak); at the loop's end the
+    labelled categories equal the truth."""
+    live = gt.get("live")
+    if not isinstance(live, dict):
+        return
+    got = live.get("peak_by_category") or {}
+    want = {c: (cats["peak"].get(c) or {}).get("bytes", 0) for c in CATEGORY_NAMES}
+    differ = [f"{c} {got.get(c)} vs {want[c]}" for c in CATEGORY_NAMES if got.get(c) != want[c]]
+    t.add(name, "live: GPUMemoryProfiler's peak by category == report's categories_at_peak",
+          live.get("peak"), peak.get("total"), "MATCH" if not differ and live.get("peak") == peak.get("total")
+          else "MISMATCH", "; ".join(differ) or split_text(peak))
+    after = live.get("after_by_category") or {}
+    for category in ("parameters", "gradients", "optimizer_state"):
+        t.exact(name, f"live: at the loop's end, {category} == truth", after.get(category),
+                (gt.get(category) or {}).get("bytes"))
+    t.add(name, "live: at the loop's end, not decided yet (unknown)", after.get("unknown"), None, "INFO",
+          f"of {live.get('after')} B")
 
 
 def categories_off_rows(t, work, name, nodes):
