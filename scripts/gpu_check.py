@@ -79,8 +79,8 @@ Workloads:
                      and torch.empty pairs, without the profiler and with it, where each round times
                      recording on and paused in the same process (and the pairs with the bridge detached)
   bench_categories   the category hooks' cost (issue 33): inference_bench.py's generate and training step under
-                     the profiler with the hooks on and with GPUMEMPROF_CATEGORIES=off, interleaved processes;
-                     the ratio on/off of the same unit of work in the two processes of a round (INFO)
+                     the profiler, the hooks switched on and off between neighbouring units of one process;
+                     the ratio of each unit with the hooks to its neighbour without (INFO)
 
 Files written to the results directory (at most 4): table.txt, table.json, log.txt and
 gpu-check.tar.gz (ground truths, summaries, manifests, logs, OOM bundle JSON, stdout/stderr, build
@@ -785,28 +785,24 @@ class Check:
                     ("generate", "train_step", "pairs") if isinstance(res.get(k), dict)))
 
     def bench_categories(self):
-        """tests/gpu/inference_bench.py's generate and training step under the profiler, with the
-        category hooks on ("shim") and off ("catoff": GPUMEMPROF_CATEGORIES=off), which goes first
-        alternating over the rounds. compare.py pairs each unit of one with the same unit of the
-        other in the same round: the alternation of recording and paused units is the same in both."""
+        """tests/gpu/inference_bench.py's generate and training step under the profiler, recording
+        throughout, with the category hooks switched on and off between neighbouring units of one
+        process (--alternate hooks): one process per round."""
         script = os.path.join(ROOT, "tests", "gpu", "inference_bench.py")
         rounds = os.environ.get("GPU_CHECK_INFERENCE_ROUNDS", "5")
-        variants = {"shim": {}, "catoff": {"GPUMEMPROF_CATEGORIES": "off"}}
         for r in range(1, self.torch_rounds + 1):
-            for v in (list(variants) if r % 2 else list(reversed(variants))):
-                stem, rd, limit = self.bench_slot("categories", v, r, 120)
-                if limit is None:
-                    continue
-                env = self.shim_env(("GPUMEMPROF_CATEGORIES",), GPUMEMPROF_OUTPUT=os.path.join(rd, "run.%p"),
-                                    **variants[v])
-                rc = self.timed(limit, [self.py, script, rounds, "generate,train_step"], env=env,
-                                stdout=stem + ".json", stderr=stem + ".stderr")
-                self.write_rc(stem + ".rc", rc)
-                shutil.rmtree(rd, ignore_errors=True)
-                res = compare.load_json(stem + ".json") or {}
-                say(f"  categories {v:<6} round {r} rc={rc} " + " ".join(
-                    f"{k}={res[k].get('on_median', 0):.3f}" for k in ("generate", "train_step")
-                    if isinstance(res.get(k), dict)))
+            stem, rd, limit = self.bench_slot("categories", "hooks", r, 120)
+            if limit is None:
+                continue
+            env = self.shim_env(("GPUMEMPROF_CATEGORIES",), GPUMEMPROF_OUTPUT=os.path.join(rd, "run.%p"))
+            rc = self.timed(limit, [self.py, script, rounds, "generate,train_step", "--alternate", "hooks"], env=env,
+                            stdout=stem + ".json", stderr=stem + ".stderr")
+            self.write_rc(stem + ".rc", rc)
+            shutil.rmtree(rd, ignore_errors=True)
+            res = compare.load_json(stem + ".json") or {}
+            say(f"  categories hooks round {r} rc={rc} " + " ".join(
+                f"{k}={res[k].get('ratio_median', 0):.4f}" for k in ("generate", "train_step")
+                if isinstance(res.get(k), dict)))
 
     def bench_one(self, mode, variant, rnd, pairs):
         """One benchmark process. The shim's run directory (its trace is big) is reduced to summary.json."""

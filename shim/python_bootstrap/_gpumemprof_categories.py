@@ -43,6 +43,8 @@ class _Walk:
         self.module_changes = -1
         self.at = 0.0
         self.on_device = 0  # parameters labelled on a device so far
+        self.verified_at = 0.0  # when the gradients and optimizer state were last looked up in full
+        self.trusting = False  # this step takes tensors labelled before as still where they were
 
 
 _walk = _Walk()
@@ -52,11 +54,27 @@ _names = {}  # name -> id in attribution.jsonl
 _phase = {"step": 1, "micro": 0, "depth": 0}
 
 
-def _note_module(module, *_):
+def _known(value):
+    """Whether a registered module, parameter or buffer was known already: registering it again (a
+    ModuleList sliced in every forward, as Hugging Face's models do with their layers) adds nothing
+    to label, so it must not make the next parameter walk due."""
+    if value is None:
+        return True
+    try:
+        if value in _modules:
+            return True
+    except TypeError:
+        return False
+    entry = _walk.params.get(id(value))
+    return entry is not None and entry[0]() is value
+
+
+def _note_module(module, name=None, value=None):
     global _module_changes
     try:
         _modules.add(module)
-        _module_changes += 1
+        if not _known(value):
+            _module_changes += 1
     except TypeError:
         pass
     return None  # keep what is being registered
@@ -112,8 +130,12 @@ class _Labels:
     def __init__(self, category):
         self.category, self.addresses, self.devices, self.names = category, [], [], []
 
-    def add(self, tensor, name):
-        """True when the tensor is on a device (labelled now or before)."""
+    def add(self, tensor, name, trust=False):
+        """True when the tensor is on a device (labelled now or before). `trust`: a tensor labelled
+        before with this category is taken to be at the same storage without looking it up (the
+        lookup is most of a label's cost; see _optimizer_step_begins)."""
+        if trust and self.labelled(tensor):
+            return True
         where = _storage(tensor)
         if where is None:
             return False
@@ -129,6 +151,11 @@ class _Labels:
         self.addresses.append(where[1])
         self.names.append(_name_id(name))
         return True
+
+    def labelled(self, tensor):
+        """This very tensor was labelled with this category before."""
+        seen = _seen.get(id(tensor))
+        return seen is not None and seen[0]() is tensor and seen[2] == self.category
 
     def send(self):
         n = len(self.addresses)
@@ -182,17 +209,17 @@ def _label_parameters(force=False):
     labels.send()
 
 
-def _label_gradients():
+def _label_gradients(trust=False):
     labels = _Labels(_GRADIENTS)
     for ref, name in _walk.params.values():
         p = ref()
         grad = getattr(p, "grad", None) if p is not None else None
         if grad is not None:
-            labels.add(grad, name)
+            labels.add(grad, name, trust)
     labels.send()
 
 
-def _label_optimizer_state(opt):
+def _label_optimizer_state(opt, trust=False):
     labels = _Labels(_OPTIMIZER_STATE)
     for p, state in list(getattr(opt, "state", {}).items()):
         if not isinstance(state, dict):
@@ -200,7 +227,8 @@ def _label_optimizer_state(opt):
         known = _walk.params.get(id(p))
         base = known[1] if known is not None else type(opt).__name__ + ".state"
         for key, value in state.items():
-            if hasattr(value, "untyped_storage"):
+            # AdamW's `step` is a CPU tensor: skipped before its name is made, as a labelled one is.
+            if getattr(getattr(value, "_local_tensor", value), "is_cuda", False) and not (trust and labels.labelled(value)):
                 labels.add(value, f"{base}.{key}")
     labels.send()
 
@@ -225,11 +253,26 @@ def _say(what, error):
         pass
 
 
+_active = True  # set_active(): the benchmark's switch
+
+
+def set_active(active):
+    """For measuring the hooks' cost in one process (tests/gpu/inference_bench.py --alternate hooks):
+    False makes every hook return at once, so units of work with and without the hooks' work (labels,
+    phase events) can alternate. Switch only between training steps: a step whose backward began
+    with the hooks on must end with them on. The categories of a run measured so are not meant to
+    be read."""
+    global _active
+    _active = bool(active)
+
+
 def _guarded(fn):
     """Our hooks' bodies: whatever fails here stays here (and is said once in the log)."""
 
     @functools.wraps(fn)
     def run(*args, **kwargs):
+        if not _active:
+            return
         try:
             fn(*args, **kwargs)
         except Exception as e:
@@ -280,14 +323,23 @@ def _optimizer_step_begins(optimizer, args, kwargs):
         # A parameter the last walk did not see (the optimizer's first step, a module's Parameter
         # replaced) makes the walk due now: its gradient is named through it.
         _label_parameters(force=any(id(p) not in _walk.params for g in optimizer.param_groups for p in g["params"]))
-        _label_gradients()
+        # Gradients zeroed in place and the optimizer's state are the same tensors step after step,
+        # updated in place: between full lookups (as often as the parameter walk) a tensor labelled
+        # before is not looked up again. New tensors (gradients set to None and made again) are
+        # labelled each step; a storage swapped under a known tensor is found at the next full
+        # lookup, at an OOM or at exit.
+        now = time.monotonic()
+        _walk.trusting = now - _walk.verified_at < _PARAMETER_WALK_S
+        if not _walk.trusting:
+            _walk.verified_at = now
+        _label_gradients(_walk.trusting)
         _phase_event(_OPTIMIZER)
 
 
 @_guarded
 def _optimizer_step_ends(optimizer, args, kwargs):
     with _lock:
-        _label_optimizer_state(optimizer)
+        _label_optimizer_state(optimizer, _walk.trusting)
         _phase["step"] += 1
         _phase["micro"] = 0
         _phase_event(_FORWARD)

@@ -17,6 +17,7 @@ from torch import nn  # noqa: E402
 from torch.utils.checkpoint import checkpoint  # noqa: E402
 
 KiB, MiB = 1 << 10, 1 << 20
+EXTRA = {}  # a scenario's own facts, printed with the ledger
 
 
 def keep(*objects):
@@ -29,14 +30,17 @@ class Model(nn.Module):
     """Three fake Linear layers (weights of 1 MiB, 3 MiB and 768 KiB, biases of 1024, 3072 and 256
     bytes) and a 64 KiB buffer. checkpointed: the middle layer runs under checkpoint."""
 
-    def __init__(self, checkpointed=False):
+    def __init__(self, checkpointed=False, sliced=False):
         super().__init__()
         self.layers = nn.ModuleList([nn.Linear(1024, 1024), nn.Linear(1024, 3072), nn.Linear(3072, 256)])
         self.register_buffer("position_ids", torch.empty(64 * KiB, device="cuda"))
         self.checkpointed = checkpointed
+        self.sliced = sliced
 
     def forward(self, x):
-        for i, layer in enumerate(self.layers):
+        # sliced: the layers through a slice of the ModuleList, as Hugging Face's models loop over
+        # self.layers[: config.num_hidden_layers] (a new ModuleList every forward).
+        for i, layer in enumerate(self.layers[: len(self.layers)] if self.sliced else self.layers):
             x = checkpoint(layer, x, use_reentrant=False) if self.checkpointed and i == 1 else layer(x)
         return x.sum()
 
@@ -162,6 +166,34 @@ def oom_forward():
     return model, [model, optimizer, x]
 
 
+def sliced_layers():
+    """AdamW, 2 steps, the layers looped over through a slice (a ModuleList made in every forward).
+    Registering known modules again must not make the bootstrap's parameter walk due: the module
+    changes it counts during the forwards go to EXTRA."""
+    categories = sys.modules["_gpumemprof_categories"]
+    model = Model(sliced=True)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    changes = 0
+    for step in range(2):
+        x = batch(256 + 128 * step)
+        before = categories._module_changes
+        loss = model(x)
+        changes += categories._module_changes - before
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+    EXTRA["module_changes_in_forwards"] = changes
+    del x, loss
+    return model, [model, optimizer]
+
+
+def adamw_hooks_inactive():
+    """adamw with the bootstrap's hooks switched off by the benchmarks' switch (set_active(False),
+    tests/gpu/inference_bench.py --alternate hooks) from the start: nothing labelled, no phase."""
+    sys.modules["_gpumemprof_categories"].set_active(False)
+    return adamw()
+
+
 def report(name, model):
     gc.collect()
     truth = torch._truth.summary()
@@ -171,13 +203,14 @@ def report(name, model):
     assert truth["peak"]["bytes"] == stats["requested_bytes.all.peak"], (truth, stats)
     names = {n: t.nbytes for n, t in list(model.named_parameters()) + list(model.named_buffers())}
     print(json.dumps({"scenario": name, "at_exit": truth["at_exit"], "peak": truth["peak"], "names": names,
-                      "stats": stats}), flush=True)
+                      "stats": stats, **EXTRA}), flush=True)
 
 
 if __name__ == "__main__":
     scenario = sys.argv[1]
     run = {"adamw": adamw, "sgd_accumulate": sgd_accumulate, "checkpoint": checkpointed,
-           "generate": generate_scenario, "inference_plain": inference_plain, "oom_forward": oom_forward}[scenario]
+           "generate": generate_scenario, "inference_plain": inference_plain, "oom_forward": oom_forward,
+           "adamw_hooks_inactive": adamw_hooks_inactive, "sliced_layers": sliced_layers}[scenario]
     model, kept = run()
     keep(*kept)
     del kept

@@ -880,48 +880,45 @@ def compare_inference_bench(t, work):
 
 
 def compare_categories_bench(t, work):
-    """The category hooks' cost (scripts/gpu_check.py bench_categories): inference_bench.py under the
-    profiler with the hooks on ("shim") and off ("catoff") in the processes of one round. The units of
-    both alternate recording and paused in the same order, so the k-th recording unit of one is the
-    same work as the k-th of the other (the same token of the same generate, the same step); the
-    ratio on/off of each such pair, the median over the pairs of every round with its quartiles.
-    Across processes, so the host's variance between processes shows: INFO only."""
+    """The category hooks' cost (scripts/gpu_check.py bench_categories): inference_bench.py
+    --alternate hooks, recording throughout, the hooks switched on and off between neighbouring
+    units of one process (a token of a generate, a training step): the ratio of each unit with the
+    hooks to the unit after it without, the median over every round with its quartiles, and the
+    difference in the unit. INFO: what the hooks' labels and phase events cost."""
     d = os.path.join(work, "bench")
-    runs, unfinished = {}, []
+    runs, unfinished = [], []
     for f in sorted(os.listdir(d)) if os.path.isdir(d) else []:
-        m = re.fullmatch(r"categories\.(shim|catoff)\.(\d+)\.rc", f)
+        m = re.fullmatch(r"categories\.hooks\.(\d+)\.rc", f)
         if not m:
             continue
-        res = load_json(os.path.join(d, f"categories.{m[1]}.{m[2]}.json"))
-        want = "off" if m[1] == "catoff" else "on"
-        if read_rc(os.path.join(d, f)) == 0 and isinstance(res, dict) and res.get("profiled") and \
-                res.get("categories") == want:
-            runs.setdefault(int(m[2]), {})[m[1]] = res
+        res = load_json(os.path.join(d, f"categories.hooks.{m[1]}.json"))
+        rc = read_rc(os.path.join(d, f))
+        if rc == 0 and isinstance(res, dict) and res.get("profiled") and res.get("alternate") == "hooks":
+            runs.append(res)
         else:
-            rc = read_rc(os.path.join(d, f))
-            unfinished.append((f"{m[1]}#{m[2]}", rc if rc != 0 else f"no JSON of a profiled run with categories {want}"))
+            unfinished.append((f"hooks#{m[1]}", rc if rc != 0 else "no JSON of a profiled run alternating the hooks"))
     add_unfinished_runs(t, "bench_categories", unfinished)
     for name in ("generate", "train_step"):
-        for state in ("on", "paused"):
-            ratios, on_medians, off_medians, unit = [], [], [], None
-            for pair in runs.values():
-                a, b = (pair.get("shim") or {}).get(name), (pair.get("catoff") or {}).get(name)
-                if not (isinstance(a, dict) and isinstance(b, dict) and a.get(state) and b.get(state)):
-                    continue
-                unit = a.get("unit")
-                ratios += [x / y for x, y in zip(a[state], b[state]) if y > 0]
-                on_medians.append(statistics.median(a[state]))
-                off_medians.append(statistics.median(b[state]))
-            if not ratios:
+        ratios, diffs, on, off, unit = [], [], [], [], None
+        for res in runs:
+            w = res.get(name)
+            if not isinstance(w, dict) or not w.get("ratios"):
                 continue
-            lo, med, hi = quartiles(ratios)
-            what = "recording" if state == "on" else "paused"
-            t.add("bench_categories", f"{name}: categories on / off, {what} units, same unit in the round's two "
-                  f"processes ({len(ratios)} pairs, {len(on_medians)} rounds)", round(med, 4), None, "INFO",
-                  f"quartiles {lo:.4f}-{hi:.4f}")
-            t.add("bench_categories", f"{name} {unit}: {what} units, categories on vs off, medians of the rounds",
-                  round(statistics.median(on_medians), 3), round(statistics.median(off_medians), 3), "INFO",
-                  f"on {spread_text(on_medians)}; off {spread_text(off_medians)}")
+            unit = w.get("unit")
+            ratios += w["ratios"]
+            diffs += w.get("diffs") or []
+            on += w.get("hooks_on") or []
+            off += w.get("hooks_off") or []
+        if not ratios:
+            continue
+        lo, med, hi = quartiles(ratios)
+        t.add("bench_categories", f"{name}: hooks on / off, neighbouring units of one process ({len(ratios)} pairs, "
+              f"{len(runs)} rounds)", round(med, 4), None, "INFO", f"quartiles {lo:.4f}-{hi:.4f}")
+        dlo, dmed, dhi = quartiles(diffs) if diffs else (0, 0, 0)
+        t.add("bench_categories", f"{name} {unit}: hooks on vs off, medians; the pairs' difference",
+              round(statistics.median(on), 3) if on else None, round(statistics.median(off), 3) if off else None,
+              "INFO", f"difference median {dmed:+.3f} {unit} (quartiles {dlo:+.3f} to {dhi:+.3f}); on {spread_text(on)}; "
+              f"off {spread_text(off)}")
 
 
 def compare_llama(t, work, name):

@@ -3,7 +3,7 @@ bench_inference): a HF transformers Llama (tests/gpu/llama_train.py's model, ran
 `generate` (batch 8, 128 new tokens, bf16), the same model's training step (AdamW, bf16 autocast,
 batch 8 x 256), and `torch.empty` alloc/free pairs through PyTorch's caching allocator.
 
-    inference_bench.py ROUNDS [WORKLOAD,...]
+    inference_bench.py ROUNDS [WORKLOAD,...] [--alternate hooks]
 
 A GPU host's processes differ from each other by more than the profiler costs, and inside one
 process the time of a step wanders by several percent from second to second. So under the profiler
@@ -16,10 +16,10 @@ the ratio of each unit recording to the paused unit beside it ("ratios") and the
 ("diffs", in the unit).
 
 The category hooks (issue 33) cost Python work at the phases and labels, which the pause does not
-switch off: scripts/gpu_check.py's bench_categories runs this under the profiler with
-GPUMEMPROF_CATEGORIES=off and with the hooks on, in interleaved processes, and compare.py pairs the
-same unit (the same token of the same generate, the same step) of the two processes. "categories"
-in the JSON says which setting the process ran with.
+switch off. `--alternate hooks` (scripts/gpu_check.py's bench_categories) alternates them instead,
+recording throughout: units with the hooks on ("hooks_on") and with them returning at once
+("hooks_off", the bootstrap's set_active(False)), each compared with its neighbour the same way.
+"alternate" in the JSON says which; "categories" the GPUMEMPROF_CATEGORIES setting.
 """
 import ctypes
 import json
@@ -43,30 +43,45 @@ def profiler():
     return lib if hasattr(lib, "gpumemprof_pause") else None
 
 
-class Alternation:
-    """Sets recording on for even units and paused for odd ones, and keeps each unit's time by the
-    state it ran in; without the profiler every unit is "bare"."""
+def recording_switch(lib):
+    """Units alternate recording ("on") and paused; None without the profiler."""
+    return None if lib is None else (("on", lib.gpumemprof_resume), ("paused", lib.gpumemprof_pause))
 
-    def __init__(self, lib):
-        self.lib, self.unit = lib, 0
-        self.times = {"on": [], "paused": [], "bare": []}
-        self.ratios, self.diffs = [], []  # each recording unit against the paused unit after it
+
+def hooks_switch(lib):
+    """Units alternate the category hooks on and off (the bootstrap's set_active), recording
+    throughout."""
+    categories = sys.modules.get("_gpumemprof_categories")
+    if lib is None or categories is None or not hasattr(categories, "set_active"):
+        sys.exit("inference_bench.py: --alternate hooks needs the profiler and its bootstrap in the process")
+    return ("hooks_on", lambda: categories.set_active(True)), ("hooks_off", lambda: categories.set_active(False))
+
+
+class Alternation:
+    """Sets the switch's first state for even units and its second for odd ones, and keeps each
+    unit's time by the state it ran in; without a switch every unit is "bare"."""
+
+    def __init__(self, switch):
+        self.switch, self.unit = switch, 0
+        self.names = [name for name, _ in switch] if switch else []
+        self.times = {name: [] for name in self.names + ["bare"]}
+        self.ratios, self.diffs = [], []  # each unit of the first state against the unit after it
         self.set_state()
 
     def state(self):
-        return "bare" if self.lib is None else "on" if self.unit % 2 == 0 else "paused"
+        return self.names[self.unit % 2] if self.switch else "bare"
 
     def set_state(self):
-        if self.lib is not None:
-            (self.lib.gpumemprof_resume if self.state() == "on" else self.lib.gpumemprof_pause)()
+        if self.switch:
+            self.switch[self.unit % 2][1]()
 
     def done(self, ms):
         """The unit that just ended took `ms`; the next one starts in the other state."""
         state = self.state()
         self.times[state].append(ms)
-        if state == "paused" and self.times["on"]:
-            self.ratios.append(self.times["on"][-1] / ms)
-            self.diffs.append(self.times["on"][-1] - ms)
+        if self.switch and state == self.names[1] and self.times[self.names[0]]:
+            self.ratios.append(self.times[self.names[0]][-1] / ms)
+            self.diffs.append(self.times[self.names[0]][-1] - ms)
         self.unit += 1
         self.set_state()
 
@@ -100,10 +115,10 @@ class PerToken(StoppingCriteria):
         return torch.zeros(input_ids.shape[0], dtype=torch.bool, device=input_ids.device)
 
 
-def bench_generate(lib, rounds):
+def bench_generate(switch, rounds):
     infer_model = model().to(torch.bfloat16).eval()
     prompt = torch.randint(0, 32000, (8, 32), device="cuda")
-    alt = Alternation(lib)
+    alt = Alternation(switch)
 
     def generate(criteria):
         with torch.inference_mode():
@@ -118,11 +133,11 @@ def bench_generate(lib, rounds):
     return "ms/token", alt
 
 
-def bench_train(lib, rounds):
+def bench_train(switch, rounds):
     train_model = model()
     optimizer = torch.optim.AdamW(train_model.parameters(), lr=1e-4)
     batch = torch.randint(0, 32000, (8, 256), device="cuda")
-    alt = Alternation(lib)
+    alt = Alternation(switch)
 
     def step():
         with torch.autocast("cuda", dtype=torch.bfloat16):
@@ -144,9 +159,9 @@ def bench_train(lib, rounds):
     return "ms/step", alt
 
 
-def bench_pairs(lib, rounds):
+def bench_pairs(switch, rounds):
     dev = torch.device("cuda", 0)
-    alt = Alternation(lib)
+    alt = Alternation(switch)
     for _ in range(PAIR_BLOCK):
         torch.empty(256, device=dev)
     alt.restart()
@@ -160,15 +175,20 @@ def bench_pairs(lib, rounds):
 
 
 def main():
-    rounds = int(sys.argv[1])
+    args = [a for a in sys.argv[1:] if a != "--alternate"]
+    alternate = "hooks" if "--alternate" in sys.argv and "hooks" in args else "recording"
+    args = [a for a in args if a != "hooks"]
+    rounds = int(args[0])
     workloads = (("generate", bench_generate), ("train_step", bench_train), ("pairs", bench_pairs))
-    chosen = sys.argv[2].split(",") if len(sys.argv) > 2 else [name for name, _ in workloads]
+    chosen = args[1].split(",") if len(args) > 1 else [name for name, _ in workloads]
     lib = profiler()
-    results = {"profiled": lib is not None, "categories": os.environ.get("GPUMEMPROF_CATEGORIES") or "on"}
+    switch = hooks_switch(lib) if alternate == "hooks" else recording_switch(lib)
+    results = {"profiled": lib is not None, "categories": os.environ.get("GPUMEMPROF_CATEGORIES") or "on",
+               "alternate": alternate}
     for name, fn in workloads:
         if name not in chosen:
             continue
-        unit, alt = fn(lib, rounds)
+        unit, alt = fn(switch, rounds)
         scale = 1e6 if unit == "ns/pair" else 1.0
         res = {"unit": unit}
         for variant, values in alt.times.items():
@@ -181,8 +201,8 @@ def main():
             res["diffs"] = [v * scale for v in alt.diffs]
             res["diff_median"] = statistics.median(res["diffs"])
         results[name] = res
-    if lib is not None:
-        lib.gpumemprof_resume()
+    if switch:
+        switch[0][1]()  # recording, the hooks on
     print(json.dumps(results))
     return 0
 

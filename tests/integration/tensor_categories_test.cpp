@@ -109,7 +109,16 @@ TEST_P(TensorCategoriesOfEachScenario, EqualTheFakesLedgerAtThePeakAndAtExit) {
 
 INSTANTIATE_TEST_SUITE_P(Scenarios, TensorCategoriesOfEachScenario,
                          ::testing::Values("adamw", "sgd_accumulate", "checkpoint", "generate", "inference_plain",
-                                           "oom_forward"));
+                                           "oom_forward", "sliced_layers"));
+
+// Hugging Face's models loop over a slice of their layers, a ModuleList made in every forward: its
+// registrations of known modules must not make the bootstrap walk the parameters every step (on an
+// 8-layer Llama that walk was most of the hooks' cost per step; docs/validation.md, session 42).
+TEST_F(TensorCategories, ASlicedModuleListInForwardMakesNoParameterWalkDue) {
+  const TorchRun r = run("sliced_layers");
+  if (r.dir.empty()) return;
+  EXPECT_EQ(r.fake["module_changes_in_forwards"], 0) << r.result.out;
+}
 
 TEST_F(TensorCategories, ParametersAreNamedByModulePathAndStateByParameterAndKey) {
   const TorchRun r = run("adamw");
@@ -197,6 +206,21 @@ TEST_F(TensorCategories, OffLeavesEveryTensorUnknownSaysWhyAndChangesNothing) {
   if (!bad.dir.empty()) {
     EXPECT_EQ(framework(bad)["categories_at_peak"]["decided"], true);
   }
+}
+
+// The benchmarks' switch (the bootstrap's set_active, tests/gpu/inference_bench.py --alternate
+// hooks): with the hooks inactive they send nothing, and the program runs as with them.
+TEST_F(TensorCategories, TheBenchmarksSwitchMakesTheHooksDoNothing) {
+  Sandbox other;
+  const TorchRun on = run("adamw", {}, &other);
+  const TorchRun inactive = run("adamw_hooks_inactive");
+  if (inactive.dir.empty()) return;
+  EXPECT_EQ(inactive.fake["peak"], on.fake["peak"]);
+  EXPECT_EQ(inactive.fake["at_exit"], on.fake["at_exit"]);
+  EXPECT_EQ(framework(inactive)["categories_at_peak"]["decided"], false);
+  RunResult csv = box.run({Paths::tool(), "export", inactive.dir, "--format", "csv"});
+  EXPECT_EQ(csv.out.find(",tensor_label,"), std::string::npos);
+  EXPECT_EQ(csv.out.find(",phase,"), std::string::npos);
 }
 
 TEST_F(TensorCategories, CheckMaxCategoryComparesEachCategorysOwnPeak) {

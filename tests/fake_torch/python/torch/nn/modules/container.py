@@ -40,4 +40,7 @@ class ModuleList(Module):
         return len(self._modules)
 
     def __getitem__(self, i):
+        # A slice is a new ModuleList of the same modules, as in PyTorch (registering each again).
+        if isinstance(i, slice):
+            return self.__class__(list(self._modules.values())[i])
         return list(self._modules.values())[i]
