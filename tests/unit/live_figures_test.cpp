@@ -64,11 +64,9 @@ class Feed {
   // PyTorch's side through the bridge (device 0): attached with one 64 MiB segment.
   void attach() {
     Event a{};
-    a.op = Op::FrameworkAttach;
+    FrameworkAttachRecord{true, framework_version(2, 11, 0)}.to_event(a);
     a.api = Api::torch_caching_allocator;
     a.device = -1;
-    a.result = 1;
-    a.value = framework_version(2, 11, 0);
     apply(a);
     alloc(0x10000000, 64 * MiB);
     framework(Op::SegmentAlloc, 0x10000000, 64 * MiB);

@@ -209,11 +209,9 @@ TEST(MetricsText, FrameworkFamiliesOnlyOnBridgedDevices) {
   s.device(0, 1024 * MiB);
   s.device(1, 1024 * MiB);
   Event attach{};
-  attach.op = Op::FrameworkAttach;
+  FrameworkAttachRecord{true, framework_version(2, 11, 0)}.to_event(attach);
   attach.api = Api::torch_caching_allocator;
   attach.device = -1;
-  attach.result = 1;
-  attach.value = framework_version(2, 11, 0);
   s.apply(attach);
   s.alloc(0, 0x100000, 20 * MiB);  // the segment's cudaMalloc
   auto framework = [&](Op op, uint64_t addr, uint64_t size) {
