@@ -492,6 +492,70 @@ def categories_checks(args, browser, workdir):
     tips = re.search(r'data-tooltips="([^"]*)"', chromium(browser, workdir, hover_page, "--dump-dom"))
     tips = html.unescape(tips.group(1)) if tips else ""
     check("optimizer state: 80.00 MiB" in tips, "hovering the peak shows 'optimizer state: 80.00 MiB'")
+    zoom_page = os.path.join(workdir, "categories.zoom.html")
+    with open(zoom_page, "w", encoding="utf-8") as f:
+        f.write(page.replace("</body>", CATEGORIES_ZOOM + "</body>"))
+    found = re.search(r'data-categories-zoom="([^"]*)"', chromium(browser, workdir, zoom_page, "--dump-dom"))
+    zoomed = json.loads(html.unescape(found.group(1))) if found else {}
+    if check(zoomed.get("to", 0) - zoomed.get("from", 0) < zoomed.get("slice", 0),
+             "zoomed onto the 3 us temporary, narrower than one of the 2048 slices: %s" % zoomed):
+        check(zoomed["with"] > 0 and zoomed["without"] > 0,
+              "zoomed in, the categories are the finer level's: some columns hold the temporary and some do not "
+              "(%d with, %d without; the coarse slice holds it throughout)" % (zoomed["with"], zoomed["without"]))
+        check(zoomed["stack_tops_match"], "zoomed in, the stacked categories reach each column's tensors exactly")
+
+
+# Appended to a copy of the categories run's page: zooms in three drags onto the 3 us temporary (found
+# in the finer level: the first slice whose tensors reach 80 MiB), then sweeps the pointer across the
+# chart and counts the tooltips that list the temporary and those that do not; checks that every
+# column's categories add up to its tensors. Keeps it all in <body data-categories-zoom> as JSON.
+CATEGORIES_ZOOM = """<script>
+(function () {
+  var data = JSON.parse(document.getElementById("gmp-data").textContent);
+  var tl = data.analysis.devices[0].timeline, fine = tl.fine, svg = document.querySelector("svg.timeline");
+  var k = 0;
+  while (fine.tensors_max[k] < 80 * 1048576) k++;
+  var at = fine.origin_ns + fine.index[k] * fine.width_ns;
+  function clientX(t) {
+    var r = svg.getBoundingClientRect(), from = +svg.dataset.viewFrom, to = +svg.dataset.viewTo;
+    return r.left + (+svg.dataset.plotLeft + (t - from) / (to - from) * +svg.dataset.plotWidth) * r.width / svg.viewBox.baseVal.width;
+  }
+  function mouse(type, t, target) {
+    var r = svg.getBoundingClientRect();
+    (target || svg).dispatchEvent(new MouseEvent(type, { clientX: clientX(t), clientY: r.top + r.height / 3, bubbles: true, button: 0 }));
+  }
+  function zoom(half) {
+    mouse("mousedown", at - half);
+    mouse("mousemove", at, window);
+    mouse("mouseup", at + half, window);
+  }
+  zoom(5e6);
+  zoom(200e3);
+  zoom(10e3);
+  var tip = document.querySelector(".chart .tooltip"), r = svg.getBoundingClientRect(), out = { with: 0, without: 0 };
+  for (var i = 0; i <= 600; i++) {
+    svg.dispatchEvent(new MouseEvent("mousemove", { clientX: r.left + r.width * i / 600, clientY: r.top + r.height / 2, bubbles: true }));
+    if (tip.style.display !== "block") continue;
+    if (tip.textContent.indexOf("temporaries: 10.00 MiB") >= 0) out.with++; else out.without++;
+  }
+  // Each column's stacked top against the tensors' series: the stack paths' upper edges end at
+  // the same heights as the tensors' step line, column by column.
+  function tops(d) {
+    var ys = [], m, re = /[MV][^HVZ]*?(-?[\d.]+)(?=H)/g;
+    while ((m = re.exec(d)) !== null) ys.push(+m[1]);
+    return ys;
+  }
+  // The topmost stack's upper edge gives one height per column, then its lower edge follows.
+  var stacks = document.querySelectorAll("path.stack"), tensors = document.querySelector('path[data-series="tensors"]');
+  var line = tops(tensors.getAttribute("d")), stackTop = tops(stacks[stacks.length - 1].getAttribute("d")).slice(0, line.length);
+  out.columns = line.length;
+  out.stack_tops_match = line.length > 0 && stackTop.length === line.length &&
+    stackTop.every(function (y, i) { return Math.abs(y - line[i]) < 0.01; });
+  out.from = +svg.dataset.viewFrom; out.to = +svg.dataset.viewTo; out.slice = tl.t_ns[1] - tl.t_ns[0];
+  document.body.dataset.categoriesZoom = JSON.stringify(out);
+})();
+</script>
+"""
 
 
 # Appended to a copy of the zoom run's page: zooms in three drags onto the 90 MiB spike (times from

@@ -222,8 +222,8 @@ void write_categories_run(const std::string& dir) {
       .label(20 * kMs + kStep, kW, TensorCategory::Parameters, 1)
       .phase(30 * kMs, TrainingPhase::Forward, 1, 1)
       .tensor(40 * kMs, kMain, kA, 30 * MiB, 0)  // an activation: alive when the backward begins
-      .tensor(45 * kMs, kMain, kX, 10 * MiB, 0)  // a temporary: freed in the forward
-      .free_tensor(50 * kMs, kMain, kX, 10 * MiB)
+      .tensor(45 * kMs, kMain, kX, 10 * MiB, 0)  // a temporary: freed in the forward, 3 us later
+      .free_tensor(45 * kMs + 3 * kStep, kMain, kX, 10 * MiB)
       .phase(60 * kMs, TrainingPhase::Backward, 1, 1)
       .tensor(70 * kMs, kMain, kG, 40 * MiB, 0)  // the gradients
       .label(70 * kMs + kStep, kG, TensorCategory::Gradients, 2)

@@ -73,7 +73,8 @@ void write_training_run(const std::string& dir, bool with_summary = true);
 // One training step with the bootstrap's labels and phases (framework_run.cpp says what happens
 // when), for the categories' outputs: tensors peak at 160 MiB in the optimizer phase of step 1,
 // 40 MiB parameters (named kCategoriesParameterName), 40 MiB gradients, 80 MiB optimizer state; on
-// the way, 30 MiB activations and a 10 MiB temporary. At exit: the parameters and the optimizer state.
+// the way, 30 MiB activations and a 10 MiB temporary held 3 us (narrower than one of the HTML page's
+// 2048 timeline slices). At exit: the parameters and the optimizer state.
 inline constexpr const char* kCategoriesParameterName = "model.</script><b>&\"'.weight";
 void write_categories_run(const std::string& dir);
 

@@ -87,6 +87,35 @@ TEST(FineTimeline, SamplesAreKeptWithTheLevelTheyFellIn) {
   EXPECT_EQ(kept.front().allocated_max, 100u);
 }
 
+// The categories of a slice are those at its tensors' highest (the first time it was reached), and
+// at its end; coarsening keeps the half that reached the merged slice's highest first.
+TEST(FineTimeline, TheCategoriesAreThoseAtTheTensorsHighestAndAtTheEnd) {
+  auto at = [](uint64_t tensors, uint64_t params, uint64_t activations) {
+    Levels l{tensors, tensors, tensors, tensors};
+    l.categories[static_cast<size_t>(TensorCategory::Parameters)] = params;
+    l.categories[static_cast<size_t>(TensorCategory::Activations)] = activations;
+    return l;
+  };
+  FineTimeline fine(0, 100, 2);
+  fine.level(10, {}, at(100, 100, 0));
+  fine.level(20, at(100, 100, 0), at(150, 100, 50));   // slice 0's highest
+  fine.level(30, at(150, 100, 50), at(120, 100, 20));
+  fine.level(130, at(120, 100, 20), at(150, 150, 0));   // slice 1: as high again, later
+  fine.level(140, at(150, 150, 0), at(110, 110, 0));
+  ASSERT_EQ(fine.slices().size(), 2u);
+  const FineSlice& first = fine.slices()[0];
+  EXPECT_EQ(first.tensors_max, 150u);
+  EXPECT_EQ(first.categories_at_max[static_cast<size_t>(TensorCategory::Activations)], 50u);
+  EXPECT_EQ(first.categories_last[static_cast<size_t>(TensorCategory::Activations)], 20u);
+  fine.level(250, at(110, 110, 0), at(90, 90, 0));  // a third slice: two by two into one of 200 ns
+  ASSERT_EQ(fine.slices().size(), 2u);
+  const FineSlice& merged = fine.slices()[0];
+  EXPECT_EQ(fine.width_ns(), 200u);
+  EXPECT_EQ(merged.tensors_max, 150u);
+  EXPECT_EQ(merged.categories_at_max[static_cast<size_t>(TensorCategory::Activations)], 50u);  // the earlier half's
+  EXPECT_EQ(merged.categories_last[static_cast<size_t>(TensorCategory::Parameters)], 110u);
+}
+
 TEST(FineTimeline, NoCapKeepsNothing) {
   FineTimeline fine(0, 1, 0);
   fine.level(10, {}, {100, 200, 0, 0});

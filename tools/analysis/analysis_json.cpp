@@ -81,7 +81,26 @@ nlohmann::json marker_json(const Marker& m) {
 }
 
 // The finer level (fine_timeline.h) in arrays, as the coarse one: kept slices only, by index.
-nlohmann::json fine_json(const FineTimeline& fine, bool framework) {
+namespace {
+
+// A category array per category that is ever non-zero in the slices, from `field` of each.
+nlohmann::json fine_categories(const FineTimeline& fine, CategoryBytes FineSlice::*field) {
+  nlohmann::json out = nlohmann::json::object();
+  for (size_t c = 0; c < kTensorCategoryCount; ++c) {
+    nlohmann::json values = nlohmann::json::array();
+    bool any = false;
+    for (const FineSlice& s : fine.slices()) {
+      values.push_back((s.*field)[c]);
+      any = any || (s.*field)[c] != 0;
+    }
+    if (any) out[std::string(tensor_category_name(static_cast<TensorCategory>(c)))] = std::move(values);
+  }
+  return out;
+}
+
+}  // namespace
+
+nlohmann::json fine_json(const FineTimeline& fine, bool framework, bool categories) {
   using Field = uint64_t FineSlice::*;
   std::vector<std::pair<const char*, Field>> fields = {
       {"index", &FineSlice::index},
@@ -104,6 +123,10 @@ nlohmann::json fine_json(const FineTimeline& fine, bool framework) {
     for (const FineSlice& s : fine.slices()) values.push_back(s.*field);
     j[key] = std::move(values);
   }
+  if (framework && categories) {  // the tensors stacked by category when zoomed in, as tensor_categories
+    j["tensor_categories_at_max"] = fine_categories(fine, &FineSlice::categories_at_max);
+    j["tensor_categories_last"] = fine_categories(fine, &FineSlice::categories_last);
+  }
   return j;
 }
 
@@ -122,7 +145,8 @@ nlohmann::json timeline_json(const DeviceAnalysis& d) {
     t["reserved_last"].push_back(b.reserved_last);
     t["nvml_process_max"].push_back(b.nvml_process_max);
   }
-  if (!d.fine.slices().empty()) t["fine"] = fine_json(d.fine, d.framework.attached);
+  const bool decided = d.categories_at_exit.decided || d.categories_at_peak.decided;
+  if (!d.fine.slices().empty()) t["fine"] = fine_json(d.fine, d.framework.attached, decided);
   if (!d.framework.attached) return t;
   for (const char* key : {"tensors_max", "framework_reserved_max", "tensors_last", "framework_reserved_last"}) {
     t[key] = nlohmann::json::array();
@@ -133,7 +157,7 @@ nlohmann::json timeline_json(const DeviceAnalysis& d) {
     t["tensors_last"].push_back(b.tensors_last);
     t["framework_reserved_last"].push_back(b.framework_reserved_last);
   }
-  if (!d.categories_at_exit.decided && !d.categories_at_peak.decided) return t;
+  if (!decided) return t;
   nlohmann::json categories = nlohmann::json::object();  // stacked, they draw tensors_max
   for (size_t c = 0; c < kTensorCategoryCount; ++c) {
     nlohmann::json values = nlohmann::json::array();

@@ -14,6 +14,7 @@ FineSlice point(uint64_t index, const Levels& l) {
   s.reserved_min = s.reserved_max = s.reserved_last = l.reserved;
   s.tensors_max = s.tensors_last = l.tensors;
   s.framework_reserved_max = s.framework_reserved_last = l.framework_reserved;
+  s.categories_at_max = s.categories_last = l.categories;
   return s;
 }
 
@@ -23,12 +24,16 @@ void absorb(FineSlice& m, const FineSlice& later) {
   m.allocated_max = std::max(m.allocated_max, later.allocated_max);
   m.reserved_min = std::min(m.reserved_min, later.reserved_min);
   m.reserved_max = std::max(m.reserved_max, later.reserved_max);
-  m.tensors_max = std::max(m.tensors_max, later.tensors_max);
+  if (later.tensors_max > m.tensors_max) {
+    m.tensors_max = later.tensors_max;
+    m.categories_at_max = later.categories_at_max;
+  }
   m.framework_reserved_max = std::max(m.framework_reserved_max, later.framework_reserved_max);
   m.nvml_process_max = std::max(m.nvml_process_max, later.nvml_process_max);
   m.allocated_last = later.allocated_last;
   m.reserved_last = later.reserved_last;
   m.tensors_last = later.tensors_last;
+  m.categories_last = later.categories_last;
   m.framework_reserved_last = later.framework_reserved_last;
 }
 

@@ -5,18 +5,23 @@
 // Streaming and exact: each kept slice holds the lowest and highest level and the level at its end
 // of what happened in it, the level it was entered at included; a slice that is not kept held
 // the previous kept slice's last level throughout. Coarsening merges neighbours two by two, which
-// keeps every figure exact at the wider slice (a missing neighbour held a level already counted).
+// keeps every figure exact at the wider slice (a missing neighbour held a level already counted);
+// the categories at a merged slice's tensors_max are those of the half that reached it first.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <vector>
 
+#include "tensor_categories.h"  // model/: CategoryBytes
+
 namespace gmp::analysis {
 
-// The levels a slice tracks, as TimelineBucket names them.
+// The levels a slice tracks, as TimelineBucket names them; the tensors by category where the run's
+// were decided (zeros otherwise).
 struct Levels {
   uint64_t allocated = 0, reserved = 0, tensors = 0, framework_reserved = 0;
+  CategoryBytes categories{};
 };
 
 struct FineSlice {
@@ -26,6 +31,8 @@ struct FineSlice {
   uint64_t tensors_max = 0, tensors_last = 0;
   uint64_t framework_reserved_max = 0, framework_reserved_last = 0;
   uint64_t nvml_process_max = 0;  // 0: no sample with a process figure in the slice
+  // The tensors by category when they first reached tensors_max in the slice, and at its end.
+  CategoryBytes categories_at_max{}, categories_last{};
 };
 
 class FineTimeline {

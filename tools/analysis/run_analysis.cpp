@@ -246,7 +246,7 @@ class Timeline {
     uint64_t allocated = 0, reserved = 0, tensors = 0, framework_reserved = 0;
     uint64_t index = 0;  // the trace position it was set at
     CategoryBytes categories{};
-    Levels levels() const { return {allocated, reserved, tensors, framework_reserved}; }
+    Levels levels() const { return {allocated, reserved, tensors, framework_reserved, categories}; }
   };
   RunAnalysis& run_;
   size_t buckets_;

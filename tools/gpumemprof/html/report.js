@@ -209,12 +209,15 @@
       for (var i = b0; i <= b1; i += per) {
         var j1 = Math.min(b1, i + per - 1), c = { from: Math.max(tl.t_ns[i], view[0]),
           to: Math.min(tl.t_ns[j1] + slice, view[1]), amin: Infinity, amax: 0, rmin: Infinity, rmax: 0, nvml: 0, tmax: 0, fmax: 0 };
+        var top = i;  // the bucket of the most tensors: its categories are the column's
         for (var j = i; j <= j1; j++) {
           c.amin = Math.min(c.amin, tl.allocated_min[j]); c.amax = Math.max(c.amax, tl.allocated_max[j]);
           c.rmin = Math.min(c.rmin, tl.reserved_min[j]); c.rmax = Math.max(c.rmax, tl.reserved_max[j]);
           c.nvml = Math.max(c.nvml, tl.nvml_process_max[j]);
           if (fw) { c.tmax = Math.max(c.tmax, tl.tensors_max[j]); c.fmax = Math.max(c.fmax, tl.framework_reserved_max[j]); }
+          if (fw && tl.tensors_max[j] > tl.tensors_max[top]) top = j;
         }
+        c.cats = categoriesAt(tl.tensor_categories, top);
         c.alast = tl.allocated_last[j1]; c.rlast = tl.reserved_last[j1];
         if (fw) { c.tlast = tl.tensors_last[j1]; c.flast = tl.framework_reserved_last[j1]; }
         cols.push(c);
@@ -233,18 +236,20 @@
       var k = 0, hi = kept;  // k: the first kept slice at or after the view's first column
       while (k < hi) { var mid = (k + hi) >> 1; if (fine.index[mid] < g0 * per) k = mid + 1; else hi = mid; }
       function level(i) {
-        return i < 0 ? { a: 0, r: 0, t: 0, f: 0 } : { a: fine.allocated_last[i], r: fine.reserved_last[i],
-          t: fw ? fine.tensors_last[i] : 0, f: fw ? fine.framework_reserved_last[i] : 0 };
+        return i < 0 ? { a: 0, r: 0, t: 0, f: 0, c: categoriesAt(null, 0) } : { a: fine.allocated_last[i],
+          r: fine.reserved_last[i], t: fw ? fine.tensors_last[i] : 0, f: fw ? fine.framework_reserved_last[i] : 0,
+          c: categoriesAt(fine.tensor_categories_last, i) };
       }
       var now = level(k - 1);
       for (var g = g0; g <= g1; g++) {
         var end = (g + 1) * per, c = { from: Math.max(o + g * per * w, view[0]), to: Math.min(o + end * w, view[1]),
-          amin: now.a, amax: now.a, rmin: now.r, rmax: now.r, tmax: now.t, fmax: now.f, nvml: 0 };
+          amin: now.a, amax: now.a, rmin: now.r, rmax: now.r, tmax: now.t, fmax: now.f, nvml: 0, cats: now.c };
         for (; k < kept && fine.index[k] < end; k++) {
           c.amin = Math.min(c.amin, fine.allocated_min[k]); c.amax = Math.max(c.amax, fine.allocated_max[k]);
           c.rmin = Math.min(c.rmin, fine.reserved_min[k]); c.rmax = Math.max(c.rmax, fine.reserved_max[k]);
           c.nvml = Math.max(c.nvml, fine.nvml_process_max[k]);
-          if (fw) { c.tmax = Math.max(c.tmax, fine.tensors_max[k]); c.fmax = Math.max(c.fmax, fine.framework_reserved_max[k]); }
+          if (fw && fine.tensors_max[k] > c.tmax) { c.tmax = fine.tensors_max[k]; c.cats = categoriesAt(fine.tensor_categories_at_max, k); }
+          if (fw) c.fmax = Math.max(c.fmax, fine.framework_reserved_max[k]);
           now = level(k);
         }
         c.alast = now.a; c.rlast = now.r; c.tlast = now.t; c.flast = now.f;
@@ -253,32 +258,32 @@
       return cols;
     }
 
-    // The tensors by category (the timeline's tensor_categories): each bucket's categories add up to
-    // its tensors_max, so they are drawn from the buckets, stacked, whatever the columns: buckets in
-    // view gathered at most a pixel wide, each group drawn as its bucket of the highest tensors.
+    // The tensors by category: the timeline's tensor_categories per bucket and, zoomed in, the finer
+    // level's per slice (tensor_categories_at_max, _last), each adding up to the tensors at the
+    // column's highest; every column carries them (cats), so they are drawn stacked from the columns.
     // Only the categories that are ever non-zero, in the legend's order.
     var CATEGORY_ORDER = ["parameters", "gradients", "optimizer_state", "activations", "temporaries", "kv_cache",
                           "other", "unknown"];
     var cats = !fw || !tl.tensor_categories ? [] : CATEGORY_ORDER.filter(function (k) {
       var v = tl.tensor_categories[k];
-      return v && v.some(function (b) { return b > 0; });
+      return (v && v.some(function (b) { return b > 0; })) || (fine && fine.tensor_categories_at_max &&
+        (fine.tensor_categories_at_max[k] || fine.tensor_categories_last[k]));
     });
+    // {category: bytes} of entry i of `arrays` (absent arrays: 0).
+    function categoriesAt(arrays, i) {
+      var out = {};
+      cats.forEach(function (k) { out[k] = arrays && arrays[k] ? arrays[k][i] : 0; });
+      return out;
+    }
     function drawCategories(parent, y) {
-      var b0 = bucketAt(view[0]), b1 = Math.max(b0, bucketAt(view[1] - 1));
-      var per = Math.max(1, Math.ceil((b1 - b0 + 1) / pw)), groups = [];
-      for (var i = b0; i <= b1; i += per) {
-        var j1 = Math.min(b1, i + per - 1), top = i;
-        for (var j = i; j <= j1; j++) if (tl.tensors_max[j] > tl.tensors_max[top]) top = j;
-        groups.push({ from: Math.max(tl.t_ns[i], view[0]), to: Math.min(tl.t_ns[j1] + slice, view[1]), bucket: top, base: 0 });
-      }
-      var g = svgEl("g", { "class": "categories" }, parent);
+      var g = svgEl("g", { "class": "categories" }, parent), base = cols.map(function () { return 0; });
       cats.forEach(function (k) {
-        var values = tl.tensor_categories[k], upper = "", lower = "";
-        groups.forEach(function (c, i) {
-          var hi = c.base + values[c.bucket];
+        var upper = "", lower = "";
+        cols.forEach(function (c, i) {
+          var hi = base[i] + c.cats[k];
           upper += (i ? "H" + x(c.from) + "V" : "M" + x(c.from) + ",") + y(hi) + "H" + x(c.to);
-          lower = "V" + y(c.base) + "H" + x(c.from) + lower;
-          c.base = hi;
+          lower = "V" + y(base[i]) + "H" + x(c.from) + lower;
+          base[i] = hi;
         });
         svgEl("path", { "class": "stack stack-" + k, d: upper + lower + "Z", "data-category": k }, g);
       });
@@ -518,14 +523,9 @@
       tipLine("reserved: max " + humanBytes(c.rmax) + ", min " + humanBytes(c.rmin) + ", at the end " + humanBytes(c.rlast));
       if (fw) {
         tipLine(fw + " tensors: max " + humanBytes(c.tmax) + ", at the end " + humanBytes(c.tlast));
-        if (cats.length) {  // the categories of the column's bucket with the most tensors
-          var top = bucketAt(c.from);
-          for (var j = top; j <= bucketAt(c.to - 1); j++) if (tl.tensors_max[j] > tl.tensors_max[top]) top = j;
-          cats.forEach(function (k) {
-            var b = tl.tensor_categories[k][top];
-            if (b > 0) tipLine("  " + k.replace(/_/g, " ") + ": " + humanBytes(b), "tip-category");
-          });
-        }
+        cats.forEach(function (k) {  // the column's categories at its most tensors
+          if (c.cats[k] > 0) tipLine("  " + k.replace(/_/g, " ") + ": " + humanBytes(c.cats[k]), "tip-category");
+        });
         tipLine(fw + " reserved: max " + humanBytes(c.fmax) + ", at the end " + humanBytes(c.flast));
       }
       if (c.nvml > 0) tipLine("NVML process usage: " + humanBytes(c.nvml));
