@@ -71,16 +71,24 @@ void exercise(const std::string& dir) {
   gmp::Accounting acc;
   if (!trace.open(trace_path) || !trace.seed(acc)) return;
   // The tensor categories over the same events (labels, phases and tensors of any value), then
-  // their levels in a second replay and the split of what is live at the end.
+  // their levels in a second replay and the split of what is live at the end; and the collector's
+  // live categorizer with a peak marked now and then.
   const gmp::reader::Attribution attribution;
-  gmp::analysis::TensorCategories categories(attribution);
-  categories.start(acc, 0);
+  gmp::TensorCategories categories = gmp::analysis::replay_categories(attribution);
+  gmp::TensorCategories live(gmp::TensorCategories::Use::Live, {});
+  categories.start(acc);
   std::vector<gmp::Event> events;
   gmp::Event e;
   for (uint64_t i = 1; trace.next(e); ++i) {
     acc.apply(e);
     categories.add(e, i);
+    live.add(e);
+    if (i % 7 == 0) live.mark_peak(e.device);
     if (events.size() < 100000) events.push_back(e);
+  }
+  for (const auto& [ordinal, _] : acc.devices()) {
+    (void)live.now(ordinal);
+    (void)live.at_peak(ordinal);
   }
   categories.finish(true);
   gmp::analysis::CategoryLevels levels(categories);
