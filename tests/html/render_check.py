@@ -505,6 +505,20 @@ def categories_checks(args, browser, workdir):
         check(zoomed["stack_tops_match"], "zoomed in, the stacked categories reach each column's tensors exactly")
 
 
+# The zoom scripts' pointer: the chart's client x of a time `t` in its current view, and a mouse
+# event of `type` there (on `target`, the chart by default); `svg` is the timeline's chart.
+POINTER_AT_TIME = """
+  function clientX(t) {
+    var r = svg.getBoundingClientRect(), from = +svg.dataset.viewFrom, to = +svg.dataset.viewTo;
+    return r.left + (+svg.dataset.plotLeft + (t - from) / (to - from) * +svg.dataset.plotWidth) * r.width / svg.viewBox.baseVal.width;
+  }
+  function mouse(type, t, target) {
+    var r = svg.getBoundingClientRect();
+    (target || svg).dispatchEvent(new MouseEvent(type, { clientX: clientX(t), clientY: r.top + r.height / 3, bubbles: true, button: 0 }));
+  }
+"""
+
+
 # Appended to a copy of the categories run's page: zooms in three drags onto the 3 us temporary (found
 # in the finer level: the first slice whose tensors reach 80 MiB), then sweeps the pointer across the
 # chart and counts the tooltips that list the temporary and those that do not; checks that every
@@ -516,14 +530,7 @@ CATEGORIES_ZOOM = """<script>
   var k = 0;
   while (fine.tensors_max[k] < 80 * 1048576) k++;
   var at = fine.origin_ns + fine.index[k] * fine.width_ns;
-  function clientX(t) {
-    var r = svg.getBoundingClientRect(), from = +svg.dataset.viewFrom, to = +svg.dataset.viewTo;
-    return r.left + (+svg.dataset.plotLeft + (t - from) / (to - from) * +svg.dataset.plotWidth) * r.width / svg.viewBox.baseVal.width;
-  }
-  function mouse(type, t, target) {
-    var r = svg.getBoundingClientRect();
-    (target || svg).dispatchEvent(new MouseEvent(type, { clientX: clientX(t), clientY: r.top + r.height / 3, bubbles: true, button: 0 }));
-  }
+""" + POINTER_AT_TIME + """
   function zoom(half) {
     mouse("mousedown", at - half);
     mouse("mousemove", at, window);
@@ -572,14 +579,7 @@ FINE_ZOOM = """<script>
   while (fine.allocated_max[up] <= 10 * 1048576) up++;
   for (down = up; fine.allocated_last[down] !== 10 * 1048576; down++) {}
   var spike = (at(up) + at(down)) / 2, half = Math.max(20e3, (at(down) - at(up)) / 2 + 5e3);
-  function clientX(t) {
-    var r = svg.getBoundingClientRect(), from = +svg.dataset.viewFrom, to = +svg.dataset.viewTo;
-    return r.left + (+svg.dataset.plotLeft + (t - from) / (to - from) * +svg.dataset.plotWidth) * r.width / svg.viewBox.baseVal.width;
-  }
-  function mouse(type, t, target) {
-    var r = svg.getBoundingClientRect();
-    (target || svg).dispatchEvent(new MouseEvent(type, { clientX: clientX(t), clientY: r.top + r.height / 3, bubbles: true, button: 0 }));
-  }
+""" + POINTER_AT_TIME + """
   function sweep() {
     var tip = document.querySelector(".chart .tooltip"), r = svg.getBoundingClientRect(), seen = {};
     for (var i = 0; i <= 600; i++) {
