@@ -228,6 +228,32 @@ def chromium(browser, workdir, page, *extra):
     return r.stdout
 
 
+def dom_with_script(browser, workdir, page, name, script):
+    """The DOM of a copy of `page` (the report's text), written to workdir/name with `script` run at
+    the end of its body."""
+    path = os.path.join(workdir, name)
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(page.replace("</body>", script + "</body>"))
+    return chromium(browser, workdir, path, "--dump-dom")
+
+
+def rendered_without_error(dom):
+    """The page's script finished (<body data-rendered="ok">) and said no error on the body."""
+    body = re.search(r"<body[^>]*>", dom)
+    return body is not None and 'data-rendered="ok"' in body.group(0) and "data-error" not in body.group(0)
+
+
+def framework_report(args, browser, workdir, name, *variant):
+    """A PyTorch run written by framework_run_writer (`variant`: its optional second argument) into
+    workdir/name-run, its report workdir/name.html: (the page's text, its DOM)."""
+    run_dir = os.path.join(workdir, name + "-run")
+    os.makedirs(run_dir, exist_ok=True)
+    subprocess.run([args.framework_run_writer, run_dir, *variant], check=True, timeout=60)
+    report = os.path.join(workdir, name + ".html")
+    page = html_report(args, run_dir, report)
+    return page, chromium(browser, workdir, report, "--dump-dom")
+
+
 def embedded_json(page):
     m = re.search(r'<script type="application/json" id="gmp-data">(.*?)</script>', page, re.S)
     return json.loads(m.group(1)) if m else None
@@ -422,15 +448,8 @@ def framework_checks(args, browser, workdir):
     """A PyTorch run under the framework bridge (tests/integration/framework_run.cpp): tensors peak at
     110 MiB, PyTorch's segments at 120 MiB. The chart draws both beside the driver level, the tooltip
     names them, the two-level table is on the page."""
-    run_dir = os.path.join(workdir, "framework-run")
-    os.makedirs(run_dir, exist_ok=True)
-    subprocess.run([args.framework_run_writer, run_dir], check=True, timeout=60)
-    report = os.path.join(workdir, "framework.html")
-    page = html_report(args, run_dir, report)
-    dom = chromium(browser, workdir, report, "--dump-dom")
-    body = re.search(r"<body[^>]*>", dom)
-    check(body is not None and 'data-rendered="ok"' in body.group(0) and "data-error" not in body.group(0),
-          "the PyTorch run's report renders without a script error")
+    page, dom = framework_report(args, browser, workdir, "framework")
+    check(rendered_without_error(dom), "the PyTorch run's report renders without a script error")
     # Tensors: 4, 10, 110, 104, 106, 6 and 4 MiB; PyTorch's segments: 20, 120 and 20 MiB.
     for series, levels in (("tensors", 6), ("framework-reserved", 2)):
         m = re.search(r'<path[^>]*class="series series-%s"[^>]*\bd="([^"]*)"' % series, dom)
@@ -441,10 +460,8 @@ def framework_checks(args, browser, workdir):
           "the legend names PyTorch's tensors and reserved")
     check(re.search(r'<tr data-figure="allocated"><td>allocated</td><td class="num">110\.00 MiB</td>', dom) is not None,
           "the PyTorch level table has the tensors' peak, 110.00 MiB")
-    hover_page = os.path.join(workdir, "framework.hover.html")
-    with open(hover_page, "w", encoding="utf-8") as f:
-        f.write(page.replace("</body>", HOVER_SWEEP + "</body>"))
-    tips = re.search(r'data-tooltips="([^"]*)"', chromium(browser, workdir, hover_page, "--dump-dom"))
+    hover = dom_with_script(browser, workdir, page, "framework.hover.html", HOVER_SWEEP)
+    tips = re.search(r'data-tooltips="([^"]*)"', hover)
     tips = tips.group(1) if tips else ""
     check("PyTorch tensors: max 110.00 MiB" in tips, "hovering the peak shows 'PyTorch tensors: max 110.00 MiB'")
     check("PyTorch reserved: max 120.00 MiB" in tips, "hovering the peak shows 'PyTorch reserved: max 120.00 MiB'")
@@ -456,15 +473,8 @@ def categories_checks(args, browser, workdir):
     break the markup), 40 MiB gradients, 80 MiB optimizer state; 30 MiB activations and a 10 MiB
     temporary on the way. The chart stacks the categories (a legend key each), the table of the
     categories at the tensor peak has their bytes, shares, largest items and the phase."""
-    run_dir = os.path.join(workdir, "categories-run")
-    os.makedirs(run_dir, exist_ok=True)
-    subprocess.run([args.framework_run_writer, run_dir, "categories"], check=True, timeout=60)
-    report = os.path.join(workdir, "categories.html")
-    page = html_report(args, run_dir, report)
-    dom = chromium(browser, workdir, report, "--dump-dom")
-    body = re.search(r"<body[^>]*>", dom)
-    check(body is not None and 'data-rendered="ok"' in body.group(0) and "data-error" not in body.group(0),
-          "the categories run's report renders without a script error")
+    page, dom = framework_report(args, browser, workdir, "categories", "categories")
+    check(rendered_without_error(dom), "the categories run's report renders without a script error")
     drawn = re.findall(r'<path[^>]*class="stack stack-([a-z_]+)"[^>]*>', dom)
     expected = ["parameters", "gradients", "optimizer_state", "activations", "temporaries"]
     check(drawn == expected, "the tensors are stacked by category, in order: %s (drawn: %s)" % (expected, drawn))
@@ -486,16 +496,12 @@ def categories_checks(args, browser, workdir):
     check("<b>&" not in page.split("<script")[0], "no name escapes into the markup")
     check(re.search(r'class="categories-phase">\(optimizer of step 1[^)]*\)', dom) is not None,
           "the peak's phase is named: optimizer of step 1")
-    hover_page = os.path.join(workdir, "categories.hover.html")
-    with open(hover_page, "w", encoding="utf-8") as f:
-        f.write(page.replace("</body>", HOVER_SWEEP + "</body>"))
-    tips = re.search(r'data-tooltips="([^"]*)"', chromium(browser, workdir, hover_page, "--dump-dom"))
+    hover = dom_with_script(browser, workdir, page, "categories.hover.html", HOVER_SWEEP)
+    tips = re.search(r'data-tooltips="([^"]*)"', hover)
     tips = html.unescape(tips.group(1)) if tips else ""
     check("optimizer state: 80.00 MiB" in tips, "hovering the peak shows 'optimizer state: 80.00 MiB'")
-    zoom_page = os.path.join(workdir, "categories.zoom.html")
-    with open(zoom_page, "w", encoding="utf-8") as f:
-        f.write(page.replace("</body>", CATEGORIES_ZOOM + "</body>"))
-    found = re.search(r'data-categories-zoom="([^"]*)"', chromium(browser, workdir, zoom_page, "--dump-dom"))
+    found = re.search(r'data-categories-zoom="([^"]*)"',
+                      dom_with_script(browser, workdir, page, "categories.zoom.html", CATEGORIES_ZOOM))
     zoomed = json.loads(html.unescape(found.group(1))) if found else {}
     if check(zoomed.get("to", 0) - zoomed.get("from", 0) < zoomed.get("slice", 0),
              "zoomed onto the 3 us temporary, narrower than one of the 2048 slices: %s" % zoomed):
@@ -617,10 +623,7 @@ def fine_zoom_checks(args, browser, workdir):
     fine = data["analysis"]["devices"][0]["timeline"].get("fine") if data else None
     check(fine is not None and fine["width_ns"] == 1 and max(fine["allocated_max"]) == 90 * MiB,
           "the page embeds the finer level, 1 ns slices for a run of few events, its highest 90 MiB")
-    zoom_page = os.path.join(workdir, "zoom.explore.html")
-    with open(zoom_page, "w", encoding="utf-8") as f:
-        f.write(page.replace("</body>", FINE_ZOOM + "</body>"))
-    dom = chromium(browser, workdir, zoom_page, "--dump-dom")
+    dom = dom_with_script(browser, workdir, page, "zoom.explore.html", FINE_ZOOM)
     found = re.search(r'data-fine-zoom="([^"]*)"', dom)
     try:
         steps = json.loads(html.unescape(found.group(1))) if found else []
@@ -748,10 +751,7 @@ def main():
           "the x axis is labelled in milliseconds, whole numbers: %s" % times)
 
     # The hover tooltip: sweep the pointer across the chart and collect what the tooltip said.
-    hover_page = os.path.join(workdir, "report.hover.html")
-    with open(hover_page, "w", encoding="utf-8") as f:
-        f.write(page.replace("</body>", LABELS + HOVER_SWEEP + FLAME_ZOOM + EXPLORE + "</body>"))
-    hover = chromium(browser, workdir, hover_page, "--dump-dom")
+    hover = dom_with_script(browser, workdir, page, "report.hover.html", LABELS + HOVER_SWEEP + FLAME_ZOOM + EXPLORE)
     found = re.search(r'data-labels="([^"]*)"', hover)
     labels = json.loads(html.unescape(found.group(1))) if found else {"labels": [], "overlaps": ["no data-labels"]}
     check(len(labels["labels"]) >= 3 and not labels["overlaps"],
@@ -805,9 +805,7 @@ def main():
     data2 = embedded_json(page2)
     check(data2 is not None and data2["run"]["exe"] == hostile, "the hostile path survives the JSON embedding unchanged")
     dom2 = chromium(browser, workdir, report2, "--dump-dom")
-    body2 = re.search(r"<body[^>]*>", dom2)
-    check(body2 is not None and 'data-rendered="ok"' in body2.group(0) and "data-error" not in body2.group(0),
-          "the hostile report renders without a script error")
+    check(rendered_without_error(dom2), "the hostile report renders without a script error")
     check('<b id="injected"' not in dom2, "no element was injected into the DOM")
     names2 = [b[1] for b in flame_boxes(flame_section(dom2))]
     check(len(names2) > 1, "the hostile run's flame graph is drawn")
@@ -821,9 +819,7 @@ def main():
     data3 = embedded_json(html_report(args, bare_run, report3))
     check(data3 is not None and not has_stacks(data3), "a run with GPUMEMPROF_STACKS=0 has no stack ids")
     dom3 = chromium(browser, workdir, report3, "--dump-dom")
-    body3 = re.search(r"<body[^>]*>", dom3)
-    check(body3 is not None and 'data-rendered="ok"' in body3.group(0) and "data-error" not in body3.group(0),
-          "the report without stacks renders without a script error")
+    check(rendered_without_error(dom3), "the report without stacks renders without a script error")
     section3 = flame_section(dom3)
     text3 = re.sub(r"<[^>]+>", "", section3)
     check(re.search(r'<section id="flame-graph"[^>]*\bhidden', dom3) is None and "flame-empty" in section3,
@@ -853,9 +849,7 @@ def main():
     report4 = os.path.join(workdir, "python.html")
     html_report(args, py_run, report4)
     dom4 = chromium(browser, workdir, report4, "--dump-dom")
-    body4 = re.search(r"<body[^>]*>", dom4)
-    check(body4 is not None and 'data-rendered="ok"' in body4.group(0) and "data-error" not in body4.group(0),
-          "the Python run's report renders without a script error")
+    check(rendered_without_error(dom4), "the Python run's report renders without a script error")
     boxes4 = flame_boxes(flame_section(dom4))
     py_named = [b for b in boxes4 if re.search(r" \(py_alloc\.py:\d+\)$", b[1])]
     if py_named:
