@@ -94,12 +94,7 @@ void AttributionWriter::write_stack(uint32_t id, uint64_t now_ns) {
   InternEntry entry;
   if (!intern_table().get(id, &entry) || entry.type != InternType::Stack) return;
   refresh_modules(now_ns);  // the stack's libraries are loaded now; note any new ones first
-  StackLine stack{id, std::vector<StackFrame>(entry.length / sizeof(uint64_t))};
-  for (size_t i = 0; i < stack.frames.size(); ++i) {
-    uint64_t word = 0;
-    std::memcpy(&word, entry.data + i * sizeof word, sizeof word);
-    stack.frames[i] = StackFrame::from_word(word);
-  }
+  StackLine stack{id, stack_frames(entry.data, entry.length)};
   for (const StackFrame& f : stack.frames) {  // a Python frame's record goes before the first stack that names it
     const auto py = static_cast<uint32_t>(f.value);
     if (f.python && first_time(py)) write_pyframe(py);

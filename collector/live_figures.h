@@ -1,9 +1,10 @@
 // What the running process can ask about itself (include/gpumemprof.h, docs/python.md): each
 // device's figures, the counts, a peak window and the recent records (allocations, releases,
-// alerts, cleanups), and the tensors by category (the collector's live TensorCategories). The collector thread is the only writer; readers are the application's threads,
-// which must never wait on it: figures are published after each pass under a seqlock per device,
-// records go into a fixed ring whose slots carry their own sequence number, and a reader that meets
-// a slot being rewritten retries or skips it. No lock, no allocation on either side.
+// alerts, cleanups), and the tensors by category (the collector's live TensorCategories). The
+// collector thread is the only writer; readers are the application's threads, which must never wait
+// on it: figures are published after each pass under a seqlock per device, records go into a fixed
+// ring whose slots carry their own sequence number, and a reader that meets a slot being rewritten
+// retries or skips it. No lock, no allocation on either side.
 #pragma once
 
 #include <atomic>

@@ -69,6 +69,11 @@ void sample(std::string& out, std::string_view name, std::string_view labels, st
   out.append(name).append("{").append(labels).append("} ").append(value).append("\n");
 }
 
+// A device's labels, then the process's: device "" for a device below 0 (pinned host memory).
+std::string device_labels(int ordinal, std::string_view process_labels) {
+  return "device=\"" + (ordinal >= 0 ? std::to_string(ordinal) : std::string()) + "\"," + std::string(process_labels);
+}
+
 void device_families(std::string& out, const Accounting& acc, std::string_view process_labels,
                      const std::map<int, Accounting::LiveTotals>& live, const DeviceFamily* begin,
                      const DeviceFamily* end, bool framework_only) {
@@ -77,8 +82,8 @@ void device_families(std::string& out, const Accounting& acc, std::string_view p
     for (const auto& [ordinal, d] : acc.devices()) {
       if (framework_only && !d.framework.attached) continue;
       const auto l = live.find(ordinal);
-      const std::string labels = "device=\"" + std::to_string(ordinal) + "\"," + std::string(process_labels);
-      sample(out, f->name, labels, std::to_string(f->value(d, l == live.end() ? 0 : l->second.count)));
+      sample(out, f->name, device_labels(ordinal, process_labels),
+             std::to_string(f->value(d, l == live.end() ? 0 : l->second.count)));
     }
   }
 }
@@ -145,7 +150,7 @@ std::string render_metrics(const Accounting& acc, const MetricsTally& tally, con
     for (const auto& [ordinal, d] : acc.devices()) {
       if (!d.framework.attached) continue;
       const CategoryBytes& bytes = categories.now(ordinal);
-      const std::string labels = "device=\"" + std::to_string(ordinal) + "\"," + std::string(process_labels);
+      const std::string labels = device_labels(ordinal, process_labels);
       for (size_t c = 0; c < bytes.size(); ++c) {
         const auto category = static_cast<TensorCategory>(c);
         sample(out, "gpumemprof_tensor_category_bytes",
@@ -158,17 +163,16 @@ std::string render_metrics(const Accounting& acc, const MetricsTally& tally, con
   std::map<int, MetricsTally::Device> counted;
   for (const auto& [ordinal, _] : acc.devices()) counted[ordinal] = {};
   for (const auto& [ordinal, d] : tally.devices()) counted[ordinal] = d;
-  auto device_labels = [&](int ordinal) {
-    return "device=\"" + (ordinal >= 0 ? std::to_string(ordinal) : std::string()) + "\"," + std::string(process_labels);
-  };
   family(out, "gpumemprof_oom_bundles_total", "counter", "OOM bundles written for an allocation on the device.");
   for (const auto& [ordinal, d] : counted) {
-    sample(out, "gpumemprof_oom_bundles_total", device_labels(ordinal), std::to_string(d.oom_bundles));
+    sample(out, "gpumemprof_oom_bundles_total", device_labels(ordinal, process_labels),
+           std::to_string(d.oom_bundles));
   }
   family(out, "gpumemprof_alerts_total", "counter", "Alerts fired for the device, by type.");
   for (const auto& [ordinal, d] : counted) {
     for (AlertType t : kAlertTypes) {
-      sample(out, "gpumemprof_alerts_total", device_labels(ordinal) + ",type=\"" + alert_type_name(t) + "\"",
+      sample(out, "gpumemprof_alerts_total",
+             device_labels(ordinal, process_labels) + ",type=\"" + alert_type_name(t) + "\"",
              std::to_string(d.alerts_fired[static_cast<size_t>(t)]));
     }
   }
@@ -212,9 +216,8 @@ void MetricsFile::write_final(uint64_t now_ns, const Accounting& acc, const Tens
 void MetricsFile::write(uint64_t now_ns, const Accounting& acc, const TensorCategories& categories, bool running) {
   due_ns_ = now_ns + interval_ns_;
   const int dirfd = dir_.fd();
-  if ((dirfd >= 0 && write_file_atomic(dirfd, name_, render_metrics(acc, tally_, categories, labels_, realtime_ns(), running),
-                                       0644)) ||
-      warned_) {
+  const std::string text = render_metrics(acc, tally_, categories, labels_, realtime_ns(), running);
+  if ((dirfd >= 0 && write_file_atomic(dirfd, name_, text, 0644)) || warned_) {
     return;
   }
   // Said once: a full disk or a removed directory would otherwise repeat it every interval. Later

@@ -1,8 +1,8 @@
 // Fleet metrics (docs/metrics.md): with GPUMEMPROF_METRICS_DIR, each profiled process keeps one
 // gpumemprof_<host>_<pid>.prom file in the Prometheus text exposition format, for node_exporter's
 // textfile collector. The text is a pure function of the accounting and the live categories
-// (render_metrics, unit-tested);
-// MetricsFile rewrites it atomically from the collector thread, never from an allocating thread.
+// (render_metrics, unit-tested); MetricsFile rewrites it atomically from the collector thread, never
+// from an allocating thread.
 #pragma once
 
 #include <sys/types.h>

@@ -3,7 +3,10 @@
 // them "0x55d0c0001234" and "py:7" (attribution_records.h). Free of JSON so the shim can use it.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <cstring>
+#include <vector>
 
 namespace gmp {
 
@@ -21,5 +24,17 @@ struct StackFrame {
   }
   bool operator==(const StackFrame&) const = default;
 };
+
+// The frames of a stack as the shim stores it: `bytes` bytes of 64-bit words (a trailing partial
+// word is not a frame).
+inline std::vector<StackFrame> stack_frames(const uint8_t* words, size_t bytes) {
+  std::vector<StackFrame> out(bytes / sizeof(uint64_t));
+  for (size_t i = 0; i < out.size(); ++i) {
+    uint64_t word = 0;
+    std::memcpy(&word, words + i * sizeof word, sizeof word);
+    out[i] = StackFrame::from_word(word);
+  }
+  return out;
+}
 
 }  // namespace gmp

@@ -80,7 +80,6 @@ nlohmann::json marker_json(const Marker& m) {
   return j;
 }
 
-// The finer level (fine_timeline.h) in arrays, as the coarse one: kept slices only, by index.
 namespace {
 
 // A category array per category that is ever non-zero in the slices, from `field` of each.
@@ -100,6 +99,7 @@ nlohmann::json fine_categories(const FineTimeline& fine, CategoryBytes FineSlice
 
 }  // namespace
 
+// The finer level (fine_timeline.h) in arrays, as the coarse one: kept slices only, by index.
 nlohmann::json fine_json(const FineTimeline& fine, bool framework, bool categories) {
   using Field = uint64_t FineSlice::*;
   std::vector<std::pair<const char*, Field>> fields = {
