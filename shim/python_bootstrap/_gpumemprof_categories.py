@@ -54,6 +54,12 @@ _names = {}  # name -> id in attribution.jsonl
 _phase = {"step": 1, "micro": 0, "depth": 0}
 
 
+def _is(entry, obj):
+    """Whether an entry of a table keyed by id(), (weakref, ...), is `obj` itself (not an object
+    dead since whose id was reused)."""
+    return entry is not None and entry[0]() is obj
+
+
 def _known(value):
     """Whether a registered module, parameter or buffer was known already: registering it again (a
     ModuleList sliced in every forward, as Hugging Face's models do with their layers) adds nothing
@@ -65,8 +71,7 @@ def _known(value):
             return True
     except TypeError:
         return False
-    entry = _walk.params.get(id(value))
-    return entry is not None and entry[0]() is value
+    return _is(_walk.params.get(id(value)), value)
 
 
 def _note_module(module, name=None, value=None):
@@ -139,12 +144,10 @@ class _Labels:
         where = _storage(tensor)
         if where is None:
             return False
-        key = id(tensor)
-        seen = _seen.get(key)
-        if seen is not None and seen[0]() is tensor and seen[1] == where[1] and seen[2] == self.category:
+        if self.labelled(tensor) and _seen[id(tensor)][1] == where[1]:  # and at this storage
             return True
         try:
-            _seen[key] = (weakref.ref(tensor), where[1], self.category)
+            _seen[id(tensor)] = (weakref.ref(tensor), where[1], self.category)
         except TypeError:
             pass
         self.devices.append(where[0])
@@ -155,7 +158,7 @@ class _Labels:
     def labelled(self, tensor):
         """This very tensor was labelled with this category before."""
         seen = _seen.get(id(tensor))
-        return seen is not None and seen[0]() is tensor and seen[2] == self.category
+        return _is(seen, tensor) and seen[2] == self.category
 
     def send(self):
         n = len(self.addresses)
