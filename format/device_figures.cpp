@@ -41,7 +41,7 @@ DeviceFigures device_figures_from_json(const json& j) {
   s.allocated_peak_ns = u64_or(member(d, "allocated_peak_at_ns"));
   s.reserved_peak_ns = u64_or(member(d, "reserved_peak_at_ns"));
   const json* by_kind = member(d, "by_kind");
-  for (Kind k : {Kind::Linear, Kind::Pool, Kind::Vmm, Kind::Array, Kind::Managed, Kind::Graph}) {
+  for (Kind k : kDeviceKinds) {
     s.kind(k) = kind_stats(member(by_kind, std::string(kind_name(k)).c_str()));
   }
   s.pool_reserved = counter_from_json(member(member(by_kind, "pool"), "reserved"));

@@ -13,6 +13,7 @@ std::string_view kind_name(Kind k) {
     case Kind::Managed: return "managed";
     case Kind::HostPinned: return "host_pinned";
     case Kind::Graph: return "graph";
+    case Kind::Runtime: return "runtime";
     case Kind::None: break;
   }
   return "none";
@@ -88,6 +89,9 @@ std::string_view api_name(Api a) {
       "cuGraphInstantiateWithParams", "cuGraphInstantiateWithParams_ptsz", "cuGraphLaunch", "cuGraphLaunch_ptsz",
       "cuGraphUpload", "cuGraphUpload_ptsz", "cuGraphExecDestroy", "cuGraphDestroy", "cuDeviceGraphMemTrim",
       "cuDeviceSetGraphMemAttribute",
+#define GMP_API_NAME(name) #name,
+      GMP_HIP_APIS(GMP_API_NAME)
+#undef GMP_API_NAME
   };
   auto i = static_cast<size_t>(a);
   return i < names.size() ? names[i] : "unknown";

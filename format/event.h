@@ -16,8 +16,14 @@ enum class Kind : uint8_t {
   Managed = 5,     // cuMemAllocManaged
   HostPinned = 6,  // cuMemHostAlloc, cuMemAllocHost_v2
   Graph = 7,       // CUDA graph memory: allocation nodes, live from their launch until freed
+  Runtime = 8,     // device memory the GPU runtime took for itself: on AMD, HSA allocations that are
+                   // no HIP allocation call's (kernel-argument pools, staging buffers; docs/rocm.md)
 };
-inline constexpr int kKindCount = 8;
+inline constexpr int kKindCount = 9;
+// The kinds a device's figures break down into (summary.json by_kind, reports), in their order;
+// pinned host memory is the process's, not a device's.
+inline constexpr Kind kDeviceKinds[] = {Kind::Linear, Kind::Pool,  Kind::Vmm,    Kind::Array,
+                                        Kind::Managed, Kind::Graph, Kind::Runtime};
 
 // What each op's general fields (address, size, stream, object, value, result) hold is in
 // records.h, one struct per op, which every writer and reader goes through; ops without a struct
@@ -135,6 +141,16 @@ std::string_view training_phase_name(TrainingPhase p);  // "forward", "backward"
 
 // Which driver entry point produced the event. Stored as a number in the trace: append only. The
 // names are the exported ones; cuda.h maps three of them to newer ABIs by macro, kept out here.
+// The HIP and HSA entry points (AMD GPUs, docs/rocm.md), appended after the CUDA ones; one list for
+// the enum and the names.
+#define GMP_HIP_APIS(X)                                                                                    \
+  X(hipMalloc) X(hipExtMallocWithFlags) X(hipMallocPitch) X(hipMalloc3D) X(hipFree) X(hipMallocManaged)    \
+  X(hipHostMalloc) X(hipMallocHost) X(hipHostAlloc) X(hipHostFree) X(hipFreeHost) X(hipMallocAsync)        \
+  X(hipMallocFromPoolAsync) X(hipFreeAsync) X(hipMemPoolCreate) X(hipMemPoolDestroy) X(hipMemCreate)       \
+  X(hipMemRelease) X(hipMemMap) X(hipMemUnmap) X(hipMallocArray) X(hipMalloc3DArray) X(hipArrayCreate)     \
+  X(hipArray3DCreate) X(hipFreeArray) X(hipArrayDestroy) X(hsa_amd_memory_pool_allocate)                   \
+  X(hsa_amd_memory_pool_free)
+
 #pragma push_macro("cuStreamBeginCapture")
 #pragma push_macro("cuGraphInstantiate")
 #pragma push_macro("cuGraphAddNode")
@@ -160,6 +176,9 @@ enum class Api : uint16_t {
   cuGraphInstantiate, cuGraphInstantiate_v2, cuGraphInstantiateWithFlags, cuGraphInstantiateWithParams,
   cuGraphInstantiateWithParams_ptsz, cuGraphLaunch, cuGraphLaunch_ptsz, cuGraphUpload, cuGraphUpload_ptsz,
   cuGraphExecDestroy, cuGraphDestroy, cuDeviceGraphMemTrim, cuDeviceSetGraphMemAttribute,
+#define GMP_API_ENUM(name) name,
+  GMP_HIP_APIS(GMP_API_ENUM)
+#undef GMP_API_ENUM
   Count_
 };
 #pragma pop_macro("cuGraphAddNode")

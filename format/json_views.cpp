@@ -100,11 +100,8 @@ FrameworkStats framework_from_json(const nlohmann::json* j) {
 }
 
 nlohmann::json device_json(const DeviceStats& d, const std::string& name, uint64_t start_ns) {
-  nlohmann::json by_kind = {
-      {"linear", kind_json(d.kind(Kind::Linear))}, {"pool", kind_json(d.kind(Kind::Pool))},
-      {"vmm", kind_json(d.kind(Kind::Vmm))},       {"array", kind_json(d.kind(Kind::Array))},
-      {"managed", kind_json(d.kind(Kind::Managed))}, {"graph", kind_json(d.kind(Kind::Graph))},
-  };
+  nlohmann::json by_kind = nlohmann::json::object();
+  for (Kind k : kDeviceKinds) by_kind[std::string(kind_name(k))] = kind_json(d.kind(k));
   by_kind["graph"]["reserved"] = counter_json(d.graph_reserved);
   by_kind["graph"]["used"] = counter_json(d.graph_used);
   by_kind["pool"]["reserved"] = counter_json(d.pool_reserved);

@@ -18,7 +18,8 @@
 namespace gmp {
 
 inline constexpr char kTraceMagic[8] = {'G', 'M', 'P', 'T', 'R', 'A', 'C', 'E'};
-inline constexpr uint32_t kTraceVersion = 3;  // 1: one file, no checkpoint; 2: before CUDA graphs (both still read)
+// 1: one file, no checkpoint; 2: before CUDA graphs; 3: before the runtime kind (all still read)
+inline constexpr uint32_t kTraceVersion = 4;
 inline constexpr const char* kTraceFileName = "trace.gmpt";  // segment 0
 
 // Segment n's file name: trace.gmpt for 0, else trace.<n, six digits or more>.gmpt.

@@ -119,7 +119,9 @@ void Accounting::refresh_totals(int device, uint64_t ts) {
   const uint64_t plain = d.kind(Kind::Linear).bytes.current + d.kind(Kind::Array).bytes.current;
   const uint64_t allocated = plain + d.kind(Kind::Pool).bytes.current + d.kind(Kind::Vmm).bytes.current +
                              d.kind(Kind::Graph).bytes.current;
-  const uint64_t reserved = plain + d.pool_reserved.current + d.vmm_physical.current + d.graph_reserved.current;
+  // The runtime's own memory is held from the device but no allocation call of the program's.
+  const uint64_t reserved = plain + d.pool_reserved.current + d.vmm_physical.current + d.graph_reserved.current +
+                            d.kind(Kind::Runtime).bytes.current;
   if (allocated > d.allocated.peak) d.allocated_peak_ns = ts;
   if (reserved > d.reserved.peak) d.reserved_peak_ns = ts;
   d.allocated.set(allocated);

@@ -1,9 +1,9 @@
 // The accounting state as a checkpoint at the start of a trace segment (docs/trace-format.md
 // §Checkpoints), written by the collector and read by the tools.
 //
-// Encoding, version 2: the four bytes "GMPC", a u32 version, then every member of Accounting in the
-// order of Accounting::checkpoint_io() below. Version 1 (before CUDA graphs: seven kinds, no graph
-// figures or tables) is still read, so traces written before stay readable from any segment. Scalars are little-endian in their own width (bool
+// Encoding, version 3: the four bytes "GMPC", a u32 version, then every member of Accounting in the
+// order of Accounting::checkpoint_io() below. Version 2 (eight kinds: before the runtime kind) and
+// version 1 (before CUDA graphs: seven kinds, no graph figures or tables) are still read, so traces written before stay readable from any segment. Scalars are little-endian in their own width (bool
 // and the enums as their underlying integer, checked on reading); a table is a u64 count followed
 // by its entries in key order (so equal states encode to equal bytes); an entry is its key then
 // its fields. The one function walks the state for both directions, so the writer and the reader
@@ -21,9 +21,11 @@ namespace {
 static_assert(std::endian::native == std::endian::little, "checkpoints are written in the machine's byte order");
 
 constexpr char kMagic[4] = {'G', 'M', 'P', 'C'};
-constexpr uint32_t kVersion = 2;
+constexpr uint32_t kVersion = 3;
+constexpr uint32_t kVersionBeforeRuntime = 2;
 constexpr uint32_t kVersionBeforeGraphs = 1;
 constexpr size_t kKindsBeforeGraphs = 7;
+constexpr size_t kKindsBeforeRuntime = 8;
 
 // Saving: reads each field and appends it.
 class Out {
@@ -95,7 +97,7 @@ constexpr FrameworkRefusal kRefusalEnd = static_cast<FrameworkRefusal>(static_ca
 
 // A new field in one of these structs must be added below: the sizes catch a forgotten one.
 static_assert(sizeof(Counter) == 16 && sizeof(KindStats) == 32 && sizeof(LiveAllocation) == 48 &&
-              sizeof(FrameworkStats) == 184 && sizeof(DeviceStats) == 648 && sizeof(FailedAllocation) == 40 &&
+              sizeof(FrameworkStats) == 184 && sizeof(DeviceStats) == 680 && sizeof(FailedAllocation) == 40 &&
               sizeof(GraphStats) == 128 && sizeof(GraphStats::Node) == 24);
 
 template <typename IO>
@@ -143,7 +145,9 @@ void io_device(IO& io, DeviceStats& d) {
   io_counter(io, d.reserved);
   io.scalar(d.allocated_peak_ns);
   io.scalar(d.reserved_peak_ns);
-  const size_t kinds = io.version == kVersionBeforeGraphs ? kKindsBeforeGraphs : d.by_kind.size();
+  const size_t kinds = io.version == kVersionBeforeGraphs    ? kKindsBeforeGraphs
+                       : io.version == kVersionBeforeRuntime ? kKindsBeforeRuntime
+                                                             : d.by_kind.size();
   for (size_t i = 0; i < kinds; ++i) {
     KindStats& k = d.by_kind[i];
     io_counter(io, k.bytes);
@@ -334,7 +338,7 @@ bool Accounting::restore_checkpoint(const void* data, size_t size) {
   if (size < sizeof kMagic + sizeof kVersion || std::memcmp(p, kMagic, sizeof kMagic) != 0) return false;
   uint32_t version = 0;
   std::memcpy(&version, p + sizeof kMagic, sizeof version);
-  if (version != kVersion && version != kVersionBeforeGraphs) return false;
+  if (version != kVersion && version != kVersionBeforeRuntime && version != kVersionBeforeGraphs) return false;
   In in(p + sizeof kMagic + sizeof version, size - sizeof kMagic - sizeof version, version);
   checkpoint_io(in);
   if (!in.finished()) {

@@ -261,7 +261,10 @@ std::map<int, Accounting::LiveTotals> Accounting::live_by_device() const {
     ++t.count;
     t.bytes += a.size;
   };
-  for_each_live_outside_framework(add);
+  // The runtime's own buffers (kind runtime) are not the program's to free: no leak.
+  for_each_live_outside_framework([&add](const LiveAllocation& a) {
+    if (a.kind != Kind::Runtime) add(a);
+  });
   tensors_.for_each([&add](uint64_t, const LiveAllocation& a) { add(a); });
   return out;
 }

@@ -225,7 +225,7 @@ TEST(FrameworkPrivatePools, SegmentsAndTensorsCountInTheirPool) {
   EXPECT_EQ(back.devices[0].stats.framework.private_pools.at(graph_pool).allocated.peak, 3 * MiB);
 }
 
-TEST(GraphCheckpoint, GraphStateRoundTripsAndAVersion1CheckpointIsStillRead) {
+TEST(GraphCheckpoint, GraphStateRoundTripsAndVersion1And2CheckpointsAreStillRead) {
   Graphs g;
   g.begin(kGraph, 1);
   g.node(Op::GraphAllocNode, kGraph, 0xa000'0000, 64 * MiB, 1);
@@ -250,7 +250,8 @@ TEST(GraphCheckpoint, GraphStateRoundTripsAndAVersion1CheckpointIsStillRead) {
   EXPECT_EQ(restored.save_checkpoint(), g.acc.save_checkpoint());
   EXPECT_EQ(restored.devices().at(0).kind(Kind::Graph).allocs, 2u);
 
-  // A version-1 checkpoint (before graphs): seven kinds per device, no graph figures or tables.
+  // Older checkpoints: version 2 (before the runtime kind) has eight kinds per device; version 1
+  // (before graphs) seven, and no graph figures or tables.
   Accounting old;
   Event a{};
   a.op = Op::Alloc;
@@ -258,23 +259,30 @@ TEST(GraphCheckpoint, GraphStateRoundTripsAndAVersion1CheckpointIsStillRead) {
   a.address = 0x1000;
   a.size = MiB;
   old.apply(a);
-  std::string v2 = old.save_checkpoint();
+  const std::string v3 = old.save_checkpoint();
+  const size_t device_start = 4 + 4 + 8 + 4;  // magic, version, device count, the ordinal key
+  const size_t kinds_at = device_start + 4 + 8 + 16 * 2 + 8 * 2;  // device, total bytes, two counters, two times
+  std::string v2 = v3;
+  const uint32_t two = 2;
+  std::memcpy(v2.data() + 4, &two, sizeof two);
+  v2.erase(kinds_at + 8 * 32, 32);  // the runtime kind
+  Accounting from_v2;
+  ASSERT_TRUE(from_v2.restore_checkpoint(v2.data(), v2.size()));
+  EXPECT_EQ(from_v2.save_checkpoint(), v3);
   std::string v1 = v2;
   const uint32_t one = 1;
   std::memcpy(v1.data() + 4, &one, sizeof one);
   // The device's eighth kind (32 bytes) and two graph counters (32 bytes) go, and the trailing
   // graph tables and private pools (five empty counts).
-  const size_t device_start = 4 + 4 + 8 + 4;  // magic, version, device count, the ordinal key
-  const size_t kinds_at = device_start + 4 + 8 + 16 * 2 + 8 * 2;  // device, total bytes, two counters, two times
   v1.erase(kinds_at + 7 * 32, 32);                          // the graph kind
   v1.erase(kinds_at + 7 * 32 + 32, 32);                     // after pool and vmm counters: graph counters
-  const size_t framework_end_v2 = kinds_at + 7 * 32 + 32 + 9 * 8 + 1 + 1 + 4 * 16 + 8 * 8;
-  v1.erase(framework_end_v2, 8);                            // the private pools' count
+  const size_t framework_end_v1 = kinds_at + 7 * 32 + 32 + 9 * 8 + 1 + 1 + 4 * 16 + 8 * 8;
+  v1.erase(framework_end_v1, 8);                            // the private pools' count
   v1.erase(v1.size() - 4 * 8, 4 * 8);                       // graphs, graph numbers, captures, execs
   Accounting from_v1;
   ASSERT_TRUE(from_v1.restore_checkpoint(v1.data(), v1.size()));
   EXPECT_EQ(from_v1.devices().at(0).allocated.current, MiB);
-  EXPECT_EQ(from_v1.save_checkpoint(), v2);
+  EXPECT_EQ(from_v1.save_checkpoint(), v3);
 }
 
 }  // namespace

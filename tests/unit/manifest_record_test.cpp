@@ -62,7 +62,7 @@ TEST(ManifestRecord, Text) {
             R"("schema_version":1,)"
             R"("start_monotonic_ns":55,"start_realtime_ns":1700000000000000000,)"
             R"("start_time_utc":"2023-11-14T22:13:20.000Z","tool":"gpumemprof","tool_version":"0.9.0",)"
-            R"("trace":{"event_size":64,"file":"trace.gmpt","version":3},"world_size":8})");
+            R"("trace":{"event_size":64,"file":"trace.gmpt","version":4},"world_size":8})");
 }
 
 TEST(ManifestRecord, ProcessJsonHasTheManifestsProcessKeys) {

@@ -242,6 +242,9 @@ std::string oom_explanation_text(const analysis::OomExplanation& x) {
     appendf(out, "    %-9s %-13s %s\n", "array", hb(array).c_str(), hb(array).c_str());
     appendf(out, "    %-9s %-13s %s\n", "managed", hb(managed).c_str(),
             "-  (counted apart from allocated and reserved)");
+    if (const uint64_t runtime = current(d, Kind::Runtime); runtime > 0) {
+      appendf(out, "    %-9s %-13s %s  (the GPU runtime's own buffers)\n", "runtime", "-", hb(runtime).c_str());
+    }
     {
       std::string s = "  live allocations: ";
       if (x.live_on_device)
@@ -375,6 +378,7 @@ nlohmann::json oom_explanation_json(const analysis::OomExplanation& x) {
           {"physical_unmapped", x.vmm_unmapped}}},
         {"array", {{"allocated", array}, {"reserved", array}}},
         {"managed", {{"allocated", current(d, Kind::Managed)}}},
+        {"runtime", {{"reserved", current(d, Kind::Runtime)}}},
     };
     process["reserved_unused_bytes"] = analysis::sat_add(x.pool_unused, x.vmm_unmapped);
   }

@@ -153,7 +153,7 @@ void print_device(const analysis::RunAnalysis& run, const analysis::DeviceAnalys
   std::printf("  reserved   peak %-11s at %s final %s\n", bytes_text(d.reserved_peak.bytes).c_str(),
               pad(human_duration_ns(d.reserved_peak.at_ns), 10).c_str(), bytes_text(s.reserved.current).c_str());
   std::printf("    %-8s %-12s %-12s %-10s %s\n", "kind", "peak", "final", "allocs", "frees");
-  for (Kind k : {Kind::Linear, Kind::Pool, Kind::Vmm, Kind::Array, Kind::Managed, Kind::Graph}) {
+  for (Kind k : kDeviceKinds) {
     const KindStats& ks = s.kind(k);
     if (ks.allocs == 0 && ks.bytes.peak == 0) continue;
     std::printf("    %-8s %-12s %-12s %-10s %s\n", std::string(kind_name(k)).c_str(),

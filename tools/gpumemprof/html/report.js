@@ -107,7 +107,7 @@
 
   var LANE_H = 15;     // px per row of range bands
   var MAX_LANES = 8;   // rows of range bands drawn; the tooltip names the rest
-  var KIND_NAMES = ["none", "linear", "pool", "vmm", "array", "managed", "host pinned"];
+  var KIND_NAMES = ["none", "linear", "pool", "vmm", "array", "managed", "host pinned", "graph", "runtime"];
 
   // The range bands of analysis.explore, as objects, and their rows: one per thread and depth, the
   // threads in order of their first range.
