@@ -58,34 +58,80 @@ inline int stream_device(CUstream s) {
   return current_device();
 }
 
-// Before an out-of-memory failure is recorded: what the driver says is free on the current
-// context's device, for the OOM bundle (3 us, paid only on this path).
-inline void record_driver_memory(int device) {
-  auto info = GMP_REAL(cuMemGetInfo_v2);
-  size_t free = 0, total = 0;
-  if (device < 0 || info == nullptr || info(&free, &total) != CUDA_SUCCESS) return;
+// What the runtime says is free and total on a device, just after an out-of-memory failure, for
+// the OOM bundle.
+inline void record_device_memory(int device, uint64_t total, uint64_t free) {
   session_record(device, [&](Event& e) {
     DriverMemoryRecord{total, free}.to_event(e);
     e.api = Api::Collector;
   });
 }
 
-// Records an allocation call's outcome. On out-of-memory, the call does not return to its caller
-// until the collector has written the OOM bundle (bounded by GPUMEMPROF_OOM_WAIT_MS).
-inline void record_alloc(Api api, Kind kind, int device, CUresult r, AllocRecord a) {
+// Before an out-of-memory failure is recorded: what the driver says is free on the current
+// context's device (3 us, paid only on this path).
+inline void record_driver_memory(int device) {
+  auto info = GMP_REAL(cuMemGetInfo_v2);
+  size_t free = 0, total = 0;
+  if (device < 0 || info == nullptr || info(&free, &total) != CUDA_SUCCESS) return;
+  record_device_memory(device, total, free);
+}
+
+// Records an allocation call's outcome (`result`: the runtime's status, 0 = success, 2 = out of
+// memory in both CUDA and HIP). On out-of-memory, `read_memory(device)` records the device's
+// memory first, and the call does not return to its caller until the collector has written the
+// OOM bundle (bounded by GPUMEMPROF_OOM_WAIT_MS).
+template <typename ReadMemory>
+inline void record_alloc_with(Api api, Kind kind, int device, int result, AllocRecord a, ReadMemory&& read_memory) {
   uint32_t stack;
   if (!prepare_allocation_event(&stack)) return;
-  const bool oom = r == CUDA_ERROR_OUT_OF_MEMORY;
-  if (oom && kind != Kind::HostPinned) record_driver_memory(device);
-  if (r != CUDA_SUCCESS) a.address = 0;
+  const bool oom = result == kOutOfMemory;
+  if (oom && kind != Kind::HostPinned) read_memory(device);
+  if (result != 0) a.address = 0;
   session_record(device, [&](Event& e) {
     a.to_event(e);
     e.api = api;
     e.kind = kind;
-    e.result = static_cast<int16_t>(r);
+    e.result = static_cast<int16_t>(result);
     e.stack_id = stack;
   });
   if (oom) session_wait_for_collector();
+}
+
+inline void record_alloc(Api api, Kind kind, int device, CUresult r, AllocRecord a) {
+  record_alloc_with(api, kind, device, r, a, record_driver_memory);
+}
+
+// A VMM physical allocation's outcome (`handle` 0 when it failed), as record_alloc_with.
+template <typename ReadMemory>
+inline void record_vmm_create(Api api, int device, int result, uint64_t handle, uint64_t size,
+                              ReadMemory&& read_memory) {
+  uint32_t stack;
+  if (!prepare_allocation_event(&stack)) return;
+  const bool oom = result == kOutOfMemory;
+  if (oom) read_memory(device);
+  session_record(device, [&](Event& e) {
+    e.op = Op::VmmCreate;
+    e.api = api;
+    e.kind = Kind::Vmm;
+    e.result = static_cast<int16_t>(result);
+    e.address = result == 0 ? handle : 0;
+    e.size = size;
+    e.stack_id = stack;
+  });
+  if (oom) session_wait_for_collector();
+}
+
+// A VMM mapping's outcome. Device -1: the mapping's device is its handle's, which the collector knows.
+inline void record_vmm_map(Api api, int result, VmmMapRecord m) {
+  uint32_t stack;
+  if (!prepare_allocation_event(&stack)) return;
+  session_record(-1, [&](Event& e) {
+    m.to_event(e);
+    e.api = api;
+    e.kind = Kind::Vmm;
+    e.result = static_cast<int16_t>(result);
+    e.stack_id = stack;
+  });
 }
 
 // A release (Free, VmmRelease, VmmUnmap, PoolDestroy), recorded before the driver call.
@@ -103,7 +149,7 @@ inline void record_release(Op op, Api api, Kind kind, uint64_t address, uint64_t
 }
 
 // The driver refused the release this thread recorded just before.
-inline void record_release_failed(Api api, Kind kind, uint64_t address, CUresult r) {
+inline void record_release_failed(Api api, Kind kind, uint64_t address, int r) {
   session_record(-1, [&](Event& e) {
     e.op = Op::ReleaseFailed;
     e.api = api;
@@ -113,18 +159,19 @@ inline void record_release_failed(Api api, Kind kind, uint64_t address, CUresult
   });
 }
 
-// Brackets the driver's release call `call` with a release record before it and, if the driver
-// refuses, a ReleaseFailed after it. `address` 0 (a NULL free) is passed through unrecorded.
+// Brackets the runtime's release call `call` with a release record before it and, if the runtime
+// refuses (any status but 0), a ReleaseFailed after it. `address` 0 (a NULL free) is passed through
+// unrecorded.
 template <typename Call>
-CUresult record_around_release(Op op, Api api, Kind kind, uint64_t address, Call&& call, uint64_t size = 0,
-                               uint64_t stream = 0, uint64_t object = 0) {
+auto record_around_release(Op op, Api api, Kind kind, uint64_t address, Call&& call, uint64_t size = 0,
+                           uint64_t stream = 0, uint64_t object = 0) {
   const bool rec = address != 0 && recording();
   ErrnoKeeper keep;
   if (rec) record_release(op, api, kind, address, size, stream, object);
   keep.restore();
-  const CUresult r = call();
+  const auto r = call();
   keep.capture();
-  if (rec && r != CUDA_SUCCESS) record_release_failed(api, kind, address, r);
+  if (rec && r != 0) record_release_failed(api, kind, address, static_cast<int>(r));
   return r;
 }
 

@@ -1,6 +1,7 @@
 // CUDA arrays. Their footprint comes from the driver (cuArrayGetMemoryRequirements) where it has
 // it, else from the descriptor, which ignores the driver's padding and alignment.
 #include "../device_limit/device_limit.h"
+#include "array_bytes.h"
 #include "export.h"
 #include "record.h"
 
@@ -9,31 +10,9 @@ using namespace gmp::shim;
 
 namespace {
 
-uint64_t element_bytes(CUarray_format f) {
-  switch (f) {
-    case CU_AD_FORMAT_UNSIGNED_INT16:
-    case CU_AD_FORMAT_SIGNED_INT16:
-    case CU_AD_FORMAT_HALF:
-      return 2;
-    case CU_AD_FORMAT_UNSIGNED_INT32:
-    case CU_AD_FORMAT_SIGNED_INT32:
-    case CU_AD_FORMAT_FLOAT:
-      return 4;
-    default:
-      return 1;  // 8-bit and block/planar formats: the descriptor gives no better per-element size
-  }
-}
-
 uint64_t descriptor_bytes(const CUDA_ARRAY3D_DESCRIPTOR* d, unsigned levels) {
   if (d == nullptr) return 0;
-  uint64_t total = 0;
-  for (unsigned l = 0; l < (levels == 0 ? 1 : levels); ++l) {
-    const uint64_t w = std::max<uint64_t>(d->Width >> l, 1);
-    const uint64_t h = std::max<uint64_t>(d->Height >> l, 1);
-    const uint64_t z = std::max<uint64_t>(d->Depth >> l, 1);
-    total += w * h * z * element_bytes(d->Format) * d->NumChannels;
-  }
-  return total;
+  return shim::descriptor_bytes(d->Width, d->Height, d->Depth, format_bytes(d->Format) * d->NumChannels, levels);
 }
 
 CUDA_ARRAY3D_DESCRIPTOR as_3d(const CUDA_ARRAY_DESCRIPTOR* d) {

@@ -15,21 +15,10 @@ GMP_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle* handle, size_t siz
       prop != nullptr && prop->location.type == CU_MEM_LOCATION_TYPE_DEVICE ? prop->location.id : -1;
   const auto call = [&] { return real(handle, size, prop, flags); };
   const CUresult r = limit::on() ? limit::vmm_create(device, handle, size, call) : call();
-  uint32_t stack;
   if (recording()) {
     ErrnoKeeper keep;
-    if (!prepare_allocation_event(&stack)) return r;
-    if (r == CUDA_ERROR_OUT_OF_MEMORY) record_driver_memory(device);
-    session_record(device, [&](Event& e) {
-      e.op = Op::VmmCreate;
-      e.api = Api::cuMemCreate;
-      e.kind = Kind::Vmm;
-      e.result = static_cast<int16_t>(r);
-      e.address = r == CUDA_SUCCESS && handle != nullptr ? *handle : 0;
-      e.size = size;
-      e.stack_id = stack;
-    });
-    if (r == CUDA_ERROR_OUT_OF_MEMORY) session_wait_for_collector();
+    record_vmm_create(Api::cuMemCreate, device, r, r == CUDA_SUCCESS && handle != nullptr ? *handle : 0, size,
+                      record_driver_memory);
   }
   return r;
 }
@@ -49,18 +38,9 @@ GMP_EXPORT CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset, CUmemG
   if (real == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
   const CUresult r = real(ptr, size, offset, handle, flags);
   if (r == CUDA_SUCCESS && limit::on()) limit::vmm_mapped(ptr, handle);
-  uint32_t stack;
   if (recording()) {
     ErrnoKeeper keep;
-    if (!prepare_allocation_event(&stack)) return r;
-    // Device -1: the mapping's device is its handle's, which the collector knows.
-    session_record(-1, [&](Event& e) {
-      VmmMapRecord{ptr, size, handle, offset}.to_event(e);
-      e.api = Api::cuMemMap;
-      e.kind = Kind::Vmm;
-      e.result = static_cast<int16_t>(r);
-      e.stack_id = stack;
-    });
+    record_vmm_map(Api::cuMemMap, r, {ptr, size, handle, offset});
   }
   return r;
 }
