@@ -7,6 +7,7 @@ packages=(
   g++ cmake ninja-build make python3
   python3-pytest              # tests/python: the Python package's tests (ctest python_package)
   nlohmann-json3-dev libspdlog-dev libfmt-dev libunwind-dev
+  libamdhip64-dev libhsa-runtime-dev  # ROCm headers: the HIP/HSA interposition and the fake HIP runtime
   libgtest-dev libgmock-dev libbenchmark-dev
   libncurses-dev tmux         # gpumemprof top's screen (static libncursesw.a), and its test (live_top_test.cpp)
   chromium fonts-dejavu-core  # headless rendering of the HTML report (tests/html)

@@ -1,5 +1,6 @@
-// How callers reach the driver without linking it: dlsym on the libcuda handle and the driver's
-// own resolver, cuGetProcAddress (4-argument ABI) and cuGetProcAddress_v2. Each asks the real
+// How callers reach the driver without linking it: dlsym on the libcuda handle (and on the HIP and
+// HSA runtimes' handles: hip/hip_runtime.h) and the driver's own resolver, cuGetProcAddress
+// (4-argument ABI) and cuGetProcAddress_v2. Each asks the real
 // resolver first, then substitutes our wrapper for the exact pointer it returned, including the
 // resolver's self-lookup ("cuGetProcAddress"), so no caller escapes.
 //
@@ -13,6 +14,7 @@
 #include "../collector/seam.h"
 #include "../device_limit/device_limit.h"
 #include "export.h"
+#include "hip/hip_runtime.h"
 #include "real_driver.h"
 
 using namespace gmp;
@@ -23,6 +25,7 @@ namespace {
 // Out of line, so that dlsym itself keeps no frame state and can end in a tail jump.
 __attribute__((noinline)) void* substitute_for_dlsym(void* handle, const char* symbol) {
   if (void* w = limit::nvml_substitute(handle, symbol)) return w;
+  if (symbol != nullptr && symbol[0] == 'h' && session_enabled()) return hip::wrapper_for_lookup(handle, symbol);
   Entry entry;
   if (!wrapped_entry_for_name(symbol, &entry) || !session_enabled()) return nullptr;
   if (!ensure_driver(handle)) return nullptr;

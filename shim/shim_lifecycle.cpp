@@ -7,6 +7,8 @@
 #include "../collector/seam.h"
 #include "capture.h"
 #include "graph_memory.h"
+#include "hip/hip_devices.h"
+#include "hip/hsa_level.h"
 #include "nvml.h"
 #include "pool_tracker.h"
 #include "record.h"
@@ -23,14 +25,18 @@ void forget_parent_driver_state() {
   gmp::shim::pools::reset();
   gmp::shim::graph_memory::reset();
   gmp::shim::capture::reset();
+  gmp::shim::hsa_level::reset();
 }
 
+// A CUDA device's, or without the CUDA driver an AMD GPU's, as HSA describes it (never asked of
+// HIP: this runs at a device's first event, possibly inside HIP's own calls).
 bool device_info(int device, char* name, int name_len, char* pci, int pci_len, uint64_t* total) {
   auto get_name = GMP_REAL(cuDeviceGetName);
   auto get_total = GMP_REAL(cuDeviceTotalMem_v2);
   auto get_pci = GMP_REAL(cuDeviceGetPCIBusId);
+  if (get_name == nullptr) return gmp::shim::hip_devices::info(device, name, name_len, pci, pci_len, total);
   size_t bytes = 0;
-  if (get_name == nullptr || get_total == nullptr || get_name(name, name_len, device) != CUDA_SUCCESS ||
+  if (get_total == nullptr || get_name(name, name_len, device) != CUDA_SUCCESS ||
       get_total(&bytes, device) != CUDA_SUCCESS) {
     return false;
   }
