@@ -2,7 +2,9 @@
 //   FAKE_CUDA_DEVICES   number of devices, 1..8 (default 1)
 //   FAKE_CUDA_CAPACITY  bytes per device: integer, optionally followed by K, M, G or T
 //                       (1024-based; "KiB"/"KB" spellings accepted too). Default 16G.
-// An invalid value prints one line on stderr and the default is used.
+// An invalid value prints one line on stderr and the default is used. The fake HIP runtime reads
+// its own variables through the same functions (fake_config.h).
+#include "fake_config.h"
 #include "fake_state.h"
 
 #include <cctype>
@@ -44,31 +46,32 @@ bool parse_size(const char* text, size_t* out) {
   return true;
 }
 
-int config_device_count() {
-  const char* text = std::getenv("FAKE_CUDA_DEVICES");
+int env_device_count(const char* variable, const char* tool, int max_devices) {
+  const char* text = std::getenv(variable);
   if (text == nullptr || *text == '\0') return 1;
   char* end = nullptr;
   const long n = std::strtol(text, &end, 10);
-  if (end == text || *end != '\0' || n < 1 || n > kMaxDevices) {
-    std::fprintf(stderr, "fakecuda: invalid FAKE_CUDA_DEVICES=\"%s\" (expected 1..%d), using 1\n",
-                 text, kMaxDevices);
+  if (end == text || *end != '\0' || n < 1 || n > max_devices) {
+    std::fprintf(stderr, "%s: invalid %s=\"%s\" (expected 1..%d), using 1\n", tool, variable, text, max_devices);
     return 1;
   }
   return static_cast<int>(n);
 }
 
-size_t config_capacity() {
-  const char* text = std::getenv("FAKE_CUDA_CAPACITY");
-  if (text == nullptr || *text == '\0') return kDefaultCapacity;
+size_t env_capacity(const char* variable, const char* tool, size_t fallback) {
+  const char* text = std::getenv(variable);
+  if (text == nullptr || *text == '\0') return fallback;
   size_t bytes = 0;
   if (!parse_size(text, &bytes) || bytes == 0) {
-    std::fprintf(stderr,
-                 "fakecuda: invalid FAKE_CUDA_CAPACITY=\"%s\" (expected bytes, optionally with "
-                 "K/M/G/T suffix), using 16G\n",
-                 text);
-    return kDefaultCapacity;
+    std::fprintf(stderr, "%s: invalid %s=\"%s\" (expected bytes, optionally with K/M/G/T suffix), using %zuG\n",
+                 tool, variable, text, fallback >> 30);
+    return fallback;
   }
   return bytes;
 }
+
+int config_device_count() { return env_device_count("FAKE_CUDA_DEVICES", "fakecuda", kMaxDevices); }
+
+size_t config_capacity() { return env_capacity("FAKE_CUDA_CAPACITY", "fakecuda", kDefaultCapacity); }
 
 }  // namespace fakecuda

@@ -2,6 +2,8 @@
 // Not installed, not part of the exported ABI. See README.md for the rules.
 #pragma once
 
+#include "fake_config.h"
+
 #include <cuda.h>
 
 #include <cstddef>
@@ -175,9 +177,7 @@ struct State {
 State& state();
 using Lock = std::unique_lock<std::mutex>;
 
-// --- configuration (fake_config.cpp) ---
-// Parses "123", "64K", "512M", "16G", "1T", also "16GiB"/"16GB". Returns false when invalid.
-bool parse_size(const char* text, size_t* out);
+// --- configuration (fake_config.cpp; parse_size in fake_config.h) ---
 int config_device_count();
 size_t config_capacity();
 

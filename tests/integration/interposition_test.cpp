@@ -67,7 +67,14 @@ TEST(Interposition, ExportsOnlyInterposedSymbolsAndNeedsOnlyLibc) {
       "gpumemprof_framework_attach", "gpumemprof_framework_seed", "gpumemprof_framework_self_check",
       "gpumemprof_framework_oom", "gpumemprof_framework_categories", "gpumemprof_framework_name",
       "gpumemprof_framework_label", "gpumemprof_framework_phase", "gpumemprof_framework_log",
-      "InitializeInjectionNvtx2", "InitializeInjectionNvtxExtension"};
+      "InitializeInjectionNvtx2", "InitializeInjectionNvtxExtension",
+      // AMD GPUs (docs/rocm.md)
+      "hipMalloc", "hipExtMallocWithFlags", "hipMallocPitch", "hipMalloc3D", "hipFree", "hipMallocManaged",
+      "hipHostMalloc", "hipMallocHost", "hipHostAlloc", "hipHostFree", "hipFreeHost", "hipMallocAsync",
+      "hipMallocFromPoolAsync", "hipFreeAsync", "hipMemPoolCreate", "hipMemPoolDestroy", "hipMemCreate",
+      "hipMemRelease", "hipMemMap", "hipMemUnmap", "hipMallocArray", "hipMalloc3DArray", "hipArrayCreate",
+      "hipArray3DCreate", "hipFreeArray", "hipArrayDestroy", "hipGetProcAddress", "hsa_amd_memory_pool_allocate",
+      "hsa_amd_memory_pool_free"};
   EXPECT_EQ(exported, expected);
   const auto needed = words(command_output("readelf -d " + Paths::shim() +
                                            " | sed -n 's/.*Shared library: \\[\\(.*\\)\\]/\\1/p'"));
