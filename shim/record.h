@@ -134,6 +134,15 @@ inline void record_vmm_map(Api api, int result, VmmMapRecord m) {
   });
 }
 
+// A stream-ordered pool created on `device`.
+inline void record_pool_create(Api api, int device, uint64_t pool) {
+  session_record(device, [&](Event& e) {
+    PoolRecord{pool}.to_event(e, Op::PoolCreate);
+    e.api = api;
+    e.kind = Kind::Pool;
+  });
+}
+
 // A release (Free, VmmRelease, VmmUnmap, PoolDestroy), recorded before the driver call.
 inline void record_release(Op op, Api api, Kind kind, uint64_t address, uint64_t size = 0, uint64_t stream = 0,
                            uint64_t object = 0) {

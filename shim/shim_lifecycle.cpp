@@ -34,7 +34,11 @@ bool device_info(int device, char* name, int name_len, char* pci, int pci_len, u
   auto get_name = GMP_REAL(cuDeviceGetName);
   auto get_total = GMP_REAL(cuDeviceTotalMem_v2);
   auto get_pci = GMP_REAL(cuDeviceGetPCIBusId);
-  if (get_name == nullptr) return gmp::shim::hip_devices::info(device, name, name_len, pci, pci_len, total);
+  if (get_name == nullptr) {
+    namespace amd = gmp::shim::hip_devices;
+    return amd::info(device, name, name_len, pci, pci_len, total) ||
+           amd::info_without_hsa(device, name, name_len, pci, pci_len, total);
+  }
   size_t bytes = 0;
   if (get_total == nullptr || get_name(name, name_len, device) != CUDA_SUCCESS ||
       get_total(&bytes, device) != CUDA_SUCCESS) {

@@ -162,11 +162,7 @@ GMP_EXPORT CUresult cuMemPoolCreate(CUmemoryPool* pool, const CUmemPoolProps* pr
     const int device =
         props != nullptr && props->location.type == CU_MEM_LOCATION_TYPE_DEVICE ? props->location.id : -1;
     pools::read_reserved(*pool, device);  // registers it for synchronisation re-reads
-    session_record(device, [&](Event& e) {
-      PoolRecord{reinterpret_cast<uint64_t>(*pool)}.to_event(e, Op::PoolCreate);
-      e.api = Api::cuMemPoolCreate;
-      e.kind = Kind::Pool;
-    });
+    record_pool_create(Api::cuMemPoolCreate, device, reinterpret_cast<uint64_t>(*pool));
   }
   return r;
 }

@@ -124,4 +124,18 @@ bool info(int device, char* name, int name_len, char* pci, int pci_len, uint64_t
   return true;
 }
 
+bool info_without_hsa(int device, char* name, int name_len, char* pci, int pci_len, uint64_t* total) {
+  auto get_name = GMP_HIP_REAL(hipDeviceGetName);
+  auto get_total = GMP_HIP_REAL(hipDeviceTotalMem);
+  auto get_pci = GMP_HIP_REAL(hipDeviceGetPCIBusId);
+  size_t bytes = 0;
+  if (GMP_HIP_REAL(hsa_iterate_agents) != nullptr || get_name == nullptr || get_total == nullptr ||
+      get_name(name, name_len, device) != hipSuccess || get_total(&bytes, device) != hipSuccess) {
+    return false;
+  }
+  if (get_pci == nullptr || get_pci(pci, pci_len, device) != hipSuccess) pci[0] = '\0';
+  *total = bytes;
+  return true;
+}
+
 }  // namespace gmp::shim::hip_devices

@@ -18,4 +18,8 @@ int pool_device(hsa_amd_memory_pool_t pool);
 // pool); false when HSA does not know the ordinal.
 bool info(int device, char* name, int name_len, char* pci_bus_id, int pci_len, uint64_t* total_bytes);
 
+// The same from HIP, only where no HSA runtime is loaded (a HIP runtime of another make): then no
+// event comes from inside HIP's calls and asking HIP is safe.
+bool info_without_hsa(int device, char* name, int name_len, char* pci_bus_id, int pci_len, uint64_t* total_bytes);
+
 }  // namespace gmp::shim::hip_devices

@@ -71,11 +71,7 @@ GMP_EXPORT hipError_t hipMemPoolCreate(hipMemPool_t* pool, const hipMemPoolProps
   if (scope.outermost() && recording() && r == hipSuccess && pool != nullptr) {
     ErrnoKeeper keep;
     const int device = props != nullptr && props->location.type == hipMemLocationTypeDevice ? props->location.id : -1;
-    session_record(device, [&](Event& e) {
-      PoolRecord{reinterpret_cast<uint64_t>(*pool)}.to_event(e, Op::PoolCreate);
-      e.api = Api::hipMemPoolCreate;
-      e.kind = Kind::Pool;
-    });
+    record_pool_create(Api::hipMemPoolCreate, device, reinterpret_cast<uint64_t>(*pool));
   }
   return r;
 }

@@ -10,17 +10,23 @@ using namespace gmp::shim::hip;
 
 namespace {
 
-// The device a physical allocation is made on, from the properties in the runtime's own layout.
+// The device a physical allocation is made on. The properties' layout changed with ROCm 6
+// (hip_api.h): the one whose location names a device is the program's; were both to, the
+// runtime's major version decides (ROCm 6's layout when it does not say).
 int prop_device(const hipMemAllocationProp* prop) {
   if (prop == nullptr) return -1;
+  const hipMemLocation v6 = reinterpret_cast<const gmp_hipMemAllocationProp6*>(prop)->location;
+  const hipMemLocation v5 = prop->location;
+  const bool v6_device = v6.type == hipMemLocationTypeDevice && v6.id >= 0;
+  const bool v5_device = v5.type == hipMemLocationTypeDevice && v5.id >= 0;
+  if (v6_device != v5_device) return v6_device ? v6.id : v5.id;
+  if (!v6_device) return -1;
   static const bool rocm6 = [] {
     auto get = GMP_HIP_REAL(hipRuntimeGetVersion);
     int v = 0;
     return get == nullptr || get(&v) != hipSuccess || v >= 60000000;  // HIP_VERSION: major × 10^7 + ...
   }();
-  const hipMemLocation location =
-      rocm6 ? reinterpret_cast<const gmp_hipMemAllocationProp6*>(prop)->location : prop->location;
-  return location.type == hipMemLocationTypeDevice ? location.id : -1;
+  return rocm6 ? v6.id : v5.id;
 }
 
 }  // namespace

@@ -108,6 +108,17 @@ hipError_t alloc_async(void** ptr, size_t size, Pool* pool, hipStream_t stream) 
   return pool_alloc_locked(pool, ptr, size);
 }
 
+// A device's current or default pool.
+hipError_t device_pool(hipMemPool_t* pool, int device, bool default_pool) {
+  State& s = state();
+  Lock lock(s.mu);
+  ensure_init_locked();
+  if (pool == nullptr) return hipErrorInvalidValue;
+  if (device < 0 || device >= s.devices) return hipErrorInvalidDevice;
+  *pool = reinterpret_cast<hipMemPool_t>(default_pool ? s.default_pool[device] : s.current_pool[device]);
+  return hipSuccess;
+}
+
 }  // namespace
 
 extern "C" {
@@ -158,25 +169,9 @@ hipError_t hipMemPoolTrimTo(hipMemPool_t pool, size_t keep) {
   return hipSuccess;
 }
 
-hipError_t hipDeviceGetMemPool(hipMemPool_t* pool, int device) {
-  State& s = state();
-  Lock lock(s.mu);
-  ensure_init_locked();
-  if (pool == nullptr) return hipErrorInvalidValue;
-  if (device < 0 || device >= s.devices) return hipErrorInvalidDevice;
-  *pool = reinterpret_cast<hipMemPool_t>(s.current_pool[device]);
-  return hipSuccess;
-}
+hipError_t hipDeviceGetMemPool(hipMemPool_t* pool, int device) { return device_pool(pool, device, false); }
 
-hipError_t hipDeviceGetDefaultMemPool(hipMemPool_t* pool, int device) {
-  State& s = state();
-  Lock lock(s.mu);
-  ensure_init_locked();
-  if (pool == nullptr) return hipErrorInvalidValue;
-  if (device < 0 || device >= s.devices) return hipErrorInvalidDevice;
-  *pool = reinterpret_cast<hipMemPool_t>(s.default_pool[device]);
-  return hipSuccess;
-}
+hipError_t hipDeviceGetDefaultMemPool(hipMemPool_t* pool, int device) { return device_pool(pool, device, true); }
 
 hipError_t hipDeviceSetMemPool(int device, hipMemPool_t pool) {
   State& s = state();
