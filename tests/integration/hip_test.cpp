@@ -188,6 +188,20 @@ TEST(Hip, WithoutHipAnHsaProgramsAllocationsAreItsOwn) {
   EXPECT_EQ(device(s, 0)["by_kind"]["runtime"]["allocs"], 0u);
 }
 
+TEST(Hip, AHipRuntimeWithoutHsaIsRecordedAtTheHipLevelAndNamesItsDevices) {
+  Sandbox box;
+  // Its own directory first: the fake directory also holds the HSA-based libamdhip64.
+  RunResult r = box.run({Paths::bin("prog_hip_only")}, {{"LD_LIBRARY_PATH", Paths::fake_dir() + "/hip_only"}});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json s = read_json_file(box.only_run_dir() + "/summary.json");
+  const nlohmann::json& d = device(s, 0);
+  EXPECT_EQ(d["name"], "HIP-only Fake GPU 0");
+  EXPECT_EQ(d["total_bytes"], 1ull << 30);
+  EXPECT_EQ(d["by_kind"]["linear"]["peak"], 12345 + 100u);
+  EXPECT_EQ(d["by_kind"]["linear"]["current"], 100u);
+  EXPECT_EQ(d["by_kind"]["runtime"]["allocs"], 0u);
+}
+
 TEST(Hip, NothingIsWrittenWhenProfilingIsOff) {
   Sandbox box;
   RunResult r = box.run({Paths::bin("prog_hip"), "linear", "pool"}, {{"GPUMEMPROF_ENABLE", "0"}});
