@@ -7,12 +7,15 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs="$(nproc)"
+# Each phase's minutes, for keeping the whole under CI's budget (docs/testing.md).
+started=$SECONDS
+phase() { echo "== [$(( (SECONDS - started) / 60 )) min] $1"; }
 
 scripts/setup.sh
 
 sanitize() {  # name, flags
   local dir="build-$1"
-  echo "== unit tests under $1 sanitizer"
+  phase "unit tests under $1 sanitizer"
   # -g1: line tables are all a sanitizer report needs, and full debug info is slow to compile.
   cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-g1" \
     -DCMAKE_CXX_FLAGS="-fsanitize=$2 -fno-omit-frame-pointer -fno-sanitize-recover=all" >/dev/null
@@ -22,11 +25,11 @@ sanitize() {  # name, flags
 ASAN_OPTIONS=detect_leaks=1 sanitize asan address,undefined
 TSAN_OPTIONS=halt_on_error=1 sanitize tsan thread
 
-echo "== full suite"
+phase "full suite"
 scripts/build.sh
 (cd build && ctest --output-on-failure -j "$jobs" --timeout 600)
 
-echo "== the standard build: CMake's default generator, Release, no tests (as packagers build)"
+phase "the standard build: CMake's default generator, Release, no tests (as packagers build)"
 rm -rf build-standard
 cmake -S . -B build-standard -DCMAKE_BUILD_TYPE=Release -DGPUMEMPROF_BUILD_TESTS=OFF \
   -DCUDAToolkit_ROOT="${CUDA_HOME:-/usr/local/cuda}" >/dev/null
@@ -34,5 +37,6 @@ cmake --build build-standard -j "$jobs" >/dev/null
 test -s build-standard/share/man/man1/gpumemprof.1
 rm -rf build-standard
 
-echo "== fuzz targets (short run)"
+phase "fuzz targets (short run)"
 tests/fuzz/build.sh
+phase "done"
