@@ -16,19 +16,17 @@ struct Block {
   uint64_t size;
   uint64_t pool;  // the HIP pool whose reserve this is; 0: the runtime's (or, without HIP, the program's)
   int device;
-};
-struct PoolFigures {
-  uint64_t reserved = 0;
+  Kind kind;  // a foreign block's, as its allocation was recorded
 };
 std::mutex g_mutex;
 std::unordered_map<uint64_t, Block>* g_blocks = new std::unordered_map<uint64_t, Block>;  // never destroyed:
-std::unordered_map<uint64_t, PoolFigures>* g_reserves = new std::unordered_map<uint64_t, PoolFigures>;  // exit
+std::unordered_map<uint64_t, uint64_t>* g_reserved = new std::unordered_map<uint64_t, uint64_t>;  // exit; by pool
 
 // The pool's new reserved bytes, recorded as a reading. Every change passes here, so no high
 // watermark is needed (0: not read) and the pool's peak and its instant are exact.
-void record_reserve(Api api, uint64_t pool, int device, const PoolFigures& f) {
+void record_reserve(Api api, uint64_t pool, int device, uint64_t reserved) {
   session_record(device, [&](Event& e) {
-    PoolReservedRecord{pool, f.reserved, 0}.to_event(e);
+    PoolReservedRecord{pool, reserved, 0}.to_event(e);
     e.api = api;
     e.kind = Kind::Pool;
   });
@@ -51,7 +49,7 @@ void record_foreign(hsa_amd_memory_pool_t pool, size_t size, uint64_t ptr, int16
   const Kind kind = foreign_kind(dev);
   if (result == 0) {
     std::lock_guard lock(g_mutex);
-    (*g_blocks)[ptr] = {size, 0, dev};
+    (*g_blocks)[ptr] = {size, 0, dev, kind};
   }
   uint32_t stack;
   if (!prepare_allocation_event(&stack)) return;
@@ -96,8 +94,7 @@ HipCall::~HipCall() {
 uint64_t HipCall::settle(uint64_t address, uint64_t pool, int device) {
   if (!outermost_ || settled_) return 0;
   settled_ = true;
-  uint64_t own = 0;
-  PoolFigures figures;
+  uint64_t own = 0, reserved = 0;
   bool grew = false;
   for (int i = 0; i < t_call.pending; ++i) {
     const Pending& p = t_call.blocks[i];
@@ -108,17 +105,15 @@ uint64_t HipCall::settle(uint64_t address, uint64_t pool, int device) {
     } else if (c == Claim::PoolReserve && address != 0 && pool != 0) {
       own += p.size;
       std::lock_guard lock(g_mutex);
-      (*g_blocks)[p.ptr] = {p.size, pool, device};
-      PoolFigures& f = (*g_reserves)[pool];
-      f.reserved += p.size;
-      figures = f;
+      (*g_blocks)[p.ptr] = {p.size, pool, device, Kind::Pool};
+      reserved = (*g_reserved)[pool] += p.size;
       grew = true;
     } else {
       record_foreign(p.pool, p.size, p.ptr, 0);
     }
   }
   t_call.pending = 0;
-  if (grew && recording()) record_reserve(Api::hsa_amd_memory_pool_allocate, pool, device, figures);
+  if (grew && recording()) record_reserve(Api::hsa_amd_memory_pool_allocate, pool, device, reserved);
   return own;
 }
 
@@ -148,11 +143,12 @@ FreeTicket before_free(void* ptr) {
     t.pool = it->second.pool;
     t.size = it->second.size;
     t.device = it->second.device;
+    t.kind = it->second.kind;
     g_blocks->erase(it);
   }
   if (t.pool == 0) {
     // The runtime's (or the program's) block: released before the call, as every release.
-    record_release(Op::Free, Api::hsa_amd_memory_pool_free, foreign_kind(t.device), address);
+    record_release(Op::Free, Api::hsa_amd_memory_pool_free, t.kind, address);
     t.recorded = true;
   }
   return t;
@@ -164,23 +160,23 @@ void after_free(void* ptr, const FreeTicket& t, hsa_status_t status) {
   if (status != HSA_STATUS_SUCCESS) {
     {
       std::lock_guard lock(g_mutex);
-      (*g_blocks)[address] = {t.size, t.pool, t.device};
+      (*g_blocks)[address] = {t.size, t.pool, t.device, t.kind};
     }
     if (t.recorded) {
-      record_release_failed(Api::hsa_amd_memory_pool_free, foreign_kind(t.device), address, static_cast<int>(status));
+      record_release_failed(Api::hsa_amd_memory_pool_free, t.kind, address, static_cast<int>(status));
     }
     return;
   }
   if (t.pool == 0) return;
-  PoolFigures figures;
+  uint64_t reserved;
   {
     std::lock_guard lock(g_mutex);
-    auto it = g_reserves->find(t.pool);
-    if (it == g_reserves->end()) return;  // the pool was destroyed meanwhile: its record released it all
-    it->second.reserved -= std::min(it->second.reserved, t.size);
-    figures = it->second;
+    auto it = g_reserved->find(t.pool);
+    if (it == g_reserved->end()) return;  // the pool was destroyed meanwhile: its record released it all
+    it->second -= std::min(it->second, t.size);
+    reserved = it->second;
   }
-  if (recording()) record_reserve(Api::hsa_amd_memory_pool_free, t.pool, t.device, figures);
+  if (recording()) record_reserve(Api::hsa_amd_memory_pool_free, t.pool, t.device, reserved);
 }
 
 TakenPool take_pool(uint64_t pool) {
@@ -192,23 +188,23 @@ TakenPool take_pool(uint64_t pool) {
     t.device = kv.second.device;
     return true;
   });
-  if (auto it = g_reserves->find(pool); it != g_reserves->end()) {
-    t.reserved = it->second.reserved;
-    g_reserves->erase(it);
+  if (auto it = g_reserved->find(pool); it != g_reserved->end()) {
+    t.reserved = it->second;
+    g_reserved->erase(it);
   }
   return t;
 }
 
 void restore_pool(const TakenPool& t) {
   std::lock_guard lock(g_mutex);
-  for (const auto& [address, size] : t.blocks) (*g_blocks)[address] = {size, t.pool, t.device};
-  if (t.reserved != 0 || !t.blocks.empty()) (*g_reserves)[t.pool].reserved = t.reserved;
+  for (const auto& [address, size] : t.blocks) (*g_blocks)[address] = {size, t.pool, t.device, Kind::Pool};
+  if (t.reserved != 0 || !t.blocks.empty()) (*g_reserved)[t.pool] = t.reserved;
 }
 
 void reset() {
   std::lock_guard lock(g_mutex);
   g_blocks->clear();
-  g_reserves->clear();
+  g_reserved->clear();
 }
 
 }  // namespace gmp::shim::hsa_level

@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "event.h"
 #include "hip_api.h"
 
 namespace gmp::shim::hsa_level {
@@ -56,6 +57,7 @@ struct FreeTicket {
   uint64_t pool = 0;      // the HIP pool whose reserve the block was (0: none)
   uint64_t size = 0;
   int device = -1;
+  Kind kind = Kind::None;  // a foreign block's kind, as its allocation was recorded
 };
 FreeTicket before_free(void* ptr);
 void after_free(void* ptr, const FreeTicket& t, hsa_status_t status);
